@@ -1,0 +1,137 @@
+/*
+ * cmd_run.c - "inferctl run MODEL_DIR IMAGE...": decodes each image,
+ * preprocesses it as the model's config says, runs them all as one batch
+ * (in chunks of max_batch_size) and prints each image's top-k classes with
+ * softmax probabilities: the image endpoint's answer, without a server.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "inferctl.h"
+#include "runtime/rt_image.h"
+
+/* Larger than any image the decoders accept at their default limits. */
+#define RUN_MAX_FILE_BYTES ((long)256 << 20)
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        return NULL;
+    }
+    uint8_t *buf = NULL;
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0)
+        n = ftell(f);
+    if (n < 0 || n > RUN_MAX_FILE_BYTES || fseek(f, 0, SEEK_SET) != 0) {
+        fprintf(stderr, "inferctl: %s: not a readable file of at most %ld bytes\n", path,
+                RUN_MAX_FILE_BYTES);
+    } else if (!(buf = malloc(n > 0 ? (size_t)n : 1))) {
+        fprintf(stderr, "inferctl: %s: out of memory\n", path);
+    } else if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        fprintf(stderr, "inferctl: %s: read error\n", path);
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+/* Decodes and preprocesses one image file into dst. */
+static bool load_image(const char *path, const struct rt_preprocess *pre, float *dst)
+{
+    size_t len;
+    uint8_t *data = read_file(path, &len);
+    if (!data)
+        return false;
+    struct rt_image img;
+    struct rt_error err = {0};
+    enum rt_status st = rt_image_decode(data, len, NULL, &img, &err);
+    free(data);
+    if (st == RT_OK) {
+        st = rt_image_preprocess(&img, pre, dst, &err);
+        rt_image_free(&img);
+    }
+    if (st != RT_OK)
+        fprintf(stderr, "inferctl: %s: %s: %s\n", path, rt_status_name(st), err.msg);
+    return st == RT_OK;
+}
+
+static void print_predictions(const struct ctl_model *m, const char *path, const float *logits,
+                              int top_k, double *probs, int *idx)
+{
+    ctl_softmax(logits, m->classes, probs);
+    ctl_top_k(probs, m->classes, top_k, idx);
+    printf("%s\n", path);
+    for (int k = 0; k < top_k; k++) {
+        char buf[32];
+        printf("  %.4f  %s (%d)\n", probs[idx[k]], ctl_label(m, idx[k], buf, sizeof(buf)),
+               idx[k]);
+    }
+}
+
+int ctl_cmd_run(int argc, char **argv)
+{
+    int top_k = 5, threads = 0;
+    const char *backend = "auto";
+    const struct ctl_option opts[] = {
+        {"top-k", CTL_OPT_INT, &top_k, 1, 1 << 20},
+        {"backend", CTL_OPT_STRING, &backend, 0, 0},
+        {"threads", CTL_OPT_INT, &threads, 0, 4096},
+    };
+    char **pos = calloc((size_t)argc + 1, sizeof(char *));
+    if (!pos)
+        return CTL_EXIT_ERROR;
+    int npos, rc = ctl_parse_options("run", argc, argv, opts, 3, pos, &npos);
+    enum rt_backend_kind kind = RT_BACKEND_AUTO;
+    if (rc == CTL_EXIT_OK && npos < 2) {
+        fprintf(stderr, "inferctl run: needs MODEL_DIR and at least one IMAGE\n");
+        ctl_print_command_usage(stderr, "run");
+        rc = CTL_EXIT_USAGE;
+    }
+    if (rc == CTL_EXIT_OK && !ctl_parse_backend(backend, &kind))
+        rc = CTL_EXIT_USAGE;
+    if (rc != CTL_EXIT_OK) {
+        free(pos);
+        return rc < 0 ? CTL_EXIT_OK : rc;
+    }
+
+    struct ctl_model m;
+    if (!ctl_model_open(pos[0], kind, threads, &m)) {
+        free(pos);
+        return CTL_EXIT_ERROR;
+    }
+    const int n = npos - 1;
+    const size_t in_elems = (size_t)m.cfg->inputs[m.input].sample_elems;
+    top_k = top_k < m.classes ? top_k : m.classes;
+    float *input = malloc((size_t)n * in_elems * sizeof(float));
+    float *outs[RT_MAX_IO] = {0};
+    double *probs = malloc((size_t)m.classes * sizeof(double));
+    int *idx = malloc((size_t)top_k * sizeof(int));
+    rc = CTL_EXIT_ERROR;
+    if (!input || !probs || !idx) {
+        fprintf(stderr, "inferctl: out of memory for %d images\n", n);
+        goto done;
+    }
+    if (!ctl_outputs_alloc(&m, n, outs))
+        goto done;
+    for (int i = 0; i < n; i++)
+        if (!load_image(pos[1 + i], &m.cfg->pre, input + (size_t)i * in_elems))
+            goto done;
+    if (!ctl_run_chunks(&m, n, m.cfg->max_batch_size, input, outs))
+        goto done;
+    for (int i = 0; i < n; i++)
+        print_predictions(&m, pos[1 + i], outs[0] + (size_t)i * (size_t)m.classes, top_k, probs,
+                          idx);
+    rc = CTL_EXIT_OK;
+done:
+    ctl_outputs_free(&m, outs);
+    free(idx);
+    free(probs);
+    free(input);
+    ctl_model_close(&m);
+    free(pos);
+    return rc;
+}

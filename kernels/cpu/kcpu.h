@@ -1,0 +1,66 @@
+/*
+ * kcpu.h - optimised CPU kernels (FP32), vectorised and multithreaded.
+ *
+ * Same contracts as the reference kernels in kernels/ref/kref.h, plus:
+ * - work is split over a kcpu_pool (see kcpu_pool.h); pass NULL to run on the
+ *   calling thread only;
+ * - convolution and linear take weights pre-packed once at load time by the
+ *   matching *_pack function, and a caller-provided scratch buffer whose size
+ *   the *_scratch_bytes function gives (no allocation on the hot path);
+ * - the instruction set (AVX-512, AVX2+FMA or plain C) is chosen at run time
+ *   from the CPU (kcpu_isa()); the binary never requires -march=native.
+ */
+#ifndef KCPU_H
+#define KCPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../kernel_types.h"
+#include "kcpu_pool.h"
+
+enum kcpu_isa { KCPU_ISA_SCALAR = 0, KCPU_ISA_AVX2, KCPU_ISA_AVX512 };
+
+/* The best instruction set this CPU supports (cached after the first call).
+ * The environment variable INFERD_CPU_ISA=scalar|avx2|avx512 caps it. */
+enum kcpu_isa kcpu_isa(void);
+const char *kcpu_isa_name(enum kcpu_isa isa);
+
+/* Packed weights: opaque float buffer of kcpu_*_packed_floats() floats,
+ * 64-byte aligned, allocated by the caller. */
+size_t kcpu_conv2d_packed_floats(const struct k_conv2d *p);
+void kcpu_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed);
+/* Scratch for one call with p->n images, for a pool of `threads` threads. */
+size_t kcpu_conv2d_scratch_bytes(const struct k_conv2d *p, int threads);
+void kcpu_conv2d_f32(struct kcpu_pool *pool, const struct k_conv2d *p,
+                     const float *x, const float *packed_w, const float *bias,
+                     const float *residual, float *y, void *scratch);
+
+size_t kcpu_linear_packed_floats(const struct k_linear *p);
+void kcpu_linear_pack(const struct k_linear *p, const float *w, float *packed);
+size_t kcpu_linear_scratch_bytes(const struct k_linear *p, int threads);
+void kcpu_linear_f32(struct kcpu_pool *pool, const struct k_linear *p,
+                     const float *x, const float *packed_w, const float *bias,
+                     const float *residual, float *y, void *scratch);
+
+void kcpu_max_pool2d_f32(struct kcpu_pool *pool, const struct k_pool2d *p,
+                         const float *x, float *y);
+void kcpu_avg_pool2d_f32(struct kcpu_pool *pool, const struct k_pool2d *p,
+                         const float *x, float *y);
+void kcpu_global_avg_pool_f32(struct kcpu_pool *pool, int n, int c, int64_t hw,
+                              const float *x, float *y);
+void kcpu_channel_affine_f32(struct kcpu_pool *pool,
+                             const struct k_channel_affine *p, const float *x,
+                             const float *scale, const float *shift, float *y);
+/* y may equal x (in place). */
+void kcpu_act_f32(struct kcpu_pool *pool, enum k_act act, int64_t count,
+                  const float *x, float *y);
+/* y may equal a or b. */
+void kcpu_add_f32(struct kcpu_pool *pool, int64_t count, const float *a,
+                  const float *b, float *y);
+void kcpu_softmax_f32(struct kcpu_pool *pool, const struct k_softmax *p,
+                      const float *x, float *y);
+void kcpu_concat_f32(struct kcpu_pool *pool, const struct k_concat *p,
+                     const float *const *inputs, const int64_t *lens, float *y);
+
+#endif /* KCPU_H */

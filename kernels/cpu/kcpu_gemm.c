@@ -1,0 +1,75 @@
+/*
+ * kcpu_gemm.c - the GEMM block shared by convolution and linear: ISA
+ * dispatch, the portable epilogue store, and the plain-C microkernel.
+ *
+ * A block walks A panels in the outer loop and B strips in the inner one, so
+ * the KCPU_MR x k panel stays in L1 while the strips stream from L2 (the
+ * callers size a block's B to fit L2). k is not blocked: the models served
+ * have k <= a few thousand, for which one panel still fits L1, and keeping
+ * the whole reduction in registers lets the epilogue run once, fused.
+ */
+#include "kcpu_impl.h"
+
+void kcpu_gemm_run(const struct kcpu_gemm *g)
+{
+    switch (kcpu_isa()) {
+    case KCPU_ISA_AVX512:
+        kcpu_gemm_avx512(g);
+        return;
+    case KCPU_ISA_AVX2:
+        kcpu_gemm_avx2(g);
+        return;
+    case KCPU_ISA_SCALAR:
+        break;
+    }
+    kcpu_gemm_scalar(g);
+}
+
+void kcpu_gemm_store_tile(const struct kcpu_gemm *g, const float *tmp, int i0, int mr,
+                          int64_t j, int nr, kcpu_act_row_fn act_row)
+{
+    for (int i = 0; i < mr; i++) {
+        const float *t = tmp + (int64_t)i * KCPU_NR;
+        float bias_i = g->bias_row ? g->bias_row[i0 + i] : 0.0f;
+        /* A tile may span several images of a convolution: one run each. */
+        for (int64_t jj = j; jj < j + nr;) {
+            int64_t seg = jj / g->seg_len, pos = jj % g->seg_len;
+            int64_t len = kcpu_min64(g->seg_len - pos, j + nr - jj);
+            int64_t off = seg * g->seg_stride + pos + (int64_t)(i0 + i) * g->ldc;
+            float *c = g->c + off;
+            for (int64_t e = 0; e < len; e++) {
+                float v = t[jj - j + e] + bias_i;
+                if (g->bias_col)
+                    v += g->bias_col[jj + e];
+                if (g->res)
+                    v += g->res[off + e];
+                c[e] = v;
+            }
+            if (g->act != K_ACT_NONE)
+                act_row(g->act, len, c, c);
+            jj += len;
+        }
+    }
+}
+
+void kcpu_gemm_scalar(const struct kcpu_gemm *g)
+{
+    float tmp[KCPU_MR * KCPU_NR];
+    for (int i0 = 0; i0 < g->m; i0 += KCPU_MR) {
+        int mr = (int)kcpu_min64(KCPU_MR, g->m - i0);
+        const float *a = g->a + (int64_t)i0 * g->k;
+        for (int64_t t0 = 0; t0 < g->n; t0 += KCPU_NR) {
+            int nr = (int)kcpu_min64(KCPU_NR, g->n - t0);
+            const float *b = g->b + (t0 / KCPU_NR) * g->b_strip;
+            for (int e = 0; e < mr * KCPU_NR; e++)
+                tmp[e] = 0.0f;
+            for (int64_t kk = 0; kk < g->k; kk++) {
+                const float *ak = a + kk * KCPU_MR, *bk = b + kk * g->ldb;
+                for (int i = 0; i < mr; i++)
+                    for (int t = 0; t < nr; t++)
+                        tmp[i * KCPU_NR + t] += ak[i] * bk[t];
+            }
+            kcpu_gemm_store_tile(g, tmp, i0, mr, g->j0 + t0, nr, kcpu_act_scalar);
+        }
+    }
+}

@@ -1,0 +1,29 @@
+/*
+ * kcpu_pool.h - a small fixed thread pool for data-parallel kernels.
+ *
+ * Usage:
+ *     struct kcpu_pool *pool = kcpu_pool_create(4);   // 4 workers incl. caller
+ *     kcpu_pool_run(pool, tasks, fn, arg);             // fn(arg, i, thread) for i < tasks
+ *     kcpu_pool_free(pool);
+ *
+ * kcpu_pool_run blocks until every task is done; the calling thread takes part.
+ * A pool is used by one caller at a time (each model instance owns one).
+ * kcpu_pool_run(NULL, ...) runs every task on the calling thread.
+ */
+#ifndef KCPU_POOL_H
+#define KCPU_POOL_H
+
+#include <stdint.h>
+
+struct kcpu_pool;
+
+typedef void (*kcpu_task_fn)(void *arg, int64_t task, int thread);
+
+/* threads >= 1; returns NULL when threads could not be started. */
+struct kcpu_pool *kcpu_pool_create(int threads);
+void kcpu_pool_free(struct kcpu_pool *pool);
+/* Number of threads, including the caller (1 for NULL). */
+int kcpu_pool_threads(const struct kcpu_pool *pool);
+void kcpu_pool_run(struct kcpu_pool *pool, int64_t tasks, kcpu_task_fn fn, void *arg);
+
+#endif /* KCPU_POOL_H */

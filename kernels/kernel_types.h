@@ -1,0 +1,77 @@
+/*
+ * kernel_types.h - parameter blocks shared by every kernel family.
+ *
+ * Kernels take raw pointers plus one of these plain structs; they never see
+ * runtime structs. The same header is included by C (kernels/ref, kernels/cpu)
+ * and CUDA (kernels/cuda) code, so it holds only POD types.
+ *
+ * Layout of activations everywhere: NCHW, row-major, float32 unless a
+ * function name says otherwise.
+ */
+#ifndef KERNEL_TYPES_H
+#define KERNEL_TYPES_H
+
+#include <stdint.h>
+
+/* Activation applied in a fused epilogue, after bias and residual add. */
+enum k_act {
+    K_ACT_NONE = 0,
+    K_ACT_RELU,
+    K_ACT_RELU6,
+    K_ACT_SIGMOID,
+    K_ACT_TANH,
+    K_ACT_GELU,      /* exact: x * 0.5 * (1 + erf(x / sqrt(2))) */
+    K_ACT_GELU_TANH, /* tanh approximation, as torch gelu(approximate="tanh") */
+    K_ACT_COUNT
+};
+
+/* 2-D convolution, NCHW input [n, c, h, w] -> output [n, oc, oh, ow].
+ * Weights [oc, c / groups, kh, kw]. Padding may be asymmetric: pad_t/pad_l
+ * are the leading pads; oh/ow are given (computed by shape inference). */
+struct k_conv2d {
+    int n, c, h, w;
+    int oc, oh, ow;
+    int kh, kw;
+    int stride_h, stride_w;
+    int pad_t, pad_l;
+    int dil_h, dil_w;
+    int groups;
+    enum k_act act;
+};
+
+/* Fully connected: y[n, m] = act(x[n, k] . w[m, k]^T + bias[m] (+ res[n, m])). */
+struct k_linear {
+    int n, k, m;
+    enum k_act act;
+};
+
+/* 2-D max or average pooling over [n, c, h, w] -> [n, c, oh, ow]. */
+struct k_pool2d {
+    int n, c, h, w;
+    int oh, ow;
+    int kh, kw;
+    int stride_h, stride_w;
+    int pad_t, pad_l;
+    int dil_h, dil_w;          /* max pooling only; 1 for average */
+    int count_include_pad;     /* average pooling only */
+};
+
+/* Per-channel affine y = x * scale[c] + shift[c] over [n, c, inner]
+ * (a batch norm that could not be folded into a convolution). */
+struct k_channel_affine {
+    int n, c;
+    int64_t inner;
+};
+
+/* Softmax along one axis of a tensor seen as [outer, axis_len, inner]. */
+struct k_softmax {
+    int64_t outer, axis_len, inner;
+};
+
+/* Concatenation along one axis: each input is [outer, len_i, inner]. */
+struct k_concat {
+    int64_t outer, inner;
+    int count;                 /* number of inputs */
+};
+
+#endif /* KERNEL_TYPES_H */

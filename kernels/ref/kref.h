@@ -1,0 +1,39 @@
+/*
+ * kref.h - reference kernels: plain loops, obviously correct, the oracle.
+ *
+ * Every optimised kernel (CPU or CUDA) is tested against these. They favour
+ * clarity over speed: accumulation is done in double so that they also serve
+ * as the high-precision reference in the op tests. Parameters are described
+ * in kernel_types.h. Optional pointers (bias, residual) may be NULL.
+ *
+ * Epilogue order for conv2d and linear, matching PyTorch's conv -> bn -> add
+ * -> act: y = act(acc + bias + residual).
+ */
+#ifndef KREF_H
+#define KREF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../kernel_types.h"
+
+float kref_act_f32(enum k_act act, float x);
+
+void kref_conv2d_f32(const struct k_conv2d *p, const float *x, const float *w,
+                     const float *bias, const float *residual, float *y);
+void kref_linear_f32(const struct k_linear *p, const float *x, const float *w,
+                     const float *bias, const float *residual, float *y);
+void kref_max_pool2d_f32(const struct k_pool2d *p, const float *x, float *y);
+void kref_avg_pool2d_f32(const struct k_pool2d *p, const float *x, float *y);
+/* [n, c, hw] -> [n, c] */
+void kref_global_avg_pool_f32(int n, int c, int64_t hw, const float *x, float *y);
+void kref_channel_affine_f32(const struct k_channel_affine *p, const float *x,
+                             const float *scale, const float *shift, float *y);
+void kref_act_f32_n(enum k_act act, int64_t count, const float *x, float *y);
+void kref_add_f32(int64_t count, const float *a, const float *b, float *y);
+void kref_softmax_f32(const struct k_softmax *p, const float *x, float *y);
+/* inputs[i] is [outer, lens[i], inner]; y is [outer, sum(lens), inner]. */
+void kref_concat_f32(const struct k_concat *p, const float *const *inputs,
+                     const int64_t *lens, float *y);
+
+#endif /* KREF_H */

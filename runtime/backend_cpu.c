@@ -1,0 +1,242 @@
+/*
+ * backend_cpu.c - the CPU backend: FP32 kernels from kernels/cpu, one thread
+ * pool, arena and scratch buffer per session, weights packed once per model.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../kernels/cpu/kcpu.h"
+#include "rt_backend_impl.h"
+
+struct cpu_backend {
+    int threads;
+};
+
+struct cpu_session {
+    struct kcpu_pool *pool;
+    void *arena;
+    void *scratch;
+};
+
+static void cpu_free(struct rt_backend *b)
+{
+    free(b->ctx);
+    free(b);
+}
+
+static bool cpu_supports_step(struct rt_backend *b, const struct rt_plan *p, const struct rt_step *s,
+                              enum rt_precision prec, char *why, size_t why_len)
+{
+    if (prec != RT_PRECISION_FP32) {
+        snprintf(why, why_len, "the CPU backend runs %s models in a later release; use fp32",
+                 rt_precision_name(prec));
+        return false;
+    }
+    return s->op < RT_OP_COUNT && s->op != RT_OP_FLATTEN && s->op != RT_OP_RESHAPE;
+}
+
+static void *alloc_aligned(size_t bytes)
+{
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    return aligned_alloc(64, rounded ? rounded : 64);
+}
+
+static enum rt_status cpu_prepare_step(struct rt_backend *b, const struct rt_plan *p, struct rt_step *s,
+                                       int max_batch, struct rt_error *err)
+{
+    const float *w = s->node->w[RT_W_WEIGHT].data;
+    float *packed = NULL;
+    if (s->op == RT_OP_CONV2D) {
+        struct k_conv2d k = rt_step_conv2d(p, s, max_batch);
+        packed = alloc_aligned(kcpu_conv2d_packed_floats(&k) * sizeof(float));
+        if (packed)
+            kcpu_conv2d_pack(&k, w, packed);
+    } else if (s->op == RT_OP_LINEAR) {
+        struct k_linear k = rt_step_linear(p, s, max_batch);
+        packed = alloc_aligned(kcpu_linear_packed_floats(&k) * sizeof(float));
+        if (packed)
+            kcpu_linear_pack(&k, w, packed);
+    } else {
+        return RT_OK;
+    }
+    if (!packed)
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory packing weights of '%s'", s->node->name);
+    s->prep = packed;
+    return RT_OK;
+}
+
+static void cpu_release_step(struct rt_backend *b, struct rt_step *s)
+{
+    free(s->prep);
+    s->prep = NULL;
+}
+
+static void cpu_session_free(void *ctx)
+{
+    struct cpu_session *cs = ctx;
+    if (!cs)
+        return;
+    kcpu_pool_free(cs->pool);
+    free(cs->arena);
+    free(cs->scratch);
+    free(cs);
+}
+
+static enum rt_status cpu_session_create(struct rt_backend *b, const struct rt_plan *p, int max_batch,
+                                         size_t arena_bytes, void **out, struct rt_error *err)
+{
+    struct cpu_backend *cb = b->ctx;
+    struct cpu_session *cs = calloc(1, sizeof(*cs));
+    if (!cs)
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    size_t scratch = 0;
+    for (int i = 0; i < p->n_steps; i++) {
+        const struct rt_step *s = &p->steps[i];
+        size_t need = 0;
+        if (s->op == RT_OP_CONV2D) {
+            struct k_conv2d k = rt_step_conv2d(p, s, max_batch);
+            need = kcpu_conv2d_scratch_bytes(&k, cb->threads);
+        } else if (s->op == RT_OP_LINEAR) {
+            struct k_linear k = rt_step_linear(p, s, max_batch);
+            need = kcpu_linear_scratch_bytes(&k, cb->threads);
+        }
+        if (need > scratch)
+            scratch = need;
+    }
+    cs->pool = cb->threads > 1 ? kcpu_pool_create(cb->threads) : NULL;
+    cs->arena = alloc_aligned(arena_bytes);
+    cs->scratch = alloc_aligned(scratch);
+    if ((cb->threads > 1 && !cs->pool) || !cs->arena || !cs->scratch) {
+        cpu_session_free(cs);
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory allocating a %zu-byte arena", arena_bytes);
+    }
+    *out = cs;
+    return RT_OK;
+}
+
+static void *cpu_session_arena(void *ctx) { return ((struct cpu_session *)ctx)->arena; }
+
+static enum rt_status cpu_copy(void *ctx, void *dst, const void *src, size_t bytes, struct rt_error *err)
+{
+    memcpy(dst, src, bytes);
+    return RT_OK;
+}
+
+static enum rt_status cpu_sync(void *ctx, struct rt_error *err) { return RT_OK; }
+
+static enum rt_status cpu_run_step(void *ctx, const struct rt_plan *p, const struct rt_step *s, int batch,
+                                   const struct rt_step_io *io, struct rt_error *err)
+{
+    struct cpu_session *cs = ctx;
+    const struct rt_graph *g = p->g;
+    const float *x = io->in[0];
+    float *y = io->out;
+    const float *bias = s->node->w[RT_W_BIAS].data;
+    int64_t count = g->tensors[s->out].sample_elems * batch;
+    switch (s->op) {
+    case RT_OP_CONV2D: {
+        struct k_conv2d k = rt_step_conv2d(p, s, batch);
+        kcpu_conv2d_f32(cs->pool, &k, x, s->prep, bias, io->residual, y, cs->scratch);
+        return RT_OK;
+    }
+    case RT_OP_LINEAR: {
+        struct k_linear k = rt_step_linear(p, s, batch);
+        kcpu_linear_f32(cs->pool, &k, x, s->prep, bias, io->residual, y, cs->scratch);
+        return RT_OK;
+    }
+    case RT_OP_BATCH_NORM: {
+        const struct rt_shape *sh = &g->tensors[s->in[0]].shape;
+        struct k_channel_affine k = {.n = batch, .c = (int)sh->dims[1],
+                                     .inner = g->tensors[s->in[0]].sample_elems / sh->dims[1]};
+        kcpu_channel_affine_f32(cs->pool, &k, x, s->node->w[RT_W_WEIGHT].data, bias, y);
+        return RT_OK;
+    }
+    case RT_OP_RELU:
+    case RT_OP_RELU6:
+    case RT_OP_SIGMOID:
+    case RT_OP_TANH:
+    case RT_OP_GELU:
+        kcpu_act_f32(cs->pool, s->act, count, x, y);
+        return RT_OK;
+    case RT_OP_MAX_POOL2D: {
+        struct k_pool2d k = rt_step_pool2d(p, s, batch);
+        kcpu_max_pool2d_f32(cs->pool, &k, x, y);
+        return RT_OK;
+    }
+    case RT_OP_AVG_POOL2D: {
+        struct k_pool2d k = rt_step_pool2d(p, s, batch);
+        kcpu_avg_pool2d_f32(cs->pool, &k, x, y);
+        return RT_OK;
+    }
+    case RT_OP_GLOBAL_AVG_POOL: {
+        const struct rt_shape *sh = &g->tensors[s->in[0]].shape;
+        kcpu_global_avg_pool_f32(cs->pool, batch, (int)sh->dims[1], sh->dims[2] * sh->dims[3], x, y);
+        return RT_OK;
+    }
+    case RT_OP_ADD:
+        kcpu_add_f32(cs->pool, count, x, io->in[1], y);
+        return RT_OK;
+    case RT_OP_SOFTMAX:
+    case RT_OP_CONCAT: {
+        const struct rt_shape *sh = &g->tensors[s->out].shape;
+        int axis = s->node->a.axis < 0 ? s->node->a.axis + sh->rank : s->node->a.axis;
+        int64_t outer = batch, inner = 1;
+        for (int d = 1; d < axis; d++)
+            outer *= sh->dims[d];
+        for (int d = axis + 1; d < sh->rank; d++)
+            inner *= sh->dims[d];
+        if (s->op == RT_OP_SOFTMAX) {
+            struct k_softmax k = {outer, sh->dims[axis], inner};
+            kcpu_softmax_f32(cs->pool, &k, x, y);
+        } else {
+            int64_t lens[RT_NODE_MAX_INPUTS];
+            for (int i = 0; i < s->n_in; i++)
+                lens[i] = g->tensors[s->in[i]].shape.dims[axis];
+            struct k_concat k = {outer, inner, s->n_in};
+            kcpu_concat_f32(cs->pool, &k, (const float *const *)io->in, lens, y);
+        }
+        return RT_OK;
+    }
+    default:
+        return rt_error_set(err, RT_ERR_INTERNAL, "CPU backend: op %s has no kernel", rt_op_name(s->op));
+    }
+}
+
+static const struct rt_backend_iface CPU_IFACE = {
+    .name = "cpu",
+    .free = cpu_free,
+    .supports_step = cpu_supports_step,
+    .prepare_step = cpu_prepare_step,
+    .release_step = cpu_release_step,
+    .session_create = cpu_session_create,
+    .session_free = cpu_session_free,
+    .session_arena = cpu_session_arena,
+    .copy_in = cpu_copy,
+    .copy_out = cpu_copy,
+    .run_step = cpu_run_step,
+    .sync = cpu_sync,
+};
+
+enum rt_status rt_backend_cpu_create(const struct rt_backend_options *opt, struct rt_backend **out,
+                                     struct rt_error *err)
+{
+    struct rt_backend *b = calloc(1, sizeof(*b));
+    struct cpu_backend *cb = calloc(1, sizeof(*cb));
+    if (!b || !cb) {
+        free(b);
+        free(cb);
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    }
+    cb->threads = opt->threads > 0 ? opt->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (cb->threads < 1)
+        cb->threads = 1;
+    if (cb->threads > 256)
+        cb->threads = 256;
+    b->iface = &CPU_IFACE;
+    b->ctx = cb;
+    snprintf(b->description, sizeof(b->description), "cpu (%s, %d threads per instance)",
+             kcpu_isa_name(kcpu_isa()), cb->threads);
+    *out = b;
+    return RT_OK;
+}

@@ -1,0 +1,120 @@
+/*
+ * rt_graph.h - the model graph after parsing (internal to the runtime).
+ *
+ * model_json.c fills a struct rt_graph from model.json and binds weights
+ * from the safetensors file; graph.c then validates it (names, producers,
+ * cycles), orders it topologically, infers every tensor's shape and folds
+ * batch norms into preceding convolutions. The plan (rt_plan.h) is built
+ * from the result.
+ */
+#ifndef RT_GRAPH_H
+#define RT_GRAPH_H
+
+#include "../kernels/kernel_types.h"
+#include "rt_model.h"
+#include "rt_safetensors.h"
+
+/* One list gives the op enum, the model.json names and the weight roles. */
+#define RT_OP_LIST(X)                        \
+    X(RT_OP_CONV2D, "conv2d")                \
+    X(RT_OP_LINEAR, "linear")                \
+    X(RT_OP_BATCH_NORM, "batch_norm")        \
+    X(RT_OP_RELU, "relu")                    \
+    X(RT_OP_RELU6, "relu6")                  \
+    X(RT_OP_SIGMOID, "sigmoid")              \
+    X(RT_OP_TANH, "tanh")                    \
+    X(RT_OP_GELU, "gelu")                    \
+    X(RT_OP_MAX_POOL2D, "max_pool2d")        \
+    X(RT_OP_AVG_POOL2D, "avg_pool2d")        \
+    X(RT_OP_GLOBAL_AVG_POOL, "global_avg_pool") \
+    X(RT_OP_ADD, "add")                      \
+    X(RT_OP_FLATTEN, "flatten")              \
+    X(RT_OP_RESHAPE, "reshape")              \
+    X(RT_OP_CONCAT, "concat")                \
+    X(RT_OP_SOFTMAX, "softmax")
+
+enum rt_op {
+#define RT_OP_ENUM(e, name) e,
+    RT_OP_LIST(RT_OP_ENUM)
+#undef RT_OP_ENUM
+    RT_OP_COUNT
+};
+
+const char *rt_op_name(enum rt_op op);
+bool rt_op_from_name(const char *name, enum rt_op *out);
+
+#define RT_NODE_MAX_INPUTS 16
+
+/* Weight roles; which ones an op takes is in graph.c's op table. */
+enum rt_wrole { RT_W_WEIGHT = 0, RT_W_BIAS, RT_W_MEAN, RT_W_VAR, RT_W_COUNT };
+
+struct rt_weight {
+    const float *data;       /* NULL when absent */
+    struct rt_shape shape;
+    char name[RT_NAME_MAX * 2];
+};
+
+struct rt_conv_attrs {
+    int stride[2], pad[4] /* top, left, bottom, right */, dilation[2], groups;
+};
+
+struct rt_pool_attrs {
+    int kernel[2], stride[2], pad[4], dilation[2];
+    bool ceil_mode, count_include_pad;
+};
+
+struct rt_node {
+    enum rt_op op;
+    char name[RT_NAME_MAX];
+    int n_inputs;
+    int inputs[RT_NODE_MAX_INPUTS];   /* tensor ids */
+    int output;                       /* tensor id */
+    struct rt_weight w[RT_W_COUNT];
+    union {
+        struct rt_conv_attrs conv;
+        struct rt_pool_attrs pool;
+        float eps;                    /* batch_norm */
+        bool gelu_tanh;               /* gelu approximate="tanh" */
+        int axis;                     /* softmax, concat (normalised >= 1) */
+        struct rt_shape reshape;      /* reshape: dims after the batch */
+    } a;
+    bool removed;                     /* folded into another node */
+};
+
+/* An activation tensor: shape.dims[0] is the batch (-1). */
+struct rt_tensor {
+    char name[RT_NAME_MAX];
+    struct rt_shape shape;
+    int64_t sample_elems;
+    int producer;                     /* node id, or -1 for a model input */
+    int input_index;                  /* index in cfg inputs, or -1 */
+    int output_index;                 /* index in cfg outputs, or -1 */
+    int n_consumers;
+};
+
+struct rt_graph {
+    int n_nodes, n_tensors;
+    struct rt_node *nodes;            /* topological order after rt_graph_finish */
+    struct rt_tensor *tensors;
+    int cap_tensors;
+    int *index;                       /* open-addressing name -> tensor id */
+    int index_cap;
+    /* Buffers created by folding (owned); freed with the graph. */
+    int n_owned;
+    float **owned;
+};
+
+/* Tensor id by name, creating it when create is true; -1 when absent or out of memory. */
+int rt_graph_tensor(struct rt_graph *g, const char *name, bool create);
+
+/* Validates, orders, infers shapes and folds batch norms. `label` names the
+ * model file in errors. */
+enum rt_status rt_graph_finish(struct rt_graph *g, struct rt_model_config *cfg, const char *label,
+                               struct rt_error *err);
+void rt_graph_free(struct rt_graph *g);
+
+/* Shape inference of a single node from its input shapes (exposed for tests). */
+enum rt_status rt_graph_infer_node(const struct rt_graph *g, const struct rt_node *n,
+                                   struct rt_shape *out, struct rt_error *err);
+
+#endif /* RT_GRAPH_H */

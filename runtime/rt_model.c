@@ -1,0 +1,282 @@
+/*
+ * rt_model.c - loading a model folder, sessions, and the executor that walks
+ * the plan (see rt_model.h).
+ */
+#include "rt_model.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "rt_backend_impl.h"
+#include "rt_model_json.h"
+
+#define MAX_MODEL_JSON (64u * 1024u * 1024u)
+#define MAX_LABELS 100000
+#define MAX_LABEL_LEN 256
+
+struct rt_model {
+    struct rt_backend *backend;
+    struct rt_safetensors st;
+    struct rt_graph g;
+    struct rt_plan plan;
+    struct rt_model_config cfg;
+    int input_tensor[RT_MAX_IO];
+    int output_tensor[RT_MAX_IO];
+    int prepared_steps;           /* steps whose prep the backend must release */
+};
+
+struct rt_session {
+    const struct rt_model *m;
+    void *ctx;
+    char *arena;
+};
+
+/* Reads a whole small file; RT_ERR_NOT_FOUND when it does not exist. */
+static enum rt_status read_file(const char *path, const char *label, size_t max, char **out, size_t *len,
+                                struct rt_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return rt_error_set(err, errno == ENOENT ? RT_ERR_NOT_FOUND : RT_ERR_IO, "%s: cannot open (%s)", label,
+                            strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode) || (size_t)sb.st_size > max) {
+        fclose(f);
+        return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: not a regular file or larger than %zu bytes", label, max);
+    }
+    char *buf = malloc((size_t)sb.st_size + 1);
+    if (!buf) {
+        fclose(f);
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    }
+    size_t n = fread(buf, 1, (size_t)sb.st_size, f);
+    fclose(f);
+    if (n != (size_t)sb.st_size) {
+        free(buf);
+        return rt_error_set(err, RT_ERR_IO, "%s: short read", label);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return RT_OK;
+}
+
+static enum rt_status load_labels(const char *path, const char *label, struct rt_model_config *cfg,
+                                  struct rt_error *err)
+{
+    char *text;
+    size_t len;
+    enum rt_status s = read_file(path, label, (size_t)MAX_LABELS * MAX_LABEL_LEN, &text, &len, err);
+    if (s != RT_OK)
+        return s;
+    int lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    if (len > 0 && text[len - 1] != '\n')
+        lines++;
+    if (lines > MAX_LABELS) {
+        free(text);
+        return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: more than %d labels", label, MAX_LABELS);
+    }
+    cfg->labels = calloc((size_t)lines + 1, sizeof(char *));
+    if (!cfg->labels) {
+        free(text);
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    }
+    char *line = text;
+    for (int i = 0; i < lines; i++) {
+        char *nl = memchr(line, '\n', len - (size_t)(line - text));
+        size_t n = nl ? (size_t)(nl - line) : len - (size_t)(line - text);
+        if (n > 0 && line[n - 1] == '\r')
+            n--;
+        if (n >= MAX_LABEL_LEN || memchr(line, '\0', n)) {
+            free(text);
+            return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: line %d is too long or not text", label, i + 1);
+        }
+        cfg->labels[i] = strndup(line, n);
+        if (!cfg->labels[i]) {
+            free(text);
+            return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+        }
+        cfg->n_labels = i + 1;
+        line = nl ? nl + 1 : line + n;
+    }
+    free(text);
+    if (cfg->n_labels != cfg->outputs[0].sample_elems)
+        return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: %d labels but output '%s' has %lld classes", label,
+                            cfg->n_labels, cfg->outputs[0].name, (long long)cfg->outputs[0].sample_elems);
+    return RT_OK;
+}
+
+/* The folder's last path component, used to name files in errors. */
+static void folder_name(const char *dir, char *out, size_t cap)
+{
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
+    size_t start = len;
+    while (start > 0 && dir[start - 1] != '/')
+        start--;
+    snprintf(out, cap, "%.*s", (int)(len - start), dir + start);
+}
+
+static enum rt_status prepare_plan(struct rt_model *m, struct rt_error *err)
+{
+    struct rt_backend *b = m->backend;
+    for (int i = 0; i < m->plan.n_steps; i++) {
+        struct rt_step *s = &m->plan.steps[i];
+        char why[160] = "not implemented";
+        if (!b->iface->supports_step(b, &m->plan, s, m->cfg.precision, why, sizeof(why)))
+            return rt_error_set(err, RT_ERR_UNSUPPORTED, "%s: node '%s' (%s) cannot run on the %s backend: %s",
+                                m->cfg.name, s->node->name, rt_op_name(s->op), b->iface->name, why);
+    }
+    for (int i = 0; i < m->plan.n_steps; i++) {
+        enum rt_status s = b->iface->prepare_step(b, &m->plan, &m->plan.steps[i], m->cfg.max_batch_size, err);
+        if (s != RT_OK)
+            return s;
+        m->prepared_steps = i + 1;
+    }
+    return RT_OK;
+}
+
+static enum rt_status load(struct rt_model *m, const char *dir, struct rt_error *err)
+{
+    char name[RT_NAME_MAX], path[4096], label[RT_NAME_MAX + 32], labels_file[RT_NAME_MAX];
+    folder_name(dir, name, sizeof(name));
+    if (strlen(dir) > sizeof(path) - 64)
+        return rt_error_set(err, RT_ERR_INVALID, "model path too long");
+
+    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    snprintf(label, sizeof(label), "%s/model.safetensors", name);
+    enum rt_status s = rt_safetensors_open(path, label, &m->st, err);
+    if (s != RT_OK)
+        return s;
+
+    char *json;
+    size_t len;
+    snprintf(path, sizeof(path), "%s/model.json", dir);
+    snprintf(label, sizeof(label), "%s/model.json", name);
+    if ((s = read_file(path, label, MAX_MODEL_JSON, &json, &len, err)) != RT_OK)
+        return s;
+    s = rt_model_json_parse(json, len, label, &m->st, &m->cfg, &m->g, labels_file, err);
+    free(json);
+    if (s != RT_OK)
+        return s;
+    if (m->cfg.name[0] == '\0')
+        snprintf(m->cfg.name, sizeof(m->cfg.name), "%s", name);
+    else if (strcmp(m->cfg.name, name) != 0)
+        return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: 'name' differs from the folder name", label);
+    if ((s = rt_graph_finish(&m->g, &m->cfg, label, err)) != RT_OK)
+        return s;
+    for (int i = 0; i < m->cfg.n_inputs; i++)
+        m->input_tensor[i] = rt_graph_tensor(&m->g, m->cfg.inputs[i].name, false);
+    for (int i = 0; i < m->cfg.n_outputs; i++)
+        m->output_tensor[i] = rt_graph_tensor(&m->g, m->cfg.outputs[i].name, false);
+    if ((s = rt_plan_build(&m->g, &m->plan, err)) != RT_OK)
+        return s;
+    if (labels_file[0]) {
+        snprintf(path, sizeof(path), "%s/%s", dir, labels_file);
+        snprintf(label, sizeof(label), "%s/%s", name, labels_file);
+        if ((s = load_labels(path, label, &m->cfg, err)) != RT_OK)
+            return s;
+    }
+    return prepare_plan(m, err);
+}
+
+enum rt_status rt_model_load(const char *dir, struct rt_backend *b, struct rt_model **out, struct rt_error *err)
+{
+    struct rt_model *m = calloc(1, sizeof(*m));
+    if (!m)
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    m->backend = b;
+    enum rt_status s = load(m, dir, err);
+    if (s != RT_OK) {
+        rt_model_free(m);
+        return s;
+    }
+    *out = m;
+    return RT_OK;
+}
+
+void rt_model_free(struct rt_model *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < m->prepared_steps; i++)
+        m->backend->iface->release_step(m->backend, &m->plan.steps[i]);
+    rt_plan_free(&m->plan);
+    rt_graph_free(&m->g);
+    rt_safetensors_close(&m->st);
+    for (int i = 0; i < m->cfg.n_labels; i++)
+        free(m->cfg.labels[i]);
+    free(m->cfg.labels);
+    free(m);
+}
+
+const struct rt_model_config *rt_model_config(const struct rt_model *m) { return &m->cfg; }
+
+int rt_model_plan_steps(const struct rt_model *m) { return m->plan.n_steps; }
+
+size_t rt_model_arena_bytes(const struct rt_model *m, int batch) { return m->plan.sample_bytes * (size_t)batch; }
+
+enum rt_status rt_session_create(const struct rt_model *m, struct rt_session **out, struct rt_error *err)
+{
+    struct rt_session *s = calloc(1, sizeof(*s));
+    if (!s)
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    s->m = m;
+    size_t bytes = rt_model_arena_bytes(m, m->cfg.max_batch_size);
+    enum rt_status st =
+        m->backend->iface->session_create(m->backend, &m->plan, m->cfg.max_batch_size, bytes, &s->ctx, err);
+    if (st != RT_OK) {
+        free(s);
+        return st;
+    }
+    s->arena = m->backend->iface->session_arena(s->ctx);
+    *out = s;
+    return RT_OK;
+}
+
+void rt_session_free(struct rt_session *s)
+{
+    if (!s)
+        return;
+    s->m->backend->iface->session_free(s->ctx);
+    free(s);
+}
+
+enum rt_status rt_session_run(struct rt_session *s, int batch, const float *const *inputs, float *const *outputs,
+                              struct rt_error *err)
+{
+    const struct rt_model *m = s->m;
+    const struct rt_backend_iface *be = m->backend->iface;
+    const struct rt_plan *p = &m->plan;
+    if (batch < 1 || batch > m->cfg.max_batch_size)
+        return rt_error_set(err, RT_ERR_INVALID, "batch size %d outside [1, %d]", batch, m->cfg.max_batch_size);
+    enum rt_status st;
+    for (int i = 0; i < m->cfg.n_inputs; i++) {
+        size_t bytes = (size_t)m->cfg.inputs[i].sample_elems * sizeof(float) * (size_t)batch;
+        st = be->copy_in(s->ctx, s->arena + rt_plan_offset(p, m->input_tensor[i], batch), inputs[i], bytes, err);
+        if (st != RT_OK)
+            return st;
+    }
+    for (int i = 0; i < p->n_steps; i++) {
+        const struct rt_step *step = &p->steps[i];
+        struct rt_step_io io = {.out = s->arena + rt_plan_offset(p, step->out, batch)};
+        for (int k = 0; k < step->n_in; k++)
+            io.in[k] = s->arena + rt_plan_offset(p, step->in[k], batch);
+        if (step->residual >= 0)
+            io.residual = s->arena + rt_plan_offset(p, step->residual, batch);
+        if ((st = be->run_step(s->ctx, p, step, batch, &io, err)) != RT_OK)
+            return st;
+    }
+    for (int i = 0; i < m->cfg.n_outputs; i++) {
+        size_t bytes = (size_t)m->cfg.outputs[i].sample_elems * sizeof(float) * (size_t)batch;
+        st = be->copy_out(s->ctx, outputs[i], s->arena + rt_plan_offset(p, m->output_tensor[i], batch), bytes, err);
+        if (st != RT_OK)
+            return st;
+    }
+    return be->sync(s->ctx, err);
+}

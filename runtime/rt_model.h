@@ -1,0 +1,135 @@
+/*
+ * rt_model.h - the runtime's public API: load a model, run batches, free.
+ *
+ * Usage sketch (error handling shortened):
+ *
+ *     struct rt_error err;
+ *     struct rt_backend *be;
+ *     rt_backend_create(RT_BACKEND_AUTO, &(struct rt_backend_options){.threads = 2}, &be, &err);
+ *     struct rt_model *m;
+ *     if (rt_model_load("model_repository/lenet5", be, &m, &err) != RT_OK)
+ *         fprintf(stderr, "%s\n", err.msg);
+ *     const struct rt_model_config *cfg = rt_model_config(m);
+ *     struct rt_session *s;
+ *     rt_session_create(m, &s, &err);          // one per worker instance
+ *     const float *in[1] = {images};          // batch * cfg->inputs[0].sample_elems
+ *     float *out[1] = {logits};               // batch * cfg->outputs[0].sample_elems
+ *     rt_session_run(s, batch, in, out, &err);
+ *     rt_session_free(s); rt_model_free(m); rt_backend_free(be);
+ *
+ * Ownership: a model is read-only once loaded and may be shared by any number
+ * of sessions on any threads; a session (activation arena, scratch, thread
+ * pool or stream) is used by one thread at a time. A model must outlive its
+ * sessions, and a backend its models. Every function returning enum rt_status
+ * returns RT_OK or fills err.
+ */
+#ifndef RT_MODEL_H
+#define RT_MODEL_H
+
+#include "rt_status.h"
+#include "rt_types.h"
+
+#define RT_MAX_IO 8
+#define RT_MAX_PREFERRED 8
+#define RT_MAX_BATCH 4096
+
+struct rt_backend;
+struct rt_model;
+struct rt_session;
+
+/* ------------------------------------------------------------ backends */
+
+enum rt_backend_kind { RT_BACKEND_AUTO = 0, RT_BACKEND_CPU, RT_BACKEND_CUDA };
+
+struct rt_backend_options {
+    int threads;      /* CPU threads per session; 0 = number of cores */
+    int device;       /* CUDA device index; -1 = any */
+};
+
+/* AUTO picks CUDA when it is compiled in and a device is usable, else the
+ * CPU (logging one line why). Asking for CUDA where none is usable fails. */
+enum rt_status rt_backend_create(enum rt_backend_kind kind, const struct rt_backend_options *opt,
+                                 struct rt_backend **out, struct rt_error *err);
+void rt_backend_free(struct rt_backend *b);
+/* "cpu" or "cuda". */
+const char *rt_backend_name(const struct rt_backend *b);
+/* One line describing the device (CPU ISA and threads, or GPU name). */
+const char *rt_backend_describe(const struct rt_backend *b);
+bool rt_backend_kind_parse(const char *text, enum rt_backend_kind *out);
+
+/* ------------------------------------------------------------ model config */
+
+/* One tensor at the model's edge. dims[0] is -1 (batch); sample_elems is the
+ * product of the other dims. */
+struct rt_io_desc {
+    char name[RT_NAME_MAX];
+    enum rt_dtype dtype;
+    struct rt_shape shape;
+    int64_t sample_elems;
+};
+
+/* How the image endpoint turns a picture into an input (model.json). */
+struct rt_preprocess {
+    bool present;
+    int input;               /* index into inputs[] */
+    int width, height;
+    int channels;            /* 1 (gray) or 3 (rgb) */
+    bool invert;
+    int resize_shorter;      /* 0: resize straight to width x height */
+    float scale;
+    float mean[3], std[3];
+};
+
+struct rt_batching {
+    int preferred[RT_MAX_PREFERRED];
+    int n_preferred;
+    int64_t max_queue_delay_us;
+    int max_queue_size;
+    int64_t default_timeout_us;  /* 0: none */
+};
+
+enum rt_instance_kind { RT_INSTANCE_AUTO = 0, RT_INSTANCE_CPU, RT_INSTANCE_GPU };
+
+struct rt_model_config {
+    char name[RT_NAME_MAX];
+    enum rt_precision precision;
+    int max_batch_size;
+    struct rt_batching batching;
+    int instance_count;
+    enum rt_instance_kind instance_kind;
+    int n_inputs, n_outputs;
+    struct rt_io_desc inputs[RT_MAX_IO];
+    struct rt_io_desc outputs[RT_MAX_IO];
+    struct rt_preprocess pre;
+    int n_labels;
+    char **labels;           /* n_labels strings, or NULL */
+};
+
+/* ------------------------------------------------------------ models */
+
+/* Loads model.json + model.safetensors (+ labels) from dir, validates the
+ * files and the graph, folds batch norms, plans execution and prepares the
+ * weights for backend b. Errors name the file and the tensor or node. */
+enum rt_status rt_model_load(const char *dir, struct rt_backend *b, struct rt_model **out,
+                             struct rt_error *err);
+void rt_model_free(struct rt_model *m);
+const struct rt_model_config *rt_model_config(const struct rt_model *m);
+/* Number of steps in the execution plan, after fusion (for logs and tests). */
+int rt_model_plan_steps(const struct rt_model *m);
+/* Arena bytes a session needs per sample (activations) and in total at the
+ * model's max batch size. */
+size_t rt_model_arena_bytes(const struct rt_model *m, int batch);
+
+/* ------------------------------------------------------------ sessions */
+
+enum rt_status rt_session_create(const struct rt_model *m, struct rt_session **out,
+                                 struct rt_error *err);
+void rt_session_free(struct rt_session *s);
+
+/* Runs one batch (1 <= batch <= max_batch_size). inputs[i] holds batch
+ * samples of cfg->inputs[i] (FP32, row-major, contiguous); outputs[i]
+ * receives batch samples of cfg->outputs[i]. Caller owns both. */
+enum rt_status rt_session_run(struct rt_session *s, int batch, const float *const *inputs,
+                              float *const *outputs, struct rt_error *err);
+
+#endif /* RT_MODEL_H */

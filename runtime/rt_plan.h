@@ -1,0 +1,57 @@
+/*
+ * rt_plan.h - the execution plan: fused steps plus an arena layout.
+ *
+ * Built once per model from the finished graph. Steps are the graph's nodes
+ * in order, with conv2d / linear absorbing a following residual add and
+ * activation (the fused epilogue), and flatten / reshape turned into views
+ * that share their input's storage. Every activation tensor gets an offset
+ * in one arena, reusing space by liveness.
+ *
+ * All tensors are [batch, ...], so the plan is made per sample: a tensor of
+ * root r lives at offset[r] * batch in an arena of sample_bytes * batch.
+ * One allocation sized for max_batch_size serves every smaller batch.
+ *
+ *   arena (batch b):  | t0: off0*b .. | t3: off3*b .. | t1 reuses t0 ... |
+ */
+#ifndef RT_PLAN_H
+#define RT_PLAN_H
+
+#include "rt_graph.h"
+
+#define RT_ARENA_ALIGN 64
+
+struct rt_step {
+    enum rt_op op;
+    const struct rt_node *node;   /* weights, attrs, name */
+    int n_in;
+    int in[RT_NODE_MAX_INPUTS];   /* tensor ids */
+    int out;                      /* tensor id */
+    int residual;                 /* tensor id added before the activation, or -1 */
+    enum k_act act;               /* fused (conv2d, linear) or the op's own */
+    void *prep;                   /* backend-prepared data (packed weights...) */
+};
+
+struct rt_plan {
+    const struct rt_graph *g;
+    int n_steps;
+    struct rt_step *steps;
+    int *root;                    /* per tensor: the tensor whose storage it uses */
+    size_t *offset;               /* per root tensor: byte offset per sample */
+    size_t sample_bytes;          /* arena bytes per sample */
+};
+
+enum rt_status rt_plan_build(const struct rt_graph *g, struct rt_plan *out, struct rt_error *err);
+void rt_plan_free(struct rt_plan *p);
+
+/* Byte offset of tensor t in an arena for `batch` samples. */
+static inline size_t rt_plan_offset(const struct rt_plan *p, int t, int batch)
+{
+    return p->offset[p->root[t]] * (size_t)batch;
+}
+
+/* Kernel parameter blocks for a step at a given batch. */
+struct k_conv2d rt_step_conv2d(const struct rt_plan *p, const struct rt_step *s, int batch);
+struct k_linear rt_step_linear(const struct rt_plan *p, const struct rt_step *s, int batch);
+struct k_pool2d rt_step_pool2d(const struct rt_plan *p, const struct rt_step *s, int batch);
+
+#endif /* RT_PLAN_H */

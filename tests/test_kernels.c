@@ -1,0 +1,691 @@
+/*
+ * test_kernels.c - the CPU kernels (kernels/cpu) against the reference
+ * kernels (kernels/ref), op by op, on random shapes and random data, under
+ * every instruction set this CPU supports and with pools of 1, 2 and 3
+ * threads (and none).
+ *
+ * Every output buffer is poisoned with NaN and followed by guard floats:
+ * a kernel must write every element and nothing past the end. Accuracy is
+ * test_rel_error (max abs difference over max |reference|) <= 1e-5. The
+ * references accumulate in double, the CPU kernels in float. For conv and
+ * linear the difference is measured against the largest pre-activation
+ * value instead of the largest output: float rounding of a k-term sum is
+ * proportional to the sum's own size (about sqrt(k) ulp of it), and a
+ * saturating activation (tanh, sigmoid) shrinks the output scale to 1
+ * without shrinking that error, while no activation here has a slope
+ * above 1.13, so the bound carries through.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "kernels/cpu/kcpu.h"
+#include "kernels/cpu/kcpu_impl.h"
+#include "kernels/ref/kref.h"
+#include "test.h"
+
+#define TOL 1e-5
+#define GUARD 37            /* floats after each output */
+#define GUARD_VALUE 1234.5f
+
+/* ---------------------------------------------------------------- helpers */
+
+static float *rand_buf(int64_t count)
+{
+    float *x = malloc((size_t)(count > 0 ? count : 1) * sizeof(float));
+    test_rand_fill(x, count, -1.0f, 1.0f);
+    return x;
+}
+
+/* Output buffer: count NaNs, then GUARD guard values. */
+static float *poisoned(int64_t count)
+{
+    float *y = malloc((size_t)(count + GUARD) * sizeof(float));
+    for (int64_t i = 0; i < count; i++)
+        y[i] = NAN;
+    for (int i = 0; i < GUARD; i++)
+        y[count + i] = GUARD_VALUE;
+    return y;
+}
+
+static int guard_intact(const float *y, int64_t count)
+{
+    for (int i = 0; i < GUARD; i++)
+        if (y[count + i] != GUARD_VALUE)
+            return 0;
+    return 1;
+}
+
+/* max |got - want| over max |scale|; infinite when got has a NaN. */
+static double scaled_error(const float *got, const float *want, const float *scale, int64_t count)
+{
+    double diff = 0, top = 1e-30;
+    for (int64_t i = 0; i < count; i++) {
+        if (isnan(got[i]))
+            return INFINITY;
+        diff = fmax(diff, fabs((double)got[i] - want[i]));
+        top = fmax(top, fabs((double)scale[i]));
+    }
+    return diff / top;
+}
+
+/* Checks a CPU result against the reference: fully written, nothing past
+ * the end, within TOL. */
+#define CHECK_OUTPUT(got, want, count, what)                                              \
+    do {                                                                                  \
+        int64_t bad_ = test_count_nonfinite((got), (count));                              \
+        TEST_FAIL_IF(bad_ != 0, "%s: %" PRId64 " of %" PRId64 " outputs not written",      \
+                     (what), bad_, (int64_t)(count));                                     \
+        TEST_FAIL_IF(!guard_intact((got), (count)), "%s: wrote past the output", (what)); \
+        double err_ = test_rel_error((got), (want), (count));                             \
+        TEST_FAIL_IF(!(err_ <= TOL), "%s: relative error %.3g > %g", (what), err_, TOL);  \
+    } while (0)
+
+/* The pools every op runs under; NULL means the calling thread only. */
+struct pools {
+    struct kcpu_pool *p[4];
+};
+
+static void pools_open(struct pools *ps)
+{
+    ps->p[0] = NULL;
+    for (int t = 1; t <= 3; t++)
+        ps->p[t] = kcpu_pool_create(t);
+}
+
+static void pools_close(struct pools *ps)
+{
+    for (int t = 1; t <= 3; t++)
+        kcpu_pool_free(ps->p[t]);
+}
+
+static struct kcpu_pool *pick_pool(const struct pools *ps)
+{
+    return ps->p[test_rand_int(0, 3)];
+}
+
+static const char *act_name(enum k_act a)
+{
+    static const char *names[K_ACT_COUNT] = {"none", "relu", "relu6", "sigmoid", "tanh", "gelu", "gelu_tanh"};
+    return (int)a >= 0 && a < K_ACT_COUNT ? names[a] : "?";
+}
+
+/* Iterates ISA over every instruction set the CPU has, restoring the
+ * run-time choice afterwards. */
+#define FOR_EACH_ISA(isa)                                                        \
+    for (int isa = KCPU_ISA_SCALAR, saved_ = (int)kcpu_isa(), once_ = 1; once_;  \
+         once_ = 0, kcpu_isa_set_for_testing((enum kcpu_isa)saved_))             \
+        for (; isa <= (int)kcpu_isa_hardware() &&                                \
+               kcpu_isa_set_for_testing((enum kcpu_isa)isa) == 0; isa++)
+
+/* ---------------------------------------------------------------- pool */
+
+struct count_job {
+    atomic_int *hits;
+    int threads;
+    atomic_int bad_thread;
+};
+
+static void count_task(void *arg, int64_t task, int thread)
+{
+    struct count_job *j = arg;
+    atomic_fetch_add(&j->hits[task], 1);
+    if (thread < 0 || thread >= j->threads)
+        atomic_store(&j->bad_thread, 1);
+}
+
+TEST(kernels_pool_runs_every_task_once)
+{
+    enum { MAX_TASKS = 257 };
+    atomic_int hits[MAX_TASKS];
+    for (int threads = 0; threads <= 3; threads++) {
+        struct kcpu_pool *pool = threads ? kcpu_pool_create(threads) : NULL;
+        ASSERT_TRUE(threads == 0 || pool != NULL);
+        ASSERT_EQ_INT(kcpu_pool_threads(pool), threads ? threads : 1);
+        /* Many short runs back to back: generations must not mix. */
+        for (int run = 0; run < 300; run++) {
+            int tasks = run < 3 ? run : test_rand_int(1, MAX_TASKS);
+            for (int t = 0; t < MAX_TASKS; t++)
+                atomic_init(&hits[t], 0);
+            struct count_job j = {.hits = hits, .threads = threads ? threads : 1};
+            atomic_init(&j.bad_thread, 0);
+            kcpu_pool_run(pool, tasks, count_task, &j);
+            for (int t = 0; t < MAX_TASKS; t++)
+                ASSERT_EQ_INT(atomic_load(&hits[t]), t < tasks ? 1 : 0);
+            ASSERT_EQ_INT(atomic_load(&j.bad_thread), 0);
+        }
+        kcpu_pool_free(pool);
+    }
+    ASSERT_TRUE(kcpu_pool_create(0) == NULL);
+    return TEST_PASS;
+}
+
+/* ---------------------------------------------------------------- ISA */
+
+TEST(kernels_isa_names_and_forcing)
+{
+    enum kcpu_isa hw = kcpu_isa_hardware();
+    ASSERT_TRUE(kcpu_isa() <= hw);
+    ASSERT_STR_EQ(kcpu_isa_name(KCPU_ISA_SCALAR), "scalar");
+    ASSERT_STR_EQ(kcpu_isa_name(KCPU_ISA_AVX2), "avx2");
+    ASSERT_STR_EQ(kcpu_isa_name(KCPU_ISA_AVX512), "avx512");
+    printf("  cpu supports %s, kernels use %s\n", kcpu_isa_name(hw), kcpu_isa_name(kcpu_isa()));
+    int n = 0;
+    FOR_EACH_ISA(isa) {
+        ASSERT_EQ_INT(kcpu_isa(), isa);
+        n++;
+    }
+    ASSERT_EQ_INT(n, (int)hw + 1);
+    if (hw < KCPU_ISA_AVX512)
+        ASSERT_EQ_INT(kcpu_isa_set_for_testing(KCPU_ISA_AVX512), -1);
+    return TEST_PASS;
+}
+
+/* ---------------------------------------------------------------- conv */
+
+static int conv_out(int in, int pad_lead, int pad_trail, int k, int dil, int stride)
+{
+    int span = in + pad_lead + pad_trail - dil * (k - 1) - 1;
+    return span < 0 ? 0 : span / stride + 1;
+}
+
+static void random_conv(struct k_conv2d *p, int big)
+{
+    memset(p, 0, sizeof(*p));
+    int kind = test_rand_int(0, 5);  /* 0 depthwise, 1 grouped, 2 direct 1x1, else dense */
+    p->groups = kind == 0 ? test_rand_int(1, 7) : kind == 1 ? test_rand_int(2, 3) : 1;
+    int cg = kind == 0 ? 1 : test_rand_int(1, big ? 24 : 6);
+    int mg = kind == 0 ? test_rand_int(1, 2) : test_rand_int(1, big ? 40 : 19);
+    p->c = cg * p->groups;
+    p->oc = mg * p->groups;
+    p->n = test_rand_int(1, 5);
+    do {
+        p->h = test_rand_int(1, big ? 30 : 17);
+        p->w = test_rand_int(1, big ? 30 : 17);
+        if (kind == 2) {
+            p->kh = p->kw = p->stride_h = p->stride_w = p->dil_h = p->dil_w = 1;
+            p->pad_t = p->pad_l = 0;
+            p->oh = p->h;
+            p->ow = p->w;
+            break;
+        }
+        p->kh = test_rand_int(1, 5);
+        p->kw = test_rand_int(1, 5);
+        p->stride_h = test_rand_int(1, 3);
+        p->stride_w = test_rand_int(1, 3);
+        p->dil_h = test_rand_int(1, 2);
+        p->dil_w = test_rand_int(1, 2);
+        p->pad_t = test_rand_int(0, p->kh - 1);
+        p->pad_l = test_rand_int(0, p->kw - 1);
+        p->oh = conv_out(p->h, p->pad_t, test_rand_int(0, p->kh - 1), p->kh, p->dil_h, p->stride_h);
+        p->ow = conv_out(p->w, p->pad_l, test_rand_int(0, p->kw - 1), p->kw, p->dil_w, p->stride_w);
+    } while (p->oh < 1 || p->ow < 1);
+    p->act = (enum k_act)test_rand_int(0, K_ACT_COUNT - 1);
+}
+
+/* Runs one convolution under every ISA and returns TEST_FAIL on mismatch. */
+static enum test_result check_conv(const struct pools *ps, const struct k_conv2d *p,
+                                   int with_bias, int with_res)
+{
+    int64_t xn = (int64_t)p->n * p->c * p->h * p->w;
+    int64_t wn = (int64_t)p->oc * (p->c / p->groups) * p->kh * p->kw;
+    int64_t yn = (int64_t)p->n * p->oc * p->oh * p->ow;
+    float *x = rand_buf(xn), *w = rand_buf(wn), *bias = with_bias ? rand_buf(p->oc) : NULL;
+    float *res = with_res ? rand_buf(yn) : NULL, *want = malloc((size_t)yn * sizeof(float));
+    float *pre = malloc((size_t)yn * sizeof(float));
+    kref_conv2d_f32(p, x, w, bias, res, want);
+    struct k_conv2d linear_p = *p;
+    linear_p.act = K_ACT_NONE;
+    kref_conv2d_f32(&linear_p, x, w, bias, res, pre);
+    float *packed = aligned_alloc(64, (kcpu_conv2d_packed_floats(p) * sizeof(float) + 63) / 64 * 64);
+    kcpu_conv2d_pack(p, w, packed);
+    enum test_result r = TEST_PASS;
+    FOR_EACH_ISA(isa) {
+        struct kcpu_pool *pool = pick_pool(ps);
+        void *scratch = malloc(kcpu_conv2d_scratch_bytes(p, kcpu_pool_threads(pool)));
+        float *y = poisoned(yn);
+        kcpu_conv2d_f32(pool, p, x, packed, bias, res, y, scratch);
+        int64_t bad = test_count_nonfinite(y, yn);
+        double err = scaled_error(y, want, pre, yn);
+        if (bad || !guard_intact(y, yn) || !(err <= TOL)) {
+            printf("  conv n%d c%d %dx%d -> oc%d %dx%d k%dx%d s%d,%d p%d,%d d%d,%d g%d %s%s%s "
+                   "isa %s threads %d: %" PRId64 " unwritten, guard %s, error %.3g\n",
+                   p->n, p->c, p->h, p->w, p->oc, p->oh, p->ow, p->kh, p->kw, p->stride_h,
+                   p->stride_w, p->pad_t, p->pad_l, p->dil_h, p->dil_w, p->groups, act_name(p->act),
+                   bias ? " bias" : "", res ? " residual" : "", kcpu_isa_name((enum kcpu_isa)isa),
+                   kcpu_pool_threads(pool), bad, guard_intact(y, yn) ? "ok" : "BROKEN", err);
+            r = TEST_FAIL;
+        }
+        free(y);
+        free(scratch);
+    }
+    free(x);
+    free(w);
+    free(bias);
+    free(res);
+    free(want);
+    free(pre);
+    free(packed);
+    return r;
+}
+
+TEST(kernels_conv2d_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (int i = 0; i < 160 && r == TEST_PASS; i++) {
+        struct k_conv2d p;
+        random_conv(&p, i % 8 == 7);
+        r = check_conv(&ps, &p, test_rand_int(0, 1), test_rand_int(0, 1));
+    }
+    pools_close(&ps);
+    TEST_FAIL_IF(r != TEST_PASS, "convolution mismatch (case above)");
+    return TEST_PASS;
+}
+
+/* The layer shapes the shipped models use, at small batches. */
+TEST(kernels_conv2d_model_shapes)
+{
+    const struct k_conv2d shapes[] = {
+        /* LeNet-5 conv1, conv2 */
+        {.n = 3, .c = 1, .h = 28, .w = 28, .oc = 6, .oh = 28, .ow = 28, .kh = 5, .kw = 5,
+         .stride_h = 1, .stride_w = 1, .pad_t = 2, .pad_l = 2, .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_RELU},
+        {.n = 2, .c = 6, .h = 14, .w = 14, .oc = 16, .oh = 10, .ow = 10, .kh = 5, .kw = 5,
+         .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_RELU},
+        /* ResNet-mini: stem, 16-channel 3x3, stride-2 3x3, 1x1 downsample, 64-channel 7x7 */
+        {.n = 2, .c = 1, .h = 28, .w = 28, .oc = 16, .oh = 28, .ow = 28, .kh = 3, .kw = 3,
+         .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_RELU},
+        {.n = 2, .c = 16, .h = 28, .w = 28, .oc = 16, .oh = 28, .ow = 28, .kh = 3, .kw = 3,
+         .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_RELU},
+        {.n = 3, .c = 16, .h = 28, .w = 28, .oc = 32, .oh = 14, .ow = 14, .kh = 3, .kw = 3,
+         .stride_h = 2, .stride_w = 2, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_RELU},
+        {.n = 3, .c = 32, .h = 14, .w = 14, .oc = 64, .oh = 7, .ow = 7, .kh = 1, .kw = 1,
+         .stride_h = 2, .stride_w = 2, .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_NONE},
+        {.n = 3, .c = 64, .h = 7, .w = 7, .oc = 64, .oh = 7, .ow = 7, .kh = 3, .kw = 3,
+         .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_RELU},
+    };
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]) && r == TEST_PASS; i++)
+        r = check_conv(&ps, &shapes[i], i < 2, i >= 3);
+    pools_close(&ps);
+    TEST_FAIL_IF(r != TEST_PASS, "convolution mismatch (case above)");
+    return TEST_PASS;
+}
+
+/* ---------------------------------------------------------------- linear */
+
+static enum test_result check_linear(const struct pools *ps, const struct k_linear *p,
+                                     int with_bias, int with_res)
+{
+    int64_t yn = (int64_t)p->n * p->m;
+    float *x = rand_buf((int64_t)p->n * p->k), *w = rand_buf((int64_t)p->m * p->k);
+    float *bias = with_bias ? rand_buf(p->m) : NULL, *res = with_res ? rand_buf(yn) : NULL;
+    float *want = malloc((size_t)yn * sizeof(float)), *pre = malloc((size_t)yn * sizeof(float));
+    kref_linear_f32(p, x, w, bias, res, want);
+    struct k_linear linear_p = *p;
+    linear_p.act = K_ACT_NONE;
+    kref_linear_f32(&linear_p, x, w, bias, res, pre);
+    float *packed = aligned_alloc(64, (kcpu_linear_packed_floats(p) * sizeof(float) + 63) / 64 * 64);
+    kcpu_linear_pack(p, w, packed);
+    enum test_result r = TEST_PASS;
+    FOR_EACH_ISA(isa) {
+        struct kcpu_pool *pool = pick_pool(ps);
+        void *scratch = malloc(kcpu_linear_scratch_bytes(p, kcpu_pool_threads(pool)));
+        float *y = poisoned(yn);
+        kcpu_linear_f32(pool, p, x, packed, bias, res, y, scratch);
+        int64_t bad = test_count_nonfinite(y, yn);
+        double err = scaled_error(y, want, pre, yn);
+        if (bad || !guard_intact(y, yn) || !(err <= TOL)) {
+            printf("  linear n%d k%d m%d %s%s%s isa %s threads %d: %" PRId64
+                   " unwritten, guard %s, error %.3g\n",
+                   p->n, p->k, p->m, act_name(p->act), bias ? " bias" : "", res ? " residual" : "",
+                   kcpu_isa_name((enum kcpu_isa)isa), kcpu_pool_threads(pool), bad,
+                   guard_intact(y, yn) ? "ok" : "BROKEN", err);
+            r = TEST_FAIL;
+        }
+        free(y);
+        free(scratch);
+    }
+    free(x);
+    free(w);
+    free(bias);
+    free(res);
+    free(want);
+    free(pre);
+    free(packed);
+    return r;
+}
+
+TEST(kernels_linear_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (int i = 0; i < 120 && r == TEST_PASS; i++) {
+        struct k_linear p = {.n = test_rand_int(1, 21), .k = test_rand_int(1, 300),
+                             .m = test_rand_int(1, 150),
+                             .act = (enum k_act)test_rand_int(0, K_ACT_COUNT - 1)};
+        r = check_linear(&ps, &p, test_rand_int(0, 1), test_rand_int(0, 1));
+    }
+    /* LeNet-5's classifier at batch 64 and batch 1. */
+    const struct k_linear lenet[] = {{64, 400, 120, K_ACT_RELU}, {64, 120, 84, K_ACT_RELU},
+                                     {64, 84, 10, K_ACT_NONE}, {1, 400, 120, K_ACT_RELU}};
+    for (size_t i = 0; i < sizeof(lenet) / sizeof(lenet[0]) && r == TEST_PASS; i++)
+        r = check_linear(&ps, &lenet[i], 1, 0);
+    pools_close(&ps);
+    TEST_FAIL_IF(r != TEST_PASS, "linear mismatch (case above)");
+    return TEST_PASS;
+}
+
+/* ---------------------------------------------------------------- pooling */
+
+/* Output size the way PyTorch computes it, ceil mode included (a window
+ * must start inside the input or its leading padding). */
+static int pool_out(int in, int pad, int k, int dil, int stride, int ceil_mode)
+{
+    int span = in + 2 * pad - dil * (k - 1) - 1;
+    int out = (span + (ceil_mode ? stride - 1 : 0)) / stride + 1;
+    if (ceil_mode && (out - 1) * stride >= in + pad)
+        out--;
+    return out;
+}
+
+static void random_pool(struct k_pool2d *p, int max_pool)
+{
+    memset(p, 0, sizeof(*p));
+    do {
+        p->n = test_rand_int(1, 5);
+        p->c = test_rand_int(1, 7);
+        p->h = test_rand_int(1, 19);
+        p->w = test_rand_int(1, 19);
+        p->kh = test_rand_int(1, 4);
+        p->kw = test_rand_int(1, 4);
+        p->stride_h = test_rand_int(1, 3);
+        p->stride_w = test_rand_int(1, 3);
+        p->dil_h = max_pool ? test_rand_int(1, 2) : 1;
+        p->dil_w = max_pool ? test_rand_int(1, 2) : 1;
+        p->pad_t = test_rand_int(0, p->kh / 2);  /* PyTorch: pad <= kernel / 2 */
+        p->pad_l = test_rand_int(0, p->kw / 2);
+        int ceil_mode = test_rand_int(0, 1);
+        p->oh = pool_out(p->h, p->pad_t, p->kh, p->dil_h, p->stride_h, ceil_mode);
+        p->ow = pool_out(p->w, p->pad_l, p->kw, p->dil_w, p->stride_w, ceil_mode);
+        p->count_include_pad = test_rand_int(0, 1);
+        if (test_rand_int(0, 5) == 0) {  /* LeNet's 2x2 stride 2, odd sizes included */
+            p->kh = p->kw = p->stride_h = p->stride_w = 2;
+            p->dil_h = p->dil_w = 1;
+            p->pad_t = p->pad_l = 0;
+            p->oh = p->h / 2;
+            p->ow = p->w / 2;
+        }
+    } while (p->oh < 1 || p->ow < 1);
+}
+
+static enum test_result check_pool(const struct pools *ps, int max_pool)
+{
+    enum test_result r = TEST_PASS;
+    for (int i = 0; i < 150 && r == TEST_PASS; i++) {
+        struct k_pool2d p;
+        random_pool(&p, max_pool);
+        int64_t xn = (int64_t)p.n * p.c * p.h * p.w, yn = (int64_t)p.n * p.c * p.oh * p.ow;
+        float *x = rand_buf(xn), *want = malloc((size_t)yn * sizeof(float));
+        (max_pool ? kref_max_pool2d_f32 : kref_avg_pool2d_f32)(&p, x, want);
+        if (test_count_nonfinite(want, yn)) {
+            /* A dilated window can miss every real cell (-inf in PyTorch
+             * too); such shapes say nothing about the kernel. */
+            free(x);
+            free(want);
+            i--;
+            continue;
+        }
+        FOR_EACH_ISA(isa) {
+            struct kcpu_pool *pool = pick_pool(ps);
+            float *y = poisoned(yn);
+            (max_pool ? kcpu_max_pool2d_f32 : kcpu_avg_pool2d_f32)(pool, &p, x, y);
+            double err = test_rel_error(y, want, yn);
+            if (test_count_nonfinite(y, yn) || !guard_intact(y, yn) || !(err <= TOL)) {
+                printf("  %s pool n%d c%d %dx%d -> %dx%d k%dx%d s%d,%d p%d,%d d%d,%d incl %d "
+                       "threads %d: error %.3g\n", max_pool ? "max" : "avg", p.n, p.c, p.h, p.w,
+                       p.oh, p.ow, p.kh, p.kw, p.stride_h, p.stride_w, p.pad_t, p.pad_l, p.dil_h,
+                       p.dil_w, p.count_include_pad, kcpu_pool_threads(pool), err);
+                r = TEST_FAIL;
+            }
+            free(y);
+        }
+        free(x);
+        free(want);
+    }
+    return r;
+}
+
+TEST(kernels_max_pool2d_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = check_pool(&ps, 1);
+    pools_close(&ps);
+    TEST_FAIL_IF(r != TEST_PASS, "max pool mismatch (case above)");
+    return TEST_PASS;
+}
+
+TEST(kernels_avg_pool2d_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = check_pool(&ps, 0);
+    pools_close(&ps);
+    TEST_FAIL_IF(r != TEST_PASS, "average pool mismatch (case above)");
+    return TEST_PASS;
+}
+
+/* avg_pool2d(arange(16).view(1,1,4,4), 3, stride=2, padding=1,
+ * ceil_mode=True) as PyTorch 1.13 prints it: the last window runs past the
+ * padded edge and is clipped to it. */
+TEST(kernels_avg_pool2d_ceil_mode_matches_pytorch)
+{
+    float x[16];
+    for (int i = 0; i < 16; i++)
+        x[i] = (float)i;
+    struct k_pool2d p = {.n = 1, .c = 1, .h = 4, .w = 4, .oh = 3, .ow = 3, .kh = 3, .kw = 3,
+                         .stride_h = 2, .stride_w = 2, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1};
+    const float incl[9] = {1.11111116f, 2.66666675f, 1.66666663f, 5.66666651f, 10.0f, 5.5f,
+                           4.16666651f, 7.0f, 3.75f};
+    const float excl[9] = {2.5f, 4.0f, 5.0f, 8.5f, 10.0f, 11.0f, 12.5f, 14.0f, 15.0f};
+    float y[9], yc[9];
+    for (int incl_pad = 0; incl_pad <= 1; incl_pad++) {
+        p.count_include_pad = incl_pad;
+        kref_avg_pool2d_f32(&p, x, y);
+        kcpu_avg_pool2d_f32(NULL, &p, x, yc);
+        for (int i = 0; i < 9; i++) {
+            ASSERT_NEAR(y[i], incl_pad ? incl[i] : excl[i], 1e-5);
+            ASSERT_NEAR(yc[i], y[i], 1e-5);
+        }
+    }
+    return TEST_PASS;
+}
+
+TEST(kernels_global_avg_pool_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    for (int i = 0; i < 60; i++) {
+        int n = test_rand_int(1, 5), c = test_rand_int(1, 70);
+        int64_t hw = test_rand_int(1, 3) == 1 ? test_rand_int(1, 3000) : test_rand_int(1, 64);
+        float *x = rand_buf(n * c * hw), *want = malloc((size_t)(n * c) * sizeof(float));
+        kref_global_avg_pool_f32(n, c, hw, x, want);
+        FOR_EACH_ISA(isa) {
+            float *y = poisoned(n * c);
+            kcpu_global_avg_pool_f32(pick_pool(&ps), n, c, hw, x, y);
+            CHECK_OUTPUT(y, want, n * c, "global average pool");
+            free(y);
+        }
+        free(x);
+        free(want);
+    }
+    pools_close(&ps);
+    return TEST_PASS;
+}
+
+/* ---------------------------------------------------------------- element-wise */
+
+TEST(kernels_activations_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    for (int i = 0; i < 70; i++) {
+        enum k_act act = (enum k_act)(i % K_ACT_COUNT);
+        int64_t count = test_rand_int(0, 2) ? test_rand_int(1, 100) : test_rand_int(1, 70000);
+        float *x = malloc((size_t)count * sizeof(float)), *want = malloc((size_t)count * sizeof(float));
+        /* Saturated sigmoid/tanh tails and GELU's negative side, short of
+         * where float rounding of x^2 alone costs 1e-5 of a tiny output. */
+        test_rand_fill(x, count, -8.0f, 8.0f);
+        kref_act_f32_n(act, count, x, want);
+        FOR_EACH_ISA(isa) {
+            float *y = poisoned(count);
+            kcpu_act_f32(pick_pool(&ps), act, count, x, y);
+            CHECK_OUTPUT(y, want, count, act_name(act));
+            /* In place. */
+            for (int64_t e = 0; e < count; e++)
+                y[e] = x[e];
+            kcpu_act_f32(pick_pool(&ps), act, count, y, y);
+            CHECK_OUTPUT(y, want, count, act_name(act));
+            free(y);
+        }
+        free(x);
+        free(want);
+    }
+    pools_close(&ps);
+    return TEST_PASS;
+}
+
+/* Near zero the vector tanh/erf must hold relative, not only absolute,
+ * accuracy: small activations feed the next layer. */
+TEST(kernels_activations_small_inputs)
+{
+    enum { N = 4096 };
+    float x[N], want[N], y[N];
+    for (int i = 0; i < N; i++)
+        x[i] = test_rand_float(-1e-3f, 1e-3f);
+    for (int act = K_ACT_SIGMOID; act < K_ACT_COUNT; act++) {
+        kref_act_f32_n((enum k_act)act, N, x, want);
+        FOR_EACH_ISA(isa) {
+            kcpu_act_f32(NULL, (enum k_act)act, N, x, y);
+            for (int i = 0; i < N; i++)
+                ASSERT_NEAR(y[i], want[i], 2e-6 * fabs(want[i]) + 1e-9);
+        }
+    }
+    return TEST_PASS;
+}
+
+TEST(kernels_add_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    for (int i = 0; i < 40; i++) {
+        int64_t count = test_rand_int(0, 1) ? test_rand_int(1, 100) : test_rand_int(1, 70000);
+        float *a = rand_buf(count), *b = rand_buf(count), *want = malloc((size_t)count * sizeof(float));
+        kref_add_f32(count, a, b, want);
+        FOR_EACH_ISA(isa) {
+            float *y = poisoned(count);
+            kcpu_add_f32(pick_pool(&ps), count, a, b, y);
+            CHECK_OUTPUT(y, want, count, "add");
+            /* y aliasing a, then b. */
+            memcpy(y, a, (size_t)count * sizeof(float));
+            kcpu_add_f32(pick_pool(&ps), count, y, b, y);
+            CHECK_OUTPUT(y, want, count, "add into a");
+            memcpy(y, b, (size_t)count * sizeof(float));
+            kcpu_add_f32(pick_pool(&ps), count, a, y, y);
+            CHECK_OUTPUT(y, want, count, "add into b");
+            free(y);
+        }
+        free(a);
+        free(b);
+        free(want);
+    }
+    pools_close(&ps);
+    return TEST_PASS;
+}
+
+TEST(kernels_channel_affine_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    for (int i = 0; i < 50; i++) {
+        struct k_channel_affine p = {.n = test_rand_int(1, 5), .c = test_rand_int(1, 40),
+                                     .inner = test_rand_int(0, 3) ? test_rand_int(1, 200) : test_rand_int(1, 5000)};
+        int64_t count = (int64_t)p.n * p.c * p.inner;
+        float *x = rand_buf(count), *s = rand_buf(p.c), *t = rand_buf(p.c);
+        float *want = malloc((size_t)count * sizeof(float));
+        kref_channel_affine_f32(&p, x, s, t, want);
+        FOR_EACH_ISA(isa) {
+            float *y = poisoned(count);
+            kcpu_channel_affine_f32(pick_pool(&ps), &p, x, s, t, y);
+            CHECK_OUTPUT(y, want, count, "channel affine");
+            free(y);
+        }
+        free(x);
+        free(s);
+        free(t);
+        free(want);
+    }
+    pools_close(&ps);
+    return TEST_PASS;
+}
+
+TEST(kernels_softmax_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    for (int i = 0; i < 60; i++) {
+        struct k_softmax p = {.outer = test_rand_int(1, 70), .axis_len = test_rand_int(1, 300),
+                              .inner = test_rand_int(0, 2) ? 1 : test_rand_int(1, 9)};
+        int64_t count = p.outer * p.axis_len * p.inner;
+        float *x = malloc((size_t)count * sizeof(float)), *want = malloc((size_t)count * sizeof(float));
+        /* Large logits: without the max subtraction exp would overflow. */
+        test_rand_fill(x, count, -60.0f, 120.0f);
+        kref_softmax_f32(&p, x, want);
+        FOR_EACH_ISA(isa) {
+            float *y = poisoned(count);
+            kcpu_softmax_f32(pick_pool(&ps), &p, x, y);
+            CHECK_OUTPUT(y, want, count, "softmax");
+            free(y);
+        }
+        free(x);
+        free(want);
+    }
+    pools_close(&ps);
+    return TEST_PASS;
+}
+
+TEST(kernels_concat_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    for (int i = 0; i < 50; i++) {
+        struct k_concat p = {.outer = test_rand_int(1, 9), .inner = test_rand_int(1, 300),
+                             .count = test_rand_int(1, 4)};
+        int64_t lens[4], total = 0;
+        float *in[4];
+        for (int k = 0; k < p.count; k++) {
+            lens[k] = test_rand_int(1, 7);
+            total += lens[k];
+            in[k] = rand_buf(p.outer * lens[k] * p.inner);
+        }
+        int64_t count = p.outer * total * p.inner;
+        float *want = malloc((size_t)count * sizeof(float));
+        kref_concat_f32(&p, (const float *const *)in, lens, want);
+        FOR_EACH_ISA(isa) {
+            float *y = poisoned(count);
+            kcpu_concat_f32(pick_pool(&ps), &p, (const float *const *)in, lens, y);
+            CHECK_OUTPUT(y, want, count, "concat");
+            ASSERT_TRUE(memcmp(y, want, (size_t)count * sizeof(float)) == 0);
+            free(y);
+        }
+        for (int k = 0; k < p.count; k++)
+            free(in[k]);
+        free(want);
+    }
+    pools_close(&ps);
+    return TEST_PASS;
+}
