@@ -3,6 +3,12 @@
 #   make run           install deps, build, start inferd on the shipped models
 #   make test          install deps, build, run the whole no-GPU test suite
 #   make bench         CPU benchmarks against PyTorch
+#   make bench-loadgen inferd-loadgen's request rate against wrk's (docs/performance.md)
+#   make bench-server  inferd's HTTP throughput and latency against bare libmicrohttpd
+#   make test-gpu      the GPU suite, then once more under compute-sanitizer memcheck
+#   make bench-gpu     GPU benchmarks against cuBLAS, cuDNN and PyTorch
+#   make gpu-bundle    pack the GPU programs for a GPU machine (tests/gpu_check.sh runs them there)
+#   make cuda-report   ptxas resource report (registers, spills) per CUDA kernel
 #   make models        retrain and export the shipped models (PyTorch)
 #
 # Switches:
@@ -52,17 +58,24 @@ endif
 KERNEL_SRC  := $(wildcard kernels/ref/*.c kernels/cpu/*.c)
 RUNTIME_SRC := $(wildcard runtime/*.c)
 ifneq ($(CUDA_ON),1)
-  RUNTIME_SRC := $(filter-out runtime/%cuda%.c,$(RUNTIME_SRC))
+  RUNTIME_SRC := $(foreach f,$(RUNTIME_SRC),$(if $(findstring cuda,$(f)),,$(f)))
 endif
 LIB_SRC     := $(KERNEL_SRC) $(RUNTIME_SRC)
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB         := $(BUILD)/libinferd.a
 
 SERVER_SRC  := $(wildcard server/*.c)
+# The server without its main, for the unit tests of its parsers.
+SERVER_LIB  := $(BUILD)/libinferd-server.a
 CLIENT_LIB_SRC := $(wildcard clients/lib/*.c)
 INFERCTL_SRC   := $(wildcard clients/inferctl/*.c)
 LOADGEN_SRC    := $(wildcard clients/loadgen/*.c)
+# The load generator's parts, without its main, are linked into the tests too.
+LOADGEN_PARTS  := $(filter-out clients/loadgen/main.c,$(LOADGEN_SRC))
 TEST_SRC    := $(wildcard tests/*.c)
+ifneq ($(CUDA_ON),1)
+  TEST_SRC  := $(filter-out tests/test_cuda%.c,$(TEST_SRC))
+endif
 BENCH_PROGRAMS := $(patsubst tests/bench/%.c,$(BUILD)/%,$(wildcard tests/bench/bench_*.c))
 
 ifeq ($(CUDA_ON),1)
@@ -70,7 +83,7 @@ ifeq ($(CUDA_ON),1)
   CUDA_HOME  := $(patsubst %/bin/nvcc,%,$(realpath $(NVCC_FOUND)))
   CU_SRC     := $(wildcard kernels/cuda/*.cu)
   CU_OBJ     := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
-  NVCCFLAGS  := -std=c++17 -O3 -I. -Xcompiler -fPIC,-Wall \
+  NVCCFLAGS  := -std=c++17 -O3 -I. -lineinfo -Xcompiler -fPIC,-Wall \
                 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
                 -Werror all-warnings
   CFLAGS     += -DINFERD_CUDA=1 -I$(CUDA_HOME)/include
@@ -86,7 +99,7 @@ ifneq ($(LOADGEN_SRC),)
   PROGRAMS += $(BUILD)/inferd-loadgen
 endif
 
-.PHONY: all deps deps-python run test test-gpu bench models clean help
+.PHONY: all deps deps-python deps-client deps-wrk bench-loadgen bench-server run test test-gpu bench bench-gpu gpu-bundle cuda-report models clean help
 all: $(PROGRAMS) $(BUILD)/run-tests
 
 help:
@@ -97,6 +110,8 @@ help:
 DEBS        := gcc make pkg-config zlib1g-dev libpng-dev libjpeg62-turbo-dev libcjson-dev \
                libmicrohttpd-dev libcurl4-openssl-dev dataset-fashion-mnist curl
 DEBS_PYTHON := python3-torch python3-numpy
+DEBS_CLIENT := gnuplot-nox python3  # loadgen --sweep plots, the Python example (both tested)
+DEBS_WRK    := wrk            # bench-loadgen's yardstick
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 define install_debs
 	@missing=""; for p in $(1); do \
@@ -112,6 +127,10 @@ deps:
 	$(call install_debs,$(DEBS))
 deps-python:
 	$(call install_debs,$(DEBS_PYTHON))
+deps-client:
+	$(call install_debs,$(DEBS_CLIENT))
+deps-wrk:
+	$(call install_debs,$(DEBS_WRK))
 
 # ---------------------------------------------------------------- build rules
 # Objects depend on a stamp of the flags, so switching CUDA, DEBUG or
@@ -128,7 +147,7 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 $(BUILD)/obj/%.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  NVCC  $<"
-	@$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	@$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -152,26 +171,62 @@ $(BUILD)/test_list.h: $(TEST_SRC)
 $(BUILD)/obj/tests/%.o: CFLAGS += -I$(BUILD)
 $(BUILD)/obj/tests/test_main.o: $(BUILD)/test_list.h
 
-$(BUILD)/run-tests: $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(CLIENT_LIB_SRC:%.c=$(BUILD)/obj/%.o) $(LIB)
+$(SERVER_LIB): $(filter-out %/srv_main.o,$(SERVER_SRC:%.c=$(BUILD)/obj/%.o))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/run-tests: $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(CLIENT_LIB_SRC:%.c=$(BUILD)/obj/%.o) \
+                    $(LOADGEN_PARTS:%.c=$(BUILD)/obj/%.o) $(SERVER_LIB) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcurl
 
 # Each tests/bench/bench_NAME.c is one benchmark program, build/bench_NAME.
 $(BUILD)/bench_%: $(BUILD)/obj/tests/bench/bench_%.o $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
+# The HTTP benchmark: its own rule, for the bare libmicrohttpd server beside it.
+$(BUILD)/bench_server: $(BUILD)/obj/tests/bench/bench_server.o $(BUILD)/obj/tests/bench/server_bare.o $(LIB)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lmicrohttpd
+
 # ---------------------------------------------------------------- commands
 run: deps all
-	$(BUILD)/inferctl eval model_repository/lenet5
-	$(BUILD)/inferctl eval model_repository/resnet-mini
+	$(BUILD)/inferd --model-repository model_repository --http-port $(PORT)
 
-test: deps all
+test: deps deps-client all
 	$(BUILD)/run-tests
-
-test-gpu: deps all
-	$(BUILD)/run-tests --gpu
 
 bench: deps deps-python $(BUILD)/bench_models_cpu
 	$(BUILD)/bench_models_cpu
+
+bench-server: deps deps-wrk $(BUILD)/inferd $(BUILD)/bench_server
+	$(BUILD)/bench_server
+
+# "Check the checker": inferd-loadgen's request rate against wrk's on GET /v2/health/live.
+bench-loadgen: deps deps-wrk all $(BUILD)/bench_loadgen_vs_wrk
+	$(BUILD)/bench_loadgen_vs_wrk
+
+ifeq ($(CUDA_ON),1)
+COMPUTE_SANITIZER ?= $(or $(shell command -v compute-sanitizer 2>/dev/null),$(CUDA_HOME)/bin/compute-sanitizer)
+test-gpu: deps all
+	$(BUILD)/run-tests --gpu
+	$(COMPUTE_SANITIZER) --tool memcheck --error-exitcode 1 $(BUILD)/run-tests --gpu cuda_op_ cuda_session_ cuda_model_
+
+bench-gpu: deps $(BUILD)/bench_gpu
+	$(BUILD)/bench_gpu
+
+# Everything tests/gpu_check.sh needs on a GPU machine without our -dev
+# packages: the programs, their libraries and the Fashion-MNIST test split.
+gpu-bundle: deps all $(BUILD)/bench_gpu
+	@mkdir -p .git/info   # bundle.sh records .bundle/ there; a fresh clone may lack the folder
+	../shared/tools/bundle.sh $(PROGRAMS) $(BUILD)/run-tests $(BUILD)/bench_gpu
+	mkdir -p .bundle/data && cp /usr/share/datasets/fashion-mnist/t10k-* .bundle/data/
+
+cuda-report:
+	@for f in $(CU_SRC); do echo "== $$f"; \
+	  $(NVCC) $(NVCCFLAGS) -Xptxas -v -c $$f -o /dev/null 2>&1 | grep -E 'Compiling entry|registers|spill'; done
+else
+test-gpu bench-gpu gpu-bundle cuda-report:
+	@echo "make $@ needs the CUDA build (nvcc was not found, or CUDA=0)"; exit 1
+endif
 
 models: deps-python
 	$(PYTHON) models/train.py --model lenet5 --out model_repository/lenet5

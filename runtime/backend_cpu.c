@@ -1,13 +1,20 @@
 /*
  * backend_cpu.c - the CPU backend: FP32 kernels from kernels/cpu, one thread
  * pool, arena and scratch buffer per session, weights packed once per model.
+ *
+ * INT8 steps (step->q8) go to backend_cpu_q8.c. FP16 models run the FP32
+ * kernels on weights already rounded through half (rt_graph_apply_precision)
+ * and round every step's output, and the model inputs a step reads, through
+ * half too (F16C): FP32 accumulation with FP16 storage, the CPU reference
+ * for a GPU's FP16.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../kernels/cpu/kcpu.h"
-#include "rt_backend_impl.h"
+#include "../kernels/cpu/kcpu_q8.h"
+#include "backend_cpu_impl.h"
 
 struct cpu_backend {
     int threads;
@@ -28,11 +35,6 @@ static void cpu_free(struct rt_backend *b)
 static bool cpu_supports_step(struct rt_backend *b, const struct rt_plan *p, const struct rt_step *s,
                               enum rt_precision prec, char *why, size_t why_len)
 {
-    if (prec != RT_PRECISION_FP32) {
-        snprintf(why, why_len, "the CPU backend runs %s models in a later release; use fp32",
-                 rt_precision_name(prec));
-        return false;
-    }
     return s->op < RT_OP_COUNT && s->op != RT_OP_FLATTEN && s->op != RT_OP_RESHAPE;
 }
 
@@ -45,6 +47,8 @@ static void *alloc_aligned(size_t bytes)
 static enum rt_status cpu_prepare_step(struct rt_backend *b, const struct rt_plan *p, struct rt_step *s,
                                        int max_batch, struct rt_error *err)
 {
+    if (s->q8)
+        return rt_cpu_q8_prepare(p, s, max_batch, err);
     const float *w = s->node->w[RT_W_WEIGHT].data;
     float *packed = NULL;
     if (s->op == RT_OP_CONV2D) {
@@ -68,6 +72,10 @@ static enum rt_status cpu_prepare_step(struct rt_backend *b, const struct rt_pla
 
 static void cpu_release_step(struct rt_backend *b, struct rt_step *s)
 {
+    if (s->q8) {
+        rt_cpu_q8_release(s);
+        return;
+    }
     free(s->prep);
     s->prep = NULL;
 }
@@ -94,7 +102,9 @@ static enum rt_status cpu_session_create(struct rt_backend *b, const struct rt_p
     for (int i = 0; i < p->n_steps; i++) {
         const struct rt_step *s = &p->steps[i];
         size_t need = 0;
-        if (s->op == RT_OP_CONV2D) {
+        if (s->q8) {
+            need = rt_cpu_q8_scratch_bytes(p, s, max_batch, cb->threads);
+        } else if (s->op == RT_OP_CONV2D) {
             struct k_conv2d k = rt_step_conv2d(p, s, max_batch);
             need = kcpu_conv2d_scratch_bytes(&k, cb->threads);
         } else if (s->op == RT_OP_LINEAR) {
@@ -125,8 +135,8 @@ static enum rt_status cpu_copy(void *ctx, void *dst, const void *src, size_t byt
 
 static enum rt_status cpu_sync(void *ctx, struct rt_error *err) { return RT_OK; }
 
-static enum rt_status cpu_run_step(void *ctx, const struct rt_plan *p, const struct rt_step *s, int batch,
-                                   const struct rt_step_io *io, struct rt_error *err)
+static enum rt_status run_f32(void *ctx, const struct rt_plan *p, const struct rt_step *s, int batch,
+                              const struct rt_step_io *io, struct rt_error *err)
 {
     struct cpu_session *cs = ctx;
     const struct rt_graph *g = p->g;
@@ -201,6 +211,35 @@ static enum rt_status cpu_run_step(void *ctx, const struct rt_plan *p, const str
     default:
         return rt_error_set(err, RT_ERR_INTERNAL, "CPU backend: op %s has no kernel", rt_op_name(s->op));
     }
+}
+
+/* FP16: the model inputs this step reads are rounded in place (repeated
+ * rounding is a no-op, so any number of readers may do it). */
+static void round_edge_inputs(struct kcpu_pool *pool, const struct rt_plan *p, const struct rt_step *s, int batch,
+                              const struct rt_step_io *io)
+{
+    const struct rt_graph *g = p->g;
+    for (int k = 0; k <= s->n_in; k++) {
+        int t = k < s->n_in ? s->in[k] : s->residual;
+        float *x = (float *)(k < s->n_in ? io->in[k] : io->residual);
+        if (t >= 0 && g->tensors[p->root[t]].input_index >= 0)
+            kcpu_round_f16(pool, g->tensors[t].sample_elems * batch, x, x);
+    }
+}
+
+static enum rt_status cpu_run_step(void *ctx, const struct rt_plan *p, const struct rt_step *s, int batch,
+                                   const struct rt_step_io *io, struct rt_error *err)
+{
+    struct cpu_session *cs = ctx;
+    if (s->q8)
+        return rt_cpu_q8_run(cs->pool, cs->scratch, p, s, batch, io, err);
+    bool fp16 = p->cfg && p->cfg->precision == RT_PRECISION_FP16;
+    if (fp16)
+        round_edge_inputs(cs->pool, p, s, batch, io);
+    enum rt_status st = run_f32(ctx, p, s, batch, io, err);
+    if (st == RT_OK && fp16)
+        kcpu_round_f16(cs->pool, p->g->tensors[s->out].sample_elems * batch, io->out, io->out);
+    return st;
 }
 
 static const struct rt_backend_iface CPU_IFACE = {

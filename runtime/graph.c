@@ -106,7 +106,7 @@ void rt_graph_free(struct rt_graph *g)
     memset(g, 0, sizeof(*g));
 }
 
-static float *graph_alloc(struct rt_graph *g, size_t count)
+float *rt_graph_alloc(struct rt_graph *g, size_t count)
 {
     float **owned = realloc(g->owned, sizeof(*owned) * (size_t)(g->n_owned + 1));
     if (!owned)
@@ -242,6 +242,8 @@ enum rt_status rt_graph_infer_node(const struct rt_graph *g, const struct rt_nod
     case RT_OP_SIGMOID:
     case RT_OP_TANH:
     case RT_OP_GELU:
+    case RT_OP_QUANTIZE:
+    case RT_OP_DEQUANTIZE:
         *out = *x;
         return RT_OK;
     case RT_OP_MAX_POOL2D:
@@ -431,7 +433,7 @@ static enum rt_status fold_batch_norms(struct rt_graph *g, struct rt_error *err)
         int64_t c = g->tensors[t].shape.dims[1];
         const float *gamma = bn->w[RT_W_WEIGHT].data, *beta = bn->w[RT_W_BIAS].data;
         const float *mean = bn->w[RT_W_MEAN].data, *var = bn->w[RT_W_VAR].data;
-        float *scale = graph_alloc(g, (size_t)c), *shift = graph_alloc(g, (size_t)c);
+        float *scale = rt_graph_alloc(g, (size_t)c), *shift = rt_graph_alloc(g, (size_t)c);
         if (!scale || !shift)
             return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
         for (int64_t k = 0; k < c; k++) {
@@ -442,10 +444,13 @@ static enum rt_status fold_batch_norms(struct rt_graph *g, struct rt_error *err)
             shift[k] = (float)((double)beta[k] - (double)mean[k] * s);
         }
         struct rt_node *conv = p >= 0 ? &g->nodes[p] : NULL;
-        if (conv && conv->op == RT_OP_CONV2D && g->tensors[t].n_consumers == 1 && g->tensors[t].output_index < 0) {
+        /* an I8 weight (INT8 model) cannot absorb a float affine: the
+         * quantisation tool writes models with batch norms already folded */
+        if (conv && conv->op == RT_OP_CONV2D && conv->w[RT_W_WEIGHT].data && g->tensors[t].n_consumers == 1 &&
+            g->tensors[t].output_index < 0) {
             struct rt_weight *w = &conv->w[RT_W_WEIGHT];
             int64_t per_oc = w->shape.dims[1] * w->shape.dims[2] * w->shape.dims[3];
-            float *nw = graph_alloc(g, (size_t)(c * per_oc)), *nb = graph_alloc(g, (size_t)c);
+            float *nw = rt_graph_alloc(g, (size_t)(c * per_oc)), *nb = rt_graph_alloc(g, (size_t)c);
             if (!nw || !nb)
                 return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
             const float *old_b = conv->w[RT_W_BIAS].data;

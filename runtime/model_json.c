@@ -18,6 +18,8 @@ struct ctx {
     const char *label;          /* "model.json" as the user sees it */
     const struct rt_safetensors *st;
     struct rt_error *err;
+    const struct rt_model_config *cfg;   /* precision, parsed before the nodes */
+    struct rt_graph *g;
 };
 
 static enum rt_status fail(struct ctx *c, const char *where, const char *what)
@@ -275,6 +277,13 @@ static enum rt_status parse_serving(struct ctx *c, const cJSON *root, struct rt_
         cfg->instance_kind = RT_INSTANCE_GPU;
     else
         return fail(c, "instances", "'kind' must be \"auto\", \"cpu\" or \"gpu\"");
+    const cJSON *engine = cJSON_GetObjectItemCaseSensitive(root, "conv_engine");
+    if (!engine || (cJSON_IsString(engine) && strcmp(engine->valuestring, "custom") == 0))
+        cfg->conv_engine = RT_CONV_ENGINE_CUSTOM;
+    else if (cJSON_IsString(engine) && strcmp(engine->valuestring, "cudnn") == 0)
+        cfg->conv_engine = RT_CONV_ENGINE_CUDNN;
+    else
+        return fail(c, "conv_engine", "must be \"custom\" or \"cudnn\"");
     return RT_OK;
 }
 
@@ -299,12 +308,7 @@ static enum rt_status bind_weight(struct ctx *c, struct rt_node *n, const cJSON 
     if (!t)
         return rt_error_set(c->err, RT_ERR_BAD_MODEL, "%s: node '%s': tensor '%s' is not in model.safetensors",
                             c->label, n->name, w->name);
-    if (t->dtype != RT_DTYPE_F32)
-        return rt_error_set(c->err, RT_ERR_BAD_MODEL, "model.safetensors: tensor '%s': dtype %s, expected F32",
-                            w->name, rt_dtype_safetensors_name(t->dtype));
-    w->data = t->data;
-    w->shape = t->shape;
-    return RT_OK;
+    return rt_model_json_bind_tensor(c->st, c->cfg->precision, c->g, n, role, t, c->err);
 }
 
 static enum rt_status parse_attrs(struct ctx *c, struct rt_node *n, const cJSON *attrs)
@@ -425,7 +429,7 @@ static enum rt_status parse_node(struct ctx *c, const cJSON *j, int index, struc
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(j, "op");
     if (!cJSON_IsString(op))
         return fail(c, n->name, "missing 'op'");
-    if (!rt_op_from_name(op->valuestring, &n->op))
+    if (!rt_op_from_name(op->valuestring, &n->op) || n->op == RT_OP_QUANTIZE || n->op == RT_OP_DEQUANTIZE)
         return rt_error_set(c->err, RT_ERR_BAD_MODEL, "%s: %s: unknown op '%.40s'", c->label, n->name,
                             op->valuestring);
     const cJSON *ins = cJSON_GetObjectItemCaseSensitive(j, "inputs");
@@ -500,7 +504,7 @@ enum rt_status rt_model_json_parse(const char *text, size_t len, const char *lab
                                    const struct rt_safetensors *st, struct rt_model_config *cfg,
                                    struct rt_graph *g, char *labels_file, struct rt_error *err)
 {
-    struct ctx c = {label, st, err};
+    struct ctx c = {label, st, err, cfg, g};
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!root)
@@ -527,6 +531,8 @@ enum rt_status rt_model_json_parse(const char *text, size_t len, const char *lab
         s = parse_preprocess(&c, cJSON_GetObjectItemCaseSensitive(root, "preprocessing"), cfg);
     if (s == RT_OK)
         s = parse_nodes(&c, cJSON_GetObjectItemCaseSensitive(root, "nodes"), cfg, g);
+    if (s == RT_OK && cfg->precision == RT_PRECISION_INT8)
+        s = rt_model_json_quantization(cJSON_GetObjectItemCaseSensitive(root, "quantization"), label, g, err);
     if (s == RT_OK) {
         const cJSON *labels = cJSON_GetObjectItemCaseSensitive(root, "labels");
         labels_file[0] = '\0';

@@ -32,8 +32,17 @@ static int sole_consumer(const struct rt_graph *g, int t, int after)
     return -1;
 }
 
+/* Whether act can join the epilogue of a step writing tensor out: any in
+ * float, only the clamps (ReLU, ReLU6) in INT8, where other activations are
+ * table steps of their own. */
+static bool act_fuses(const struct rt_graph *g, int out, enum k_act act)
+{
+    return act != K_ACT_NONE &&
+           (g->tensors[out].dtype == RT_DTYPE_F32 || act == K_ACT_RELU || act == K_ACT_RELU6);
+}
+
 /* Emits steps; absorbed[i] marks nodes folded into an earlier step. */
-static int build_steps(const struct rt_graph *g, struct rt_plan *p, bool *absorbed)
+static int build_steps(const struct rt_graph *g, struct rt_plan *p, bool fuse, bool *absorbed)
 {
     int n = 0;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -53,7 +62,9 @@ static int build_steps(const struct rt_graph *g, struct rt_plan *p, bool *absorb
         s->out = nd->output;
         s->residual = -1;
         s->act = act_of(nd);
-        if (nd->op != RT_OP_CONV2D && nd->op != RT_OP_LINEAR)
+        s->q8 = nd->op == RT_OP_QUANTIZE || nd->op == RT_OP_DEQUANTIZE ||
+                g->tensors[nd->inputs[0]].dtype == RT_DTYPE_I8;
+        if (!fuse || (nd->op != RT_OP_CONV2D && nd->op != RT_OP_LINEAR))
             continue;
         int c = sole_consumer(g, s->out, i);
         if (c >= 0 && g->nodes[c].op == RT_OP_ADD) {
@@ -70,7 +81,7 @@ static int build_steps(const struct rt_graph *g, struct rt_plan *p, bool *absorb
                 c = -1;
             }
         }
-        if (c >= 0 && act_of(&g->nodes[c]) != K_ACT_NONE) {
+        if (c >= 0 && act_fuses(g, s->out, act_of(&g->nodes[c]))) {
             s->act = act_of(&g->nodes[c]);
             s->out = g->nodes[c].output;
             absorbed[c] = true;
@@ -126,7 +137,7 @@ static enum rt_status layout_arena(const struct rt_graph *g, struct rt_plan *p, 
             if (def[t] != s || p->root[t] != t)
                 continue;
             size_t size;
-            if (!rt_mul_size((size_t)g->tensors[t].sample_elems, sizeof(float), &size) ||
+            if (!rt_mul_size((size_t)g->tensors[t].sample_elems, rt_dtype_size(g->tensors[t].dtype), &size) ||
                 !rt_align_size(size, RT_ARENA_ALIGN, &size)) {
                 status = rt_error_set(err, RT_ERR_BAD_MODEL, "tensor '%s' is too large", g->tensors[t].name);
                 break;
@@ -154,7 +165,7 @@ static enum rt_status layout_arena(const struct rt_graph *g, struct rt_plan *p, 
     return status;
 }
 
-enum rt_status rt_plan_build(const struct rt_graph *g, struct rt_plan *out, struct rt_error *err)
+static enum rt_status build(const struct rt_graph *g, bool fuse, struct rt_plan *out, struct rt_error *err)
 {
     memset(out, 0, sizeof(*out));
     out->g = g;
@@ -169,12 +180,22 @@ enum rt_status rt_plan_build(const struct rt_graph *g, struct rt_plan *out, stru
     }
     for (int t = 0; t < g->n_tensors; t++)
         out->root[t] = t;
-    out->n_steps = build_steps(g, out, absorbed);
+    out->n_steps = build_steps(g, out, fuse, absorbed);
     free(absorbed);
     enum rt_status s = layout_arena(g, out, err);
     if (s != RT_OK)
         rt_plan_free(out);
     return s;
+}
+
+enum rt_status rt_plan_build(const struct rt_graph *g, struct rt_plan *out, struct rt_error *err)
+{
+    return build(g, true, out, err);
+}
+
+enum rt_status rt_plan_build_unfused(const struct rt_graph *g, struct rt_plan *out, struct rt_error *err)
+{
+    return build(g, false, out, err);
 }
 
 void rt_plan_free(struct rt_plan *p)

@@ -14,7 +14,9 @@
 #include "rt_model.h"
 #include "rt_safetensors.h"
 
-/* One list gives the op enum, the model.json names and the weight roles. */
+/* One list gives the op enum, the model.json names and the weight roles.
+ * quantize / dequantize are the runtime's own (INT8 models' float edges,
+ * inserted by rt_graph_apply_precision); model.json may not name them. */
 #define RT_OP_LIST(X)                        \
     X(RT_OP_CONV2D, "conv2d")                \
     X(RT_OP_LINEAR, "linear")                \
@@ -31,7 +33,9 @@
     X(RT_OP_FLATTEN, "flatten")              \
     X(RT_OP_RESHAPE, "reshape")              \
     X(RT_OP_CONCAT, "concat")                \
-    X(RT_OP_SOFTMAX, "softmax")
+    X(RT_OP_SOFTMAX, "softmax")              \
+    X(RT_OP_QUANTIZE, "quantize")            \
+    X(RT_OP_DEQUANTIZE, "dequantize")
 
 enum rt_op {
 #define RT_OP_ENUM(e, name) e,
@@ -49,7 +53,9 @@ bool rt_op_from_name(const char *name, enum rt_op *out);
 enum rt_wrole { RT_W_WEIGHT = 0, RT_W_BIAS, RT_W_MEAN, RT_W_VAR, RT_W_COUNT };
 
 struct rt_weight {
-    const float *data;       /* NULL when absent */
+    const float *data;       /* NULL when absent (or stored as I8) */
+    const int8_t *q;         /* INT8 models: I8 values [shape], else NULL */
+    const float *scale;      /* with q: per-output-channel scales [shape.dims[0]] */
     struct rt_shape shape;
     char name[RT_NAME_MAX * 2];
 };
@@ -90,6 +96,8 @@ struct rt_tensor {
     int input_index;                  /* index in cfg inputs, or -1 */
     int output_index;                 /* index in cfg outputs, or -1 */
     int n_consumers;
+    enum rt_dtype dtype;              /* element type in the arena: F32, or I8 / I32 in INT8 models */
+    float scale;                      /* INT8 activation scale (model.json); 0 when none */
 };
 
 struct rt_graph {
@@ -106,6 +114,9 @@ struct rt_graph {
 
 /* Tensor id by name, creating it when create is true; -1 when absent or out of memory. */
 int rt_graph_tensor(struct rt_graph *g, const char *name, bool create);
+
+/* A float buffer of count elements owned (freed) by the graph; NULL when out of memory. */
+float *rt_graph_alloc(struct rt_graph *g, size_t count);
 
 /* Validates, orders, infers shapes and folds batch norms. `label` names the
  * model file in errors. */

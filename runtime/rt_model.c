@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 
 #include "rt_backend_impl.h"
+#include "rt_model_impl.h"
 #include "rt_model_json.h"
+#include "rt_quant.h"
 
 #define MAX_MODEL_JSON (64u * 1024u * 1024u)
 #define MAX_LABELS 100000
@@ -25,6 +27,7 @@ struct rt_model {
     int input_tensor[RT_MAX_IO];
     int output_tensor[RT_MAX_IO];
     int prepared_steps;           /* steps whose prep the backend must release */
+    bool unfused;                 /* rt_load_options */
 };
 
 struct rt_session {
@@ -168,14 +171,17 @@ static enum rt_status load(struct rt_model *m, const char *dir, struct rt_error 
         snprintf(m->cfg.name, sizeof(m->cfg.name), "%s", name);
     else if (strcmp(m->cfg.name, name) != 0)
         return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: 'name' differs from the folder name", label);
-    if ((s = rt_graph_finish(&m->g, &m->cfg, label, err)) != RT_OK)
+    if ((s = rt_graph_finish(&m->g, &m->cfg, label, err)) != RT_OK ||
+        (s = rt_graph_apply_precision(&m->g, &m->cfg, label, err)) != RT_OK)
         return s;
     for (int i = 0; i < m->cfg.n_inputs; i++)
         m->input_tensor[i] = rt_graph_tensor(&m->g, m->cfg.inputs[i].name, false);
     for (int i = 0; i < m->cfg.n_outputs; i++)
         m->output_tensor[i] = rt_graph_tensor(&m->g, m->cfg.outputs[i].name, false);
-    if ((s = rt_plan_build(&m->g, &m->plan, err)) != RT_OK)
+    s = m->unfused ? rt_plan_build_unfused(&m->g, &m->plan, err) : rt_plan_build(&m->g, &m->plan, err);
+    if (s != RT_OK)
         return s;
+    m->plan.cfg = &m->cfg;
     if (labels_file[0]) {
         snprintf(path, sizeof(path), "%s/%s", dir, labels_file);
         snprintf(label, sizeof(label), "%s/%s", name, labels_file);
@@ -187,10 +193,17 @@ static enum rt_status load(struct rt_model *m, const char *dir, struct rt_error 
 
 enum rt_status rt_model_load(const char *dir, struct rt_backend *b, struct rt_model **out, struct rt_error *err)
 {
+    return rt_model_load_ex(dir, b, NULL, out, err);
+}
+
+enum rt_status rt_model_load_ex(const char *dir, struct rt_backend *b, const struct rt_load_options *opt,
+                                struct rt_model **out, struct rt_error *err)
+{
     struct rt_model *m = calloc(1, sizeof(*m));
     if (!m)
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
     m->backend = b;
+    m->unfused = opt && opt->unfused;
     enum rt_status s = load(m, dir, err);
     if (s != RT_OK) {
         rt_model_free(m);
@@ -216,6 +229,8 @@ void rt_model_free(struct rt_model *m)
 }
 
 const struct rt_model_config *rt_model_config(const struct rt_model *m) { return &m->cfg; }
+
+const struct rt_graph *rt_model_graph(const struct rt_model *m) { return &m->g; }
 
 int rt_model_plan_steps(const struct rt_model *m) { return m->plan.n_steps; }
 
@@ -247,8 +262,30 @@ void rt_session_free(struct rt_session *s)
     free(s);
 }
 
-enum rt_status rt_session_run(struct rt_session *s, int batch, const float *const *inputs, float *const *outputs,
-                              struct rt_error *err)
+/* An observed run's callback and its host staging buffer. */
+struct observer {
+    rt_observe_fn fn;
+    void *user;
+    float *host;
+};
+
+/* Hands tensor t (when F32) to the observer, through host memory. */
+static enum rt_status observe(struct rt_session *s, const struct observer *ob, int t, int batch, struct rt_error *err)
+{
+    const struct rt_model *m = s->m;
+    const struct rt_tensor *tt = &m->g.tensors[t];
+    if (tt->dtype != RT_DTYPE_F32)
+        return RT_OK;
+    size_t bytes = (size_t)tt->sample_elems * sizeof(float) * (size_t)batch;
+    enum rt_status st = m->backend->iface->copy_out(s->ctx, ob->host, s->arena + rt_plan_offset(&m->plan, t, batch),
+                                                    bytes, err);
+    if (st == RT_OK && (st = m->backend->iface->sync(s->ctx, err)) == RT_OK)
+        ob->fn(ob->user, t, ob->host, batch);
+    return st;
+}
+
+static enum rt_status run(struct rt_session *s, int batch, const float *const *inputs, float *const *outputs,
+                          const struct observer *ob, struct rt_error *err)
 {
     const struct rt_model *m = s->m;
     const struct rt_backend_iface *be = m->backend->iface;
@@ -259,6 +296,8 @@ enum rt_status rt_session_run(struct rt_session *s, int batch, const float *cons
     for (int i = 0; i < m->cfg.n_inputs; i++) {
         size_t bytes = (size_t)m->cfg.inputs[i].sample_elems * sizeof(float) * (size_t)batch;
         st = be->copy_in(s->ctx, s->arena + rt_plan_offset(p, m->input_tensor[i], batch), inputs[i], bytes, err);
+        if (st == RT_OK && ob)
+            st = observe(s, ob, m->input_tensor[i], batch, err);
         if (st != RT_OK)
             return st;
     }
@@ -271,6 +310,8 @@ enum rt_status rt_session_run(struct rt_session *s, int batch, const float *cons
             io.residual = s->arena + rt_plan_offset(p, step->residual, batch);
         if ((st = be->run_step(s->ctx, p, step, batch, &io, err)) != RT_OK)
             return st;
+        if (ob && (st = observe(s, ob, step->out, batch, err)) != RT_OK)
+            return st;
     }
     for (int i = 0; i < m->cfg.n_outputs; i++) {
         size_t bytes = (size_t)m->cfg.outputs[i].sample_elems * sizeof(float) * (size_t)batch;
@@ -279,4 +320,29 @@ enum rt_status rt_session_run(struct rt_session *s, int batch, const float *cons
             return st;
     }
     return be->sync(s->ctx, err);
+}
+
+enum rt_status rt_session_run(struct rt_session *s, int batch, const float *const *inputs, float *const *outputs,
+                              struct rt_error *err)
+{
+    return run(s, batch, inputs, outputs, NULL, err);
+}
+
+enum rt_status rt_session_run_observed(struct rt_session *s, int batch, const float *const *inputs,
+                                       float *const *outputs, rt_observe_fn fn, void *user, struct rt_error *err)
+{
+    const struct rt_graph *g = &s->m->g;
+    int64_t most = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        if (g->tensors[t].sample_elems > most)
+            most = g->tensors[t].sample_elems;
+    }
+    if (batch < 1 || batch > s->m->cfg.max_batch_size)
+        return rt_error_set(err, RT_ERR_INVALID, "batch size %d outside [1, %d]", batch, s->m->cfg.max_batch_size);
+    struct observer ob = {fn, user, malloc(sizeof(float) * (size_t)most * (size_t)batch)};
+    if (!ob.host)
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    enum rt_status st = run(s, batch, inputs, outputs, &ob, err);
+    free(ob.host);
+    return st;
 }

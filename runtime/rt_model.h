@@ -90,6 +90,10 @@ struct rt_batching {
 
 enum rt_instance_kind { RT_INSTANCE_AUTO = 0, RT_INSTANCE_CPU, RT_INSTANCE_GPU };
 
+/* Who computes convolutions on the CUDA backend: inferd's kernels or cuDNN
+ * (loaded at run time; without it the backend uses its own kernels). */
+enum rt_conv_engine { RT_CONV_ENGINE_CUSTOM = 0, RT_CONV_ENGINE_CUDNN };
+
 struct rt_model_config {
     char name[RT_NAME_MAX];
     enum rt_precision precision;
@@ -97,6 +101,7 @@ struct rt_model_config {
     struct rt_batching batching;
     int instance_count;
     enum rt_instance_kind instance_kind;
+    enum rt_conv_engine conv_engine;
     int n_inputs, n_outputs;
     struct rt_io_desc inputs[RT_MAX_IO];
     struct rt_io_desc outputs[RT_MAX_IO];

@@ -15,4 +15,21 @@ enum rt_status rt_model_json_parse(const char *text, size_t len, const char *lab
                                    const struct rt_safetensors *st, struct rt_model_config *cfg,
                                    struct rt_graph *g, char *labels_file, struct rt_error *err);
 
+/* Precision rules for weights (model_json_quant.c). Binds safetensors
+ * tensor t as weight `role` of node n (w->name already set): F32 always;
+ * F16 in fp16 models (converted to float, owned by g); I8 only as the
+ * weight of a conv2d or linear in an int8 model, which must be I8, with
+ * its per-output-channel scales in the F32 tensor "<name>_scale" [OC],
+ * every one positive and finite. */
+enum rt_status rt_model_json_bind_tensor(const struct rt_safetensors *st, enum rt_precision prec,
+                                         struct rt_graph *g, struct rt_node *n, enum rt_wrole role,
+                                         const struct rt_st_tensor *t, struct rt_error *err);
+
+/* The "quantization" section of an int8 model: activation_scales maps
+ * tensor names of the graph to positive finite scales, stored in
+ * g->tensors[].scale. q is a cJSON object (NULL when absent: an error). */
+struct cJSON;
+enum rt_status rt_model_json_quantization(const struct cJSON *q, const char *label, struct rt_graph *g,
+                                          struct rt_error *err);
+
 #endif /* RT_MODEL_JSON_H */

@@ -28,11 +28,13 @@ struct rt_step {
     int out;                      /* tensor id */
     int residual;                 /* tensor id added before the activation, or -1 */
     enum k_act act;               /* fused (conv2d, linear) or the op's own */
+    bool q8;                      /* INT8 kernels: input I8, or a quantize / dequantize */
     void *prep;                   /* backend-prepared data (packed weights...) */
 };
 
 struct rt_plan {
     const struct rt_graph *g;
+    const struct rt_model_config *cfg;   /* precision, conv engine (set by the model loader) */
     int n_steps;
     struct rt_step *steps;
     int *root;                    /* per tensor: the tensor whose storage it uses */
@@ -41,6 +43,9 @@ struct rt_plan {
 };
 
 enum rt_status rt_plan_build(const struct rt_graph *g, struct rt_plan *out, struct rt_error *err);
+/* The same without fusion: every node is a step and every tensor lives in
+ * the arena (the calibration run observes them all). */
+enum rt_status rt_plan_build_unfused(const struct rt_graph *g, struct rt_plan *out, struct rt_error *err);
 void rt_plan_free(struct rt_plan *p);
 
 /* Byte offset of tensor t in an arena for `batch` samples. */

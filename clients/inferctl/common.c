@@ -71,6 +71,12 @@ int ctl_parse_options(const char *command, int argc, char **argv, const struct c
         }
         if (!o)
             return usage_error(command, "unknown option %s", arg);
+        if (o->kind == CTL_OPT_FLAG) {
+            if (value)
+                return usage_error(command, "--%s takes no value", o->name);
+            *(bool *)o->value = true;
+            continue;
+        }
         if (!value) {
             if (i + 1 == argc)
                 return usage_error(command, "%s needs a value", arg);

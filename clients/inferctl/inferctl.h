@@ -3,8 +3,8 @@
  * handler type, the commands, and helpers they share (option parsing,
  * opening a model, softmax and top-k).
  *
- * Exit codes: 0 success, 1 a runtime error (message on stderr), 2 a usage
- * error (usage on stderr).
+ * Exit codes: 0 success, 1 a runtime or server error (message on stderr),
+ * 2 a usage error (usage on stderr), 3 no server answered at the address.
  */
 #ifndef INFERCTL_H
 #define INFERCTL_H
@@ -12,11 +12,13 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "clients/lib/icl.h"
 #include "runtime/rt_model.h"
 
 #define CTL_EXIT_OK 0
 #define CTL_EXIT_ERROR 1
 #define CTL_EXIT_USAGE 2
+#define CTL_EXIT_CONNECT 3
 
 /* One command: "inferctl NAME ARGS..."; run gets the arguments after NAME
  * and returns an exit code. */
@@ -29,19 +31,27 @@ struct ctl_command {
 
 int ctl_cmd_run(int argc, char **argv);
 int ctl_cmd_eval(int argc, char **argv);
+int ctl_cmd_health(int argc, char **argv);
+int ctl_cmd_models(int argc, char **argv);
+int ctl_cmd_metadata(int argc, char **argv);
+int ctl_cmd_classify(int argc, char **argv);
+int ctl_cmd_infer(int argc, char **argv);
+int ctl_cmd_load(int argc, char **argv);
+int ctl_cmd_unload(int argc, char **argv);
 
 /* Prints "usage: inferctl NAME ARGS" and the help line of one command. */
 void ctl_print_command_usage(FILE *f, const char *name);
 
 /* ------------------------------------------------------------ options */
 
-enum ctl_opt_kind { CTL_OPT_INT, CTL_OPT_STRING };
+enum ctl_opt_kind { CTL_OPT_INT, CTL_OPT_STRING, CTL_OPT_FLAG };
 
-/* A "--name VALUE" or "--name=VALUE" option; an int must lie in min..max. */
+/* A "--name VALUE" or "--name=VALUE" option; an int must lie in min..max.
+ * A flag ("--name", no value) sets a bool to true. */
 struct ctl_option {
     const char *name;        /* without the leading "--" */
     enum ctl_opt_kind kind;
-    void *value;             /* int * or const char ** */
+    void *value;             /* int *, const char ** or bool * */
     int min, max;
 };
 
@@ -51,6 +61,23 @@ struct ctl_option {
  * usage, or -1 when --help was asked (usage already printed to stdout). */
 int ctl_parse_options(const char *command, int argc, char **argv, const struct ctl_option *opts,
                       int n, char **positional, int *n_positional);
+
+/* Parses options and checks that min..max positional arguments remain;
+ * *pos is malloc'd (free it) when the result is CTL_EXIT_OK. Otherwise
+ * returns CTL_EXIT_USAGE, CTL_EXIT_ERROR, or -1 for --help. */
+int ctl_positional(const char *command, int argc, char **argv, const struct ctl_option *opts,
+                   int n_opts, int min, int max, char ***pos, int *npos);
+
+/* ------------------------------------------------------------ server */
+
+/* Set by main from the global options: url NULL means $INFERD_URL, else
+ * ICL_DEFAULT_URL; timeout_ms 0 means the library's default. */
+void ctl_set_server(const char *url, long timeout_ms);
+/* A client for the server; prints why and returns NULL on failure. */
+struct icl_client *ctl_connect(const char *command);
+/* Prints "inferctl COMMAND: message (HTTP status)" and returns the exit
+ * code: CTL_EXIT_CONNECT when no server answered, else CTL_EXIT_ERROR. */
+int ctl_remote_error(const char *command, const struct icl_error *err);
 
 /* ------------------------------------------------------------ models */
 

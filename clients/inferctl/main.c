@@ -1,9 +1,12 @@
 /*
  * main.c - inferctl's entry point: one table of commands from which
  * dispatch, "inferctl help" and the usage text all derive. A new command
- * (the HTTP client commands, quantize, ...) is one more row.
+ * is one more row. Global options (the server's address) come before the
+ * command name.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "inferctl.h"
@@ -16,6 +19,18 @@ static const struct ctl_command COMMANDS[] = {
     {"eval", ctl_cmd_eval,
      "MODEL_DIR [--backend auto|cpu|cuda] [--threads N] [--batch B] [--limit N]",
      "top-1 accuracy and throughput on the Fashion-MNIST test set"},
+    {"health", ctl_cmd_health, "[MODEL]",
+     "is the server live and ready (or MODEL ready)? exit 0 yes, 1 no"},
+    {"models", ctl_cmd_models, "", "list the server's models and their state"},
+    {"metadata", ctl_cmd_metadata, "[MODEL]",
+     "a model's inputs and outputs, or the server's name and extensions"},
+    {"classify", ctl_cmd_classify, "MODEL IMAGE... [--top-k K] [--batch N] [--multipart]",
+     "classify image files on the server (N images per request)"},
+    {"infer", ctl_cmd_infer,
+     "MODEL --input FILE|- [--binary] [--output NAME] [--classification K]",
+     "run a JSON request file, or raw tensor data for the model's input"},
+    {"load", ctl_cmd_load, "MODEL", "load a model (server started with --enable-model-control)"},
+    {"unload", ctl_cmd_unload, "MODEL", "unload a model (same)"},
     {"help", cmd_help, "[COMMAND]", "show this help, or one command's"},
 };
 #define N_COMMANDS (int)(sizeof(COMMANDS) / sizeof(COMMANDS[0]))
@@ -30,11 +45,15 @@ static const struct ctl_command *find_command(const char *name)
 
 static void print_usage(FILE *f)
 {
-    fprintf(f, "usage: inferctl COMMAND [ARGS...]\n\ncommands:\n");
+    fprintf(f, "usage: inferctl [--url URL] [--timeout SECONDS] COMMAND [ARGS...]\n\n"
+               "commands:\n");
     for (int i = 0; i < N_COMMANDS; i++)
-        fprintf(f, "  %-6s %s\n", COMMANDS[i].name, COMMANDS[i].help);
+        fprintf(f, "  %-9s %s\n", COMMANDS[i].name, COMMANDS[i].help);
     fprintf(f, "\n'inferctl help COMMAND' or 'inferctl COMMAND --help' shows a command's "
-               "arguments.\nExit status: 0 ok, 1 error, 2 usage error.\n");
+               "arguments.\n"
+               "The server commands talk to --url, else $INFERD_URL, else " ICL_DEFAULT_URL ".\n"
+               "Exit status: 0 ok; 1 error (the server's message on stderr); 2 usage error;\n"
+               "3 cannot connect (no server at the address).\n");
 }
 
 void ctl_print_command_usage(FILE *f, const char *name)
@@ -60,19 +79,55 @@ static int cmd_help(int argc, char **argv)
     return CTL_EXIT_USAGE;
 }
 
+/* "--name VALUE" or "--name=VALUE" at argv[*i]; advances *i past it. */
+static const char *global_option(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0)
+        return NULL;
+    if (argv[*i][n] == '=')
+        return argv[(*i)++] + n + 1;
+    if (argv[*i][n] != '\0' || *i + 1 >= argc)
+        return NULL;
+    *i += 2;
+    return argv[*i - 1];
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
+    const char *url = NULL, *v;
+    long timeout_ms = 0;
+    int i = 1;
+    while (i < argc && strncmp(argv[i], "--", 2) == 0 && strcmp(argv[i], "--help") != 0) {
+        if ((v = global_option(argc, argv, &i, "--url"))) {
+            url = v;
+        } else if ((v = global_option(argc, argv, &i, "--timeout"))) {
+            char *end;
+            errno = 0;
+            double s = strtod(v, &end);
+            if (errno || end == v || *end || !(s > 0 && s <= 86400)) {
+                fprintf(stderr, "inferctl: --timeout must be seconds in (0, 86400]\n");
+                return CTL_EXIT_USAGE;
+            }
+            timeout_ms = (long)(s * 1000 + 0.5);
+        } else {
+            fprintf(stderr, "inferctl: unknown or incomplete global option '%s'\n", argv[i]);
+            print_usage(stderr);
+            return CTL_EXIT_USAGE;
+        }
+    }
+    if (i >= argc) {
         print_usage(stderr);
         return CTL_EXIT_USAGE;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
         return cmd_help(0, NULL);
-    const struct ctl_command *c = find_command(argv[1]);
+    const struct ctl_command *c = find_command(argv[i]);
     if (!c) {
-        fprintf(stderr, "inferctl: unknown command '%s'\n", argv[1]);
+        fprintf(stderr, "inferctl: unknown command '%s'\n", argv[i]);
         print_usage(stderr);
         return CTL_EXIT_USAGE;
     }
-    return c->run(argc - 2, argv + 2);
+    ctl_set_server(url, timeout_ms);
+    return c->run(argc - i - 1, argv + i + 1);
 }

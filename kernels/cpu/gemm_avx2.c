@@ -13,17 +13,18 @@
 #include "kcpu_math_avx2.h"
 
 static inline __attribute__((always_inline)) void
-tile(const int mr, const int partial, int64_t k, const float *a, const float *b, int64_t ldb,
-     __m256i m0, __m256i m1, float *out /* row stride KCPU_NR */)
+tile(const int mr, const int partial, int64_t k, const float *a, const float *b, const int64_t *boff,
+     int64_t ldb, __m256i m0, __m256i m1, float *out /* row stride KCPU_NR */)
 {
     __m256 c0[4], c1[4];
 #pragma GCC unroll 4
     for (int i = 0; i < mr; i++)
         c0[i] = c1[i] = _mm256_setzero_ps();
     for (int64_t kk = 0; kk < k; kk++) {
+        const float *bk = boff ? b + boff[kk] : b;
         /* Masked so that an unpacked B may end at the strip's last column. */
-        __m256 b0 = partial ? _mm256_maskload_ps(b, m0) : _mm256_loadu_ps(b);
-        __m256 b1 = partial ? _mm256_maskload_ps(b + 8, m1) : _mm256_loadu_ps(b + 8);
+        __m256 b0 = partial ? _mm256_maskload_ps(bk, m0) : _mm256_loadu_ps(bk);
+        __m256 b1 = partial ? _mm256_maskload_ps(bk + 8, m1) : _mm256_loadu_ps(bk + 8);
 #pragma GCC unroll 4
         for (int i = 0; i < mr; i++) {
             __m256 ai = _mm256_broadcast_ss(a + i);
@@ -31,7 +32,8 @@ tile(const int mr, const int partial, int64_t k, const float *a, const float *b,
             c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
         }
         a += KCPU_MR;
-        b += ldb;
+        if (!boff)
+            b += ldb;
     }
 #pragma GCC unroll 4
     for (int i = 0; i < mr; i++) {
@@ -49,9 +51,9 @@ static __m256i lane_mask(int lanes)
 #define TILE_CASE(MR)                                                      \
     case MR:                                                               \
         if (cols < 16)                                                     \
-            tile(MR, 1, g->k, a + r0, b + c0, g->ldb, m0, m1, out);        \
+            tile(MR, 1, g->k, a + r0, b + c0, g->boff, g->ldb, m0, m1, out); \
         else                                                               \
-            tile(MR, 0, g->k, a + r0, b + c0, g->ldb, m0, m1, out);        \
+            tile(MR, 0, g->k, a + r0, b + c0, g->boff, g->ldb, m0, m1, out); \
         break;
 
 void kcpu_gemm_avx2(const struct kcpu_gemm *g)

@@ -1,197 +1,322 @@
 /*
- * kcpu_conv.c - 2-D convolution on the CPU as im2col + GEMM, NCHW in and out.
+ * kcpu_conv.c - 2-D convolution on the CPU as GEMM, NCHW in and out.
  *
- * Per group g: Y[oc, pixel] = W[oc, c * kh * kw] . col[c * kh * kw, pixel].
+ * Per group g: Y[oc, pixel] = W[oc, c * kh * kw] . B[c * kh * kw, pixel].
  * The weights are the packed A side (KCPU_MR-row panels, packed once by
- * kcpu_conv2d_pack), so the output channel is the GEMM row and the bias a
- * row bias. The pixels of all images form one column space of n * oh * ow
- * columns (the GEMM's segmented output mapping puts each column back into
- * its image): a batch of 7x7 maps fills whole 32-column strips instead of
- * wasting a third of the last strip of every image, and batch 1 still
- * splits into tasks. A task takes a run of columns of one group, writes
- * their im2col into its thread's scratch as KCPU_NR-column strips (the
- * layout the microkernel streams), and runs the GEMM over every output
- * channel of the group. 1x1 stride-1 unpadded convolutions skip im2col:
- * their input image already is the B matrix.
+ * kcpu_conv2d_pack), so output channels are GEMM rows and the bias a row
+ * bias. The pixels of all images form one column space (the GEMM's
+ * two-level output mapping puts every column back into its image), so a
+ * batch of 7x7 maps fills whole 32-column strips and batch 1 still splits
+ * into several tasks. A task takes a run of columns of one group and runs
+ * the GEMM over every output channel of the group. B comes from one of:
+ *
+ * - direct: 1x1, stride 1, unpadded: the input image is B as it is;
+ * - implicit: the input is copied once per call into a padded grid in the
+ *   scratch, split by stride phase ([c][phase row][phase col][n * rows][row],
+ *   a phase holding the padded input cells whose coordinates have one
+ *   remainder modulo the stride). Every tap (ki, kj) then reads one phase
+ *   at unit stride, so B row (ci, ki, kj) is the grid shifted by an offset,
+ *   which the microkernel reads through an offset table. The grid's pad
+ *   columns and rows are computed and dropped: its extra area is the waste;
+ * - im2col: each task expands its columns into its thread's scratch as
+ *   KCPU_NR-column strips, the layout the microkernel streams. Costs about
+ *   half a cycle per B element, which matters when the GEMM does little
+ *   per element (few output channels).
+ *
+ * plan() picks implicit over im2col when its wasted columns cost less
+ * than im2col would.
  */
 #include <string.h>
 
 #include "kcpu_impl.h"
 
-/* Bytes of im2col columns per task: with the group's packed weights they
- * should stay in L2 while every A panel passes over them. */
+/* Bytes of B per task: with the group's packed weights they should stay
+ * in L2 while every A panel passes over them. */
 #define COL_BUDGET (192 * 1024)
 #define MAX_CHUNK 1024  /* columns */
 
-struct conv_dims {
+enum conv_path { PATH_DIRECT, PATH_IMPLICIT, PATH_IM2COL };
+
+struct conv_plan {
     int64_t cg, mg;            /* input and output channels per group */
     int64_t kg;                /* GEMM depth: cg * kh * kw */
     int64_t panels;            /* KCPU_MR-row panels per group */
     int64_t pixels;            /* oh * ow */
-    int direct;                /* 1x1, stride 1, no padding: B is the input */
+    enum conv_path path;
+    /* Implicit path: each phase holds an image in img_rows rows of row_len
+     * floats, images back to back, then a zero tail; the zeros ending a row
+     * (image) double as the leading padding of the next. */
+    int64_t row_len, img_rows;
+    int64_t phase, chan;       /* floats per phase (tail included), per channel */
+    int64_t cols;              /* columns a task may range over */
 };
 
-static struct conv_dims dims(const struct k_conv2d *p)
+/* One axis of the implicit grid: the shortest row (image) length such
+ * that every output has a distinct column, the data fits, and a window
+ * running off the end of a row only reads zeros at the start of the next. */
+static int64_t grid_len(int in, int out, int k, int dil, int stride, int pad)
 {
-    struct conv_dims d;
-    d.cg = p->c / p->groups;
-    d.mg = p->oc / p->groups;
-    d.kg = d.cg * p->kh * p->kw;
-    d.panels = kcpu_ceil_div(d.mg, KCPU_MR);
-    d.pixels = (int64_t)p->oh * p->ow;
-    d.direct = p->kh == 1 && p->kw == 1 && p->stride_h == 1 && p->stride_w == 1 &&
-               p->pad_t == 0 && p->pad_l == 0 && p->oh == p->h && p->ow == p->w;
-    return d;
+    int64_t len = out;
+    for (int ph = 0; ph < stride; ph++) {
+        int64_t reach = -1;    /* furthest tap shift into this phase */
+        for (int t = 0; t < k; t++)
+            if (t * dil % stride == ph)
+                reach = t * dil / stride;
+        if (reach < 0)
+            continue;
+        int64_t lo = (pad - ph + stride - 1) / stride;      /* first data cell */
+        int64_t hi = (in + pad - ph + stride - 1) / stride; /* past the last */
+        if (pad - ph < 0)
+            lo = 0;
+        len = kcpu_max64(len, kcpu_max64(hi, out + reach - lo));
+    }
+    return len;
+}
+
+static struct conv_plan plan(const struct k_conv2d *p)
+{
+    struct conv_plan c;
+    memset(&c, 0, sizeof(c));
+    c.cg = p->c / p->groups;
+    c.mg = p->oc / p->groups;
+    c.kg = c.cg * p->kh * p->kw;
+    c.panels = kcpu_ceil_div(c.mg, KCPU_MR);
+    c.pixels = (int64_t)p->oh * p->ow;
+    c.cols = p->n * c.pixels;
+    c.path = PATH_IM2COL;
+    if (p->kh == 1 && p->kw == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_t == 0 &&
+        p->pad_l == 0 && p->oh == p->h && p->ow == p->w) {
+        c.path = PATH_DIRECT;
+        c.cols = c.pixels;
+        return c;
+    }
+    int64_t row = grid_len(p->w, p->ow, p->kw, p->dil_w, p->stride_w, p->pad_l);
+    int64_t rows = grid_len(p->h, p->oh, p->kh, p->dil_h, p->stride_h, p->pad_t);
+    /* Implicit computes row * rows columns per image for `pixels` outputs;
+     * im2col spends about half a cycle per B element at unit stride (more
+     * when strided) where the GEMM spends mg / 32 (16 lanes, 2 FMA pipes):
+     * pick the cheaper. */
+    double waste = (double)(row * rows) / (double)c.pixels - 1.0;
+    int strided = p->stride_h > 1 || p->stride_w > 1;
+    if (waste * (double)c.mg >= (strided ? 32.0 : 16.0))
+        return c;
+    c.path = PATH_IMPLICIT;
+    c.row_len = row;
+    c.img_rows = rows;
+    c.cols = (p->n - 1) * rows * row + (p->oh - 1) * row + p->ow;
+    /* Past the last image, windows reach at most k - 1 taps further. */
+    int64_t tail = ((int64_t)(p->kh - 1) * p->dil_h / p->stride_h + 1) * row +
+                   (int64_t)(p->kw - 1) * p->dil_w / p->stride_w + KCPU_NR;
+    c.phase = (p->n * rows * row + tail + 15) / 16 * 16;
+    c.chan = (int64_t)p->stride_h * p->stride_w * c.phase;
+    return c;
 }
 
 /* The most columns a task may take: a multiple of KCPU_NR. */
-static int64_t max_chunk(const struct conv_dims *d)
+static int64_t max_chunk(const struct conv_plan *c)
 {
-    int64_t cols = COL_BUDGET / (kcpu_max64(1, d->kg) * (int64_t)sizeof(float));
+    int64_t cols = COL_BUDGET / (kcpu_max64(1, c->kg) * (int64_t)sizeof(float));
     cols = cols / KCPU_NR * KCPU_NR;
     return kcpu_min64(MAX_CHUNK, kcpu_max64(KCPU_NR, cols));
 }
 
-static int64_t col_floats(const struct conv_dims *d)
+/* Per-thread im2col floats (64-byte multiple). */
+static int64_t col_floats(const struct conv_plan *c)
 {
-    return d->direct ? 0 : (d->kg * max_chunk(d) + 15) / 16 * 16;
+    return c->path == PATH_IM2COL ? (c->kg * max_chunk(c) + 15) / 16 * 16 : 0;
+}
+
+/* Shared implicit-path floats: the offset table, then the padded grid. */
+static int64_t table_floats(const struct conv_plan *c)
+{
+    return c->path == PATH_IMPLICIT ? (c->kg * 2 + 15) / 16 * 16 : 0;
+}
+
+static int64_t grid_floats(const struct k_conv2d *p, const struct conv_plan *c)
+{
+    return c->path == PATH_IMPLICIT ? p->c * c->chan : 0;
 }
 
 size_t kcpu_conv2d_packed_floats(const struct k_conv2d *p)
 {
-    struct conv_dims d = dims(p);
-    return (size_t)p->groups * (size_t)(d.panels * KCPU_MR * d.kg);
+    struct conv_plan c = plan(p);
+    return (size_t)p->groups * (size_t)(c.panels * KCPU_MR * c.kg);
 }
 
 void kcpu_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed)
 {
-    struct conv_dims d = dims(p);
+    struct conv_plan c = plan(p);
     for (int64_t g = 0; g < p->groups; g++)
-        for (int64_t pn = 0; pn < d.panels; pn++)
-            for (int64_t kk = 0; kk < d.kg; kk++) {
-                float *dst = packed + ((g * d.panels + pn) * d.kg + kk) * KCPU_MR;
+        for (int64_t pn = 0; pn < c.panels; pn++)
+            for (int64_t kk = 0; kk < c.kg; kk++) {
+                float *dst = packed + ((g * c.panels + pn) * c.kg + kk) * KCPU_MR;
                 for (int i = 0; i < KCPU_MR; i++) {
                     int64_t o = pn * KCPU_MR + i;
-                    dst[i] = o < d.mg ? w[(g * d.mg + o) * d.kg + kk] : 0.0f;
+                    dst[i] = o < c.mg ? w[(g * c.mg + o) * c.kg + kk] : 0.0f;
                 }
             }
 }
 
+/* Grows with p->n, and no path choice depends on p->n: scratch sized for
+ * the largest batch serves every smaller one (the runtime relies on it). */
 size_t kcpu_conv2d_scratch_bytes(const struct k_conv2d *p, int threads)
 {
-    struct conv_dims d = dims(p);
-    return (size_t)((int64_t)threads * col_floats(&d)) * sizeof(float) + 64;
+    struct conv_plan c = plan(p);
+    int64_t floats = threads * col_floats(&c) + table_floats(&c) + grid_floats(p, &c);
+    return (size_t)floats * sizeof(float) + 64;
 }
 
 struct conv_job {
     const struct k_conv2d *p;
-    struct conv_dims d;
+    struct conv_plan c;
     const float *x, *packed_w, *bias, *residual;
     float *y;
-    float *scratch;
+    float *cols;               /* im2col: per-thread strips */
+    int64_t *boff;             /* implicit: B row offsets */
+    float *grid;               /* implicit: padded input */
     int64_t chunk;             /* columns per task */
     int64_t chunks;            /* tasks per group */
     int64_t chunks_per_image;  /* direct path only */
 };
 
-/* One output row's worth of columns inside a strip. */
-struct col_run {
-    int lane, len;
-    int oh, ow;
-    const float *img;          /* this group's first input channel */
-};
-
-static void fill_row(const struct k_conv2d *p, const struct col_run *r, const float *chan,
-                     int ki, int kj, float *d)
+void kcpu_im2col_strip(const struct k_conv2d *p, const struct kcpu_col_run *runs, int nruns,
+                       float *dst)
 {
-    int ih = r->oh * p->stride_h - p->pad_t + ki * p->dil_h;
-    d += r->lane;
-    if (ih < 0 || ih >= p->h) {
-        memset(d, 0, (size_t)r->len * sizeof(float));
-        return;
-    }
-    const float *src = chan + (int64_t)ih * p->w;
-    int iw0 = r->ow * p->stride_w - p->pad_l + kj * p->dil_w;
-    if (p->stride_w == 1) {
-        int lo = iw0 < 0 ? -iw0 : 0, hi = p->w - iw0;
-        lo = lo < r->len ? lo : r->len;
-        hi = hi < lo ? lo : hi > r->len ? r->len : hi;
-        memset(d, 0, (size_t)lo * sizeof(float));
-        memcpy(d + lo, src + iw0 + lo, (size_t)(hi - lo) * sizeof(float));
-        memset(d + hi, 0, (size_t)(r->len - hi) * sizeof(float));
-        return;
-    }
-    for (int t = 0; t < r->len; t++) {
-        int iw = iw0 + t * p->stride_w;
-        d[t] = iw >= 0 && iw < p->w ? src[iw] : 0.0f;
-    }
+    int64_t plane = (int64_t)p->h * p->w;
+    int cg = p->c / p->groups;
+    for (int ci = 0; ci < cg; ci++)
+        for (int ki = 0; ki < p->kh; ki++)
+            for (int kj = 0; kj < p->kw; kj++, dst += KCPU_NR)
+                for (int r = 0; r < nruns; r++) {
+                    const struct kcpu_col_run *run = &runs[r];
+                    float *d = dst + run->lane;
+                    int ih = run->ih0 + ki * p->dil_h;
+                    if (ih < 0 || ih >= p->h) {
+                        for (int t = 0; t < run->len; t++)
+                            d[t] = 0.0f;
+                        continue;
+                    }
+                    const float *row = run->img + ci * plane + (int64_t)ih * p->w;
+                    int iw = run->iw0 + kj * p->dil_w;
+                    for (int t = 0; t < run->len; t++, iw += p->stride_w)
+                        d[t] = iw >= 0 && iw < p->w ? row[iw] : 0.0f;
+                }
 }
 
 /* im2col of columns [j0, j0 + ncols) of group base x (image 0) into
- * strips dst[strip][kg][KCPU_NR]. Lanes past ncols in the last strip stay
- * unwritten: the microkernels mask them. */
+ * strips dst[strip][kg][KCPU_NR]. */
 static void im2col(const struct conv_job *j, const float *x, int64_t j0, int64_t ncols, float *dst)
 {
     const struct k_conv2d *p = j->p;
-    int64_t plane = (int64_t)p->h * p->w, img_stride = (int64_t)p->c * plane;
+    int64_t img_stride = (int64_t)p->c * p->h * p->w;
+    int avx512 = kcpu_isa() == KCPU_ISA_AVX512;
     for (int64_t s0 = 0; s0 < ncols; s0 += KCPU_NR) {
-        float *ds = dst + (s0 / KCPU_NR) * j->d.kg * KCPU_NR;
         int lanes = (int)kcpu_min64(KCPU_NR, ncols - s0);
-        struct col_run runs[KCPU_NR];
+        struct kcpu_col_run runs[KCPU_NR];
         int nruns = 0;
         for (int lane = 0; lane < lanes;) {
-            int64_t col = j0 + s0 + lane, pix = col % j->d.pixels;
-            struct col_run *r = &runs[nruns++];
+            int64_t col = j0 + s0 + lane, pix = col % j->c.pixels;
+            int oh = (int)(pix / p->ow), ow = (int)(pix % p->ow);
+            struct kcpu_col_run *r = &runs[nruns++];
             r->lane = lane;
-            r->oh = (int)(pix / p->ow);
-            r->ow = (int)(pix % p->ow);
-            r->len = (int)kcpu_min64(p->ow - r->ow, lanes - lane);
-            r->img = x + (col / j->d.pixels) * img_stride;
+            r->len = (int)kcpu_min64(p->ow - ow, lanes - lane);
+            r->ih0 = oh * p->stride_h - p->pad_t;
+            r->iw0 = ow * p->stride_w - p->pad_l;
+            r->img = x + (col / j->c.pixels) * img_stride;
             lane += r->len;
         }
-        int64_t kk = 0;
-        for (int64_t ci = 0; ci < j->d.cg; ci++)
-            for (int ki = 0; ki < p->kh; ki++)
-                for (int kj = 0; kj < p->kw; kj++, kk++)
-                    for (int r = 0; r < nruns; r++)
-                        fill_row(p, &runs[r], runs[r].img + ci * plane, ki, kj, ds + kk * KCPU_NR);
+        float *ds = dst + (s0 / KCPU_NR) * j->c.kg * KCPU_NR;
+        if (!avx512 || kcpu_im2col_strip_avx512(p, runs, nruns, ds) != 0)
+            kcpu_im2col_strip(p, runs, nruns, ds);
     }
+}
+
+/* Whether some kernel tap reads stride phase ph of an axis. */
+static int phase_used(int k, int dil, int stride, int ph)
+{
+    for (int t = 0; t < k; t++)
+        if (t * dil % stride == ph)
+            return 1;
+    return 0;
+}
+
+/* Implicit path, first pass: one (channel, image) of the padded grid, in
+ * every stride phase a tap reads. */
+static void pad_task(void *arg, int64_t task, int thread)
+{
+    const struct conv_job *j = arg;
+    const struct k_conv2d *p = j->p;
+    const struct conv_plan *c = &j->c;
+    int64_t ch = task / p->n, img = task % p->n;
+    const float *src = j->x + (img * p->c + ch) * p->h * p->w;
+    int avx512 = kcpu_isa() == KCPU_ISA_AVX512;
+    for (int a = 0; a < p->stride_h; a++)
+        for (int b = 0; b < p->stride_w; b++) {
+            if (!phase_used(p->kh, p->dil_h, p->stride_h, a) || !phase_used(p->kw, p->dil_w, p->stride_w, b))
+                continue;
+            float *ph = j->grid + ch * c->chan + (a * p->stride_w + b) * c->phase;
+            float *dst = ph + img * c->img_rows * c->row_len;
+            for (int64_t r = 0; r < c->img_rows; r++, dst += c->row_len) {
+                int64_t ih = r * p->stride_h + a - p->pad_t;
+                int iw0 = b - p->pad_l;  /* input column of grid column 0 */
+                if (ih < 0 || ih >= p->h)
+                    memset(dst, 0, (size_t)c->row_len * sizeof(float));
+                else if (p->stride_w == 1 && avx512)
+                    kcpu_pad_row_avx512(src + ih * p->w, p->w, iw0, dst, c->row_len);
+                else
+                    for (int64_t t = 0, iw = iw0; t < c->row_len; t++, iw += p->stride_w)
+                        dst[t] = iw >= 0 && iw < p->w ? src[ih * p->w + iw] : 0.0f;
+            }
+            if (img == p->n - 1) {  /* the zeros the last image's windows reach */
+                int64_t used = p->n * c->img_rows * c->row_len;
+                memset(ph + used, 0, (size_t)(c->phase - used) * sizeof(float));
+            }
+        }
 }
 
 static void conv_task(void *arg, int64_t task, int thread)
 {
     const struct conv_job *j = arg;
     const struct k_conv2d *p = j->p;
+    const struct conv_plan *c = &j->c;
     int64_t g = task / j->chunks, chunk = task % j->chunks;
-    int64_t out_off = g * j->d.mg * j->d.pixels;  /* group's first channel, image 0 */
-    const float *xg = j->x + g * j->d.cg * p->h * p->w;
+    int64_t out_off = g * c->mg * c->pixels;  /* group's first channel, image 0 */
     struct kcpu_gemm gm = {
-        .m = (int)j->d.mg, .k = j->d.kg,
-        .a = j->packed_w + g * j->d.panels * KCPU_MR * j->d.kg,
-        .seg_len = j->d.pixels, .seg_stride = (int64_t)p->oc * j->d.pixels, .ldc = j->d.pixels,
+        .m = (int)c->mg, .k = c->kg,
+        .a = j->packed_w + g * c->panels * KCPU_MR * c->kg,
+        .b_strip = KCPU_NR, .ldb = c->pixels,
+        .seg_len = c->pixels, .seg_stride = (int64_t)p->oc * c->pixels,
+        .row_len = c->pixels, .row_valid = c->pixels, .rows_valid = 1, .ldc = c->pixels,
         .c = j->y + out_off,
         .res = j->residual ? j->residual + out_off : NULL,
-        .bias_row = j->bias ? j->bias + g * j->d.mg : NULL,
+        .bias_row = j->bias ? j->bias + g * c->mg : NULL,
         .act = p->act,
     };
-    if (j->d.direct) {
+    const float *xg = j->x + g * c->cg * p->h * p->w;
+    if (c->path == PATH_DIRECT) {
         /* Columns of one image only: B rows are that image's channels. */
         int64_t img = chunk / j->chunks_per_image;
         int64_t p0 = (chunk % j->chunks_per_image) * j->chunk;
-        gm.b = xg + img * p->c * j->d.pixels + p0;
-        gm.ldb = j->d.pixels;
-        gm.b_strip = KCPU_NR;
-        gm.j0 = img * j->d.pixels + p0;
-        gm.n = kcpu_min64(j->chunk, j->d.pixels - p0);
-    } else {
-        int64_t total = p->n * j->d.pixels;
-        float *col = j->scratch + thread * col_floats(&j->d);
+        gm.b = xg + img * p->c * c->pixels + p0;
+        gm.j0 = img * c->pixels + p0;
+        gm.n = kcpu_min64(j->chunk, c->pixels - p0);
+    } else if (c->path == PATH_IMPLICIT) {
         gm.j0 = chunk * j->chunk;
-        gm.n = kcpu_min64(j->chunk, total - gm.j0);
+        gm.n = kcpu_min64(j->chunk, c->cols - gm.j0);
+        gm.b = j->grid + g * c->cg * c->chan + gm.j0;
+        gm.boff = j->boff;
+        gm.seg_len = c->img_rows * c->row_len;
+        gm.row_len = c->row_len;
+        gm.row_valid = p->ow;
+        gm.rows_valid = p->oh;
+    } else {
+        float *col = j->cols + thread * col_floats(c);
+        gm.j0 = chunk * j->chunk;
+        gm.n = kcpu_min64(j->chunk, c->cols - gm.j0);
         im2col(j, xg, gm.j0, gm.n, col);
         gm.b = col;
         gm.ldb = KCPU_NR;
-        gm.b_strip = j->d.kg * KCPU_NR;
+        gm.b_strip = c->kg * KCPU_NR;
     }
     kcpu_gemm_run(&gm);
 }
@@ -200,21 +325,38 @@ void kcpu_conv2d_f32(struct kcpu_pool *pool, const struct k_conv2d *p,
                      const float *x, const float *packed_w, const float *bias,
                      const float *residual, float *y, void *scratch)
 {
-    struct conv_job j = {.p = p, .d = dims(p), .x = x, .packed_w = packed_w, .bias = bias,
-                         .residual = residual, .y = y, .scratch = kcpu_align64(scratch)};
-    int64_t span = j.d.direct ? j.d.pixels : p->n * j.d.pixels;  /* columns a task may range over */
-    int64_t units = j.d.direct ? (int64_t)p->groups * p->n : p->groups;
-    if (span <= 0 || p->oc <= 0)
+    struct conv_job j = {.p = p, .c = plan(p), .x = x, .packed_w = packed_w, .bias = bias,
+                         .residual = residual, .y = y};
+    const struct conv_plan *c = &j.c;
+    if (c->cols <= 0 || p->oc <= 0)
         return;
+    float *base = kcpu_align64(scratch);
+    if (c->path == PATH_IMPLICIT) {
+        j.boff = (int64_t *)base;
+        j.grid = base + table_floats(c);
+        int64_t kk = 0;
+        for (int64_t ci = 0; ci < c->cg; ci++)
+            for (int64_t ki = 0; ki < p->kh; ki++)
+                for (int64_t kj = 0; kj < p->kw; kj++) {
+                    int64_t dy = ki * p->dil_h, dx = kj * p->dil_w;
+                    int64_t phase = dy % p->stride_h * p->stride_w + dx % p->stride_w;
+                    j.boff[kk++] = ci * c->chan + phase * c->phase + dy / p->stride_h * c->row_len +
+                                   dx / p->stride_w;
+                }
+        kcpu_pool_run(pool, (int64_t)p->c * p->n, pad_task, &j);
+    } else {
+        j.cols = base;
+    }
     /* Aim for four tasks per thread, but never exceed the scratch chunk. */
+    int64_t units = c->path == PATH_DIRECT ? (int64_t)p->groups * p->n : p->groups;
     int64_t want = kcpu_ceil_div(4 * kcpu_pool_threads(pool), units);
-    int64_t chunk = kcpu_ceil_div(kcpu_ceil_div(span, want), KCPU_NR) * KCPU_NR;
-    j.chunk = kcpu_min64(max_chunk(&j.d), kcpu_max64(KCPU_NR, chunk));
-    if (j.d.direct) {
-        j.chunks_per_image = kcpu_ceil_div(span, j.chunk);
+    int64_t chunk = kcpu_ceil_div(kcpu_ceil_div(c->cols, want), KCPU_NR) * KCPU_NR;
+    j.chunk = kcpu_min64(max_chunk(c), kcpu_max64(KCPU_NR, chunk));
+    if (c->path == PATH_DIRECT) {
+        j.chunks_per_image = kcpu_ceil_div(c->cols, j.chunk);
         j.chunks = p->n * j.chunks_per_image;
     } else {
-        j.chunks = kcpu_ceil_div(span, j.chunk);
+        j.chunks = kcpu_ceil_div(c->cols, j.chunk);
     }
     kcpu_pool_run(pool, p->groups * j.chunks, conv_task, &j);
 }

@@ -28,28 +28,25 @@ void kcpu_gemm_run(const struct kcpu_gemm *g)
 void kcpu_gemm_store_tile(const struct kcpu_gemm *g, const float *tmp, int i0, int mr,
                           int64_t j, int nr, kcpu_act_row_fn act_row)
 {
-    for (int i = 0; i < mr; i++) {
-        const float *t = tmp + (int64_t)i * KCPU_NR;
-        float bias_i = g->bias_row ? g->bias_row[i0 + i] : 0.0f;
-        /* A tile may span several images of a convolution: one run each. */
-        for (int64_t jj = j; jj < j + nr;) {
-            int64_t seg = jj / g->seg_len, pos = jj % g->seg_len;
-            int64_t len = kcpu_min64(g->seg_len - pos, j + nr - jj);
-            int64_t off = seg * g->seg_stride + pos + (int64_t)(i0 + i) * g->ldc;
-            float *c = g->c + off;
+    int64_t first, off, len;
+    /* A tile may span several images and output rows: one run each. */
+    for (int64_t jj = j; (len = kcpu_gemm_next_run(g, jj, j + nr, &first, &off)) > 0; jj = first + len)
+        for (int i = 0; i < mr; i++) {
+            const float *t = tmp + (int64_t)i * KCPU_NR + (first - j);
+            float bias_i = g->bias_row ? g->bias_row[i0 + i] : 0.0f;
+            int64_t at = off + (int64_t)(i0 + i) * g->ldc;
+            float *c = g->c + at;
             for (int64_t e = 0; e < len; e++) {
-                float v = t[jj - j + e] + bias_i;
+                float v = t[e] + bias_i;
                 if (g->bias_col)
-                    v += g->bias_col[jj + e];
+                    v += g->bias_col[first + e];
                 if (g->res)
-                    v += g->res[off + e];
+                    v += g->res[at + e];
                 c[e] = v;
             }
             if (g->act != K_ACT_NONE)
                 act_row(g->act, len, c, c);
-            jj += len;
         }
-    }
 }
 
 void kcpu_gemm_scalar(const struct kcpu_gemm *g)
@@ -64,7 +61,8 @@ void kcpu_gemm_scalar(const struct kcpu_gemm *g)
             for (int e = 0; e < mr * KCPU_NR; e++)
                 tmp[e] = 0.0f;
             for (int64_t kk = 0; kk < g->k; kk++) {
-                const float *ak = a + kk * KCPU_MR, *bk = b + kk * g->ldb;
+                const float *ak = a + kk * KCPU_MR;
+                const float *bk = b + (g->boff ? g->boff[kk] : kk * g->ldb);
                 for (int i = 0; i < mr; i++)
                     for (int t = 0; t < nr; t++)
                         tmp[i * KCPU_NR + t] += ak[i] * bk[t];

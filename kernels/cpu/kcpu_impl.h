@@ -21,27 +21,58 @@
 #define KCPU_NR 32  /* columns of a B strip */
 
 /* One block of work for a GEMM microkernel loop.
- * B element (kk, j0 + t) is at b[(t / KCPU_NR) * b_strip + kk * ldb + t % KCPU_NR].
- * C element (i, j), j global, is at
- *     c[(j / seg_len) * seg_stride + j % seg_len + i * ldc]
- * which describes both a plain row-major matrix (seg_len >= every j) and a
- * batch of NCHW images whose pixels form one column space (seg_len = oh * ow,
- * seg_stride = oc * oh * ow, ldc = oh * ow). res, when set, has C's layout.
+ *
+ * B element (kk, j0 + t) is at b[(t / KCPU_NR) * b_strip + row(kk) + t % KCPU_NR]
+ * with row(kk) = boff ? boff[kk] : kk * ldb. The offset table lets a
+ * stride-1 convolution read its padded input directly (implicit GEMM).
+ *
+ * Columns j are mapped to outputs in two levels, images then rows:
+ *     img = j / seg_len, row = j % seg_len / row_len, col = j % seg_len % row_len
+ * and only row < rows_valid, col < row_valid are real outputs, stored at
+ *     c[img * seg_stride + row * row_valid + col + i * ldc].
+ * A plain row-major matrix has one huge segment and row; the im2col path's
+ * NCHW batch has seg_len = row_len = row_valid = oh * ow, rows_valid = 1;
+ * the implicit path's columns cover a padded grid whose extra rows and
+ * columns are computed and dropped. res, when set, has C's layout.
  * Epilogue: c = act(acc + bias_row[i] + bias_col[j] + res). */
 struct kcpu_gemm {
     int m;
     int64_t k;
     const float *a;        /* ceil(m / KCPU_MR) panels of [k][KCPU_MR] */
     const float *b;
+    const int64_t *boff;   /* [k] or NULL */
     int64_t ldb, b_strip;
     int64_t j0, n;
-    int64_t seg_len, seg_stride, ldc;
+    int64_t seg_len, seg_stride, row_len, row_valid, rows_valid, ldc;
     float *c;
     const float *res;      /* or NULL */
     const float *bias_row; /* [m] or NULL */
     const float *bias_col; /* indexed by global column j, or NULL */
     enum k_act act;
 };
+
+/* The first run of real outputs in columns [j, end): returns its length
+ * (0 if none) and sets *first to its first column and *off to that
+ * column's offset in c (row i adds i * ldc). */
+static inline int64_t kcpu_gemm_next_run(const struct kcpu_gemm *g, int64_t j, int64_t end,
+                                         int64_t *first, int64_t *off)
+{
+    while (j < end) {
+        int64_t img = j / g->seg_len, r = j % g->seg_len;
+        int64_t row = r / g->row_len, col = r % g->row_len;
+        if (row >= g->rows_valid) {
+            j = (img + 1) * g->seg_len;
+        } else if (col >= g->row_valid) {
+            j += g->row_len - col;
+        } else {
+            int64_t len = g->row_valid - col;
+            *first = j;
+            *off = img * g->seg_stride + row * g->row_valid + col;
+            return len < end - j ? len : end - j;
+        }
+    }
+    return 0;
+}
 
 /* Runs the block with the ISA kcpu_isa() selects. */
 void kcpu_gemm_run(const struct kcpu_gemm *g);
@@ -54,6 +85,27 @@ void kcpu_gemm_avx512(const struct kcpu_gemm *g);
 typedef void (*kcpu_act_row_fn)(enum k_act act, int64_t count, const float *x, float *y);
 void kcpu_gemm_store_tile(const struct kcpu_gemm *g, const float *tmp, int i0, int mr,
                           int64_t j, int nr, kcpu_act_row_fn act_row);
+
+/* im2col of one KCPU_NR-column strip of a convolution: the strip's columns
+ * are split into runs, each inside one output row of one image. */
+struct kcpu_col_run {
+    int lane, len;             /* strip lanes [lane, lane + len) */
+    int ih0, iw0;              /* input position of the first column's window origin */
+    const float *img;          /* this group's first input channel in the run's image */
+};
+/* Writes dst[kk * KCPU_NR + lane] for kk over (input channel of the group,
+ * ki, kj), zero where the window is in the padding. Lanes that no run
+ * covers (past the last column) hold nothing useful: the microkernels mask
+ * them. */
+void kcpu_im2col_strip(const struct k_conv2d *p, const struct kcpu_col_run *runs, int nruns,
+                       float *dst);
+/* Returns -1, writing nothing, for kernels too large for its tables. */
+int kcpu_im2col_strip_avx512(const struct k_conv2d *p, const struct kcpu_col_run *runs, int nruns,
+                             float *dst);
+
+/* dst[t] = src[iw0 + t] for t < len where 0 <= iw0 + t < w, else 0: one
+ * row of a convolution's zero-padded input grid. */
+void kcpu_pad_row_avx512(const float *src, int w, int iw0, float *dst, int64_t len);
 
 /* Vectorised element-wise loops; y may alias x, a or b element for element. */
 void kcpu_act_scalar(enum k_act act, int64_t count, const float *x, float *y);

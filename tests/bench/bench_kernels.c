@@ -2,9 +2,10 @@
  * bench_kernels.c - micro-benchmark of the CPU kernels: GEMM throughput on
  * fixed shapes and the layer sequences of LeNet-5 and ResNet-mini at one
  * batch size, each with 1 and 2 threads. Prints medians over repeated runs
- * after a warm-up; the PyTorch peer is timed by tests/bench scripts.
+ * after a warm-up. The PyTorch peer for the model figures is
+ * models/bench_torch.py (make bench).
  *
- *   bench-kernels [--batch N] [--reps N] [--layers]
+ *   build/bench_kernels [--batch N] [--reps N] [--layers]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,7 +206,7 @@ int main(int argc, char **argv)
     struct layer g1[] = {conv(1, 576, 28, 64, 1, 1, 0, K_ACT_NONE, 0)};
     bench("gemm 64x576x784 (1x1 conv)", g1, 1, reps);
     struct layer g2[] = {conv(1, 64, 28, 64, 3, 1, 1, K_ACT_NONE, 0)};
-    bench("gemm 64x576x784 (3x3 conv, im2col)", g2, 1, reps);
+    bench("gemm 64x576x784 (3x3 conv)", g2, 1, reps);
     struct layer g3[] = {fc(256, 256, 256, K_ACT_NONE)};
     bench("gemm 256x256x256 (linear)", g3, 1, reps);
 

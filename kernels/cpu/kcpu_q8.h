@@ -1,0 +1,63 @@
+/*
+ * kcpu_q8.h - optimised CPU INT8 kernels (and FP16 rounding), multithreaded
+ * over a kcpu_pool, bit-identical to kernels/ref/kref_q8.h on every
+ * instruction set.
+ *
+ * Convolution and linear run as one INT8 GEMM (int32 accumulation) with the
+ * requantising epilogue of kernel_quant.h: AVX-512 VNNI (vpdpbusd) where the
+ * CPU has it, else AVX2, else plain C, chosen per call from kcpu_isa() (so
+ * INFERD_CPU_ISA and kcpu_isa_set_for_testing apply). Weights are packed
+ * once by the *_pack functions into a layout every ISA shares; the caller
+ * provides scratch of *_scratch_bytes (no allocation on the hot path).
+ */
+#ifndef KCPU_Q8_H
+#define KCPU_Q8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../kernel_quant.h"
+#include "../kernel_types.h"
+#include "kcpu_pool.h"
+
+/* Which INT8 GEMM kernel kcpu_isa() selects on this CPU: "scalar", "avx2"
+ * or "avx512-vnni" (AVX-512 without VNNI uses the AVX2 kernel). */
+const char *kcpu_q8_kernel_name(void);
+
+/* Packed weights: kcpu_*_q8_packed_bytes() bytes, 64-byte aligned. */
+size_t kcpu_conv2d_q8_packed_bytes(const struct k_conv2d *p);
+void kcpu_conv2d_q8_pack(const struct k_conv2d *p, const int8_t *w, void *packed);
+size_t kcpu_conv2d_q8_scratch_bytes(const struct k_conv2d *p, int threads);
+/* y: int8, or int32 when e->out_i32 (then residual must be NULL). */
+void kcpu_conv2d_q8(struct kcpu_pool *pool, const struct k_conv2d *p, const int8_t *x,
+                    const void *packed_w, const struct k_q8_epilogue *e, const int8_t *residual,
+                    void *y, void *scratch);
+
+size_t kcpu_linear_q8_packed_bytes(const struct k_linear *p);
+void kcpu_linear_q8_pack(const struct k_linear *p, const int8_t *w, void *packed);
+size_t kcpu_linear_q8_scratch_bytes(const struct k_linear *p, int threads);
+void kcpu_linear_q8(struct kcpu_pool *pool, const struct k_linear *p, const int8_t *x,
+                    const void *packed_w, const struct k_q8_epilogue *e, const int8_t *residual,
+                    void *y, void *scratch);
+
+void kcpu_max_pool2d_q8(struct kcpu_pool *pool, const struct k_pool2d *p, const int8_t *x, int8_t *y);
+void kcpu_avg_pool2d_q8(struct kcpu_pool *pool, const struct k_pool2d *p,
+                        const struct k_q8_mult *count_mult, const int8_t *x, int8_t *y);
+void kcpu_global_avg_pool_q8(struct kcpu_pool *pool, int n, int c, int64_t hw,
+                             struct k_q8_mult mult, const int8_t *x, int8_t *y);
+void kcpu_add_q8(struct kcpu_pool *pool, int64_t count, const int8_t *a, struct k_q8_mult ma,
+                 const int8_t *b, struct k_q8_mult mb, int8_t *y);
+void kcpu_concat_q8(struct kcpu_pool *pool, const struct k_concat *p, const int8_t *const *inputs,
+                    const int64_t *lens, const struct k_q8_mult *mults, int8_t *y);
+void kcpu_lut_q8(struct kcpu_pool *pool, int64_t count, const int8_t *lut, const int8_t *x, int8_t *y);
+void kcpu_quantize_q8(struct kcpu_pool *pool, int64_t count, const float *x, float inv_scale,
+                      int8_t *y);
+void kcpu_dequantize_q8(struct kcpu_pool *pool, int64_t count, const int8_t *x, float scale,
+                        float *y);
+void kcpu_dequantize_i32(struct kcpu_pool *pool, int n, int c, int64_t inner, const int32_t *x,
+                         const float *scale, float *y);
+
+/* y = x rounded through binary16 (F16C where present); y may equal x. */
+void kcpu_round_f16(struct kcpu_pool *pool, int64_t count, const float *x, float *y);
+
+#endif /* KCPU_Q8_H */

@@ -1,0 +1,268 @@
+/*
+ * kcpu_q8_ops.c - the CPU INT8 kernels besides conv / linear: pooling, add,
+ * concat, activation tables, quantise / dequantise at the model's edges,
+ * and FP16 rounding. Element-wise loops over the kernel_quant.h helpers,
+ * split over the pool; FP16 rounding uses F16C where the CPU has it.
+ */
+#include <stdatomic.h>
+
+#include "kcpu_q8_impl.h"
+
+#define CHUNK 16384   /* elements per element-wise task */
+
+/* ------------------------------------------------------------ element-wise */
+
+enum ew_kind { EW_ADD, EW_LUT, EW_QUANTIZE, EW_DEQUANTIZE, EW_ROUND_F16 };
+
+struct ew_job {
+    enum ew_kind kind;
+    int64_t count;
+    const void *a, *b;
+    void *y;
+    struct k_q8_mult ma, mb;
+    const int8_t *lut;
+    float scale;
+};
+
+static void round_f16_run(int64_t count, const float *x, float *y);
+
+static void ew_task(void *arg, int64_t task, int thread)
+{
+    const struct ew_job *j = arg;
+    int64_t i0 = task * CHUNK, i1 = kcpu_min64(j->count, i0 + CHUNK);
+    const int8_t *a8 = j->a, *b8 = j->b;
+    int8_t *y8 = j->y;
+    switch (j->kind) {
+    case EW_ADD:
+        for (int64_t i = i0; i < i1; i++)
+            y8[i] = k_q8_add(a8[i], j->ma, b8[i], j->mb);
+        return;
+    case EW_LUT:
+        for (int64_t i = i0; i < i1; i++)
+            y8[i] = k_q8_lut(j->lut, a8[i]);
+        return;
+    case EW_QUANTIZE:
+        for (int64_t i = i0; i < i1; i++)
+            y8[i] = k_q8_quantize(((const float *)j->a)[i], j->scale);
+        return;
+    case EW_DEQUANTIZE:
+        for (int64_t i = i0; i < i1; i++)
+            ((float *)j->y)[i] = k_q8_dequantize(a8[i], j->scale);
+        return;
+    case EW_ROUND_F16:
+        round_f16_run(i1 - i0, (const float *)j->a + i0, (float *)j->y + i0);
+        return;
+    }
+}
+
+static void ew_run(struct kcpu_pool *pool, struct ew_job *j)
+{
+    if (j->count > 0)
+        kcpu_pool_run(pool, kcpu_ceil_div(j->count, CHUNK), ew_task, j);
+}
+
+void kcpu_add_q8(struct kcpu_pool *pool, int64_t count, const int8_t *a, struct k_q8_mult ma,
+                 const int8_t *b, struct k_q8_mult mb, int8_t *y)
+{
+    struct ew_job j = {.kind = EW_ADD, .count = count, .a = a, .b = b, .y = y, .ma = ma, .mb = mb};
+    ew_run(pool, &j);
+}
+
+void kcpu_lut_q8(struct kcpu_pool *pool, int64_t count, const int8_t *lut, const int8_t *x, int8_t *y)
+{
+    struct ew_job j = {.kind = EW_LUT, .count = count, .a = x, .y = y, .lut = lut};
+    ew_run(pool, &j);
+}
+
+void kcpu_quantize_q8(struct kcpu_pool *pool, int64_t count, const float *x, float inv_scale,
+                      int8_t *y)
+{
+    struct ew_job j = {.kind = EW_QUANTIZE, .count = count, .a = x, .y = y, .scale = inv_scale};
+    ew_run(pool, &j);
+}
+
+void kcpu_dequantize_q8(struct kcpu_pool *pool, int64_t count, const int8_t *x, float scale,
+                        float *y)
+{
+    struct ew_job j = {.kind = EW_DEQUANTIZE, .count = count, .a = x, .y = y, .scale = scale};
+    ew_run(pool, &j);
+}
+
+void kcpu_round_f16(struct kcpu_pool *pool, int64_t count, const float *x, float *y)
+{
+    struct ew_job j = {.kind = EW_ROUND_F16, .count = count, .a = x, .y = y};
+    ew_run(pool, &j);
+}
+
+static atomic_int f16c = -1;   /* cached F16C check, -1 until first asked */
+
+static int has_f16c(void)
+{
+    int v = atomic_load_explicit(&f16c, memory_order_relaxed);
+    if (v < 0) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("f16c") != 0;
+#else
+        v = 0;
+#endif
+        atomic_store_explicit(&f16c, v, memory_order_relaxed);
+    }
+    return v;
+}
+
+static void round_f16_run(int64_t count, const float *x, float *y)
+{
+    enum kcpu_isa isa = kcpu_isa();
+    if (isa == KCPU_ISA_AVX512 && has_f16c()) {
+        kcpu_round_f16_avx512(count, x, y);
+    } else if (isa >= KCPU_ISA_AVX2 && has_f16c()) {
+        kcpu_round_f16_avx2(count, x, y);
+    } else {
+        for (int64_t i = 0; i < count; i++)
+            y[i] = k_f16_round(x[i]);
+    }
+}
+
+/* ------------------------------------------------------------ per plane */
+
+struct plane_job {
+    const struct k_pool2d *p;
+    const struct k_q8_mult *mults;
+    const int8_t *x;
+    int8_t *y;
+    int64_t hw;                /* global average: plane size */
+    const int32_t *x32;
+    const float *scale;
+    float *yf;
+    int c;
+    int64_t inner;
+};
+
+static void max_pool_task(void *arg, int64_t nc, int thread)
+{
+    const struct plane_job *j = arg;
+    const struct k_pool2d *p = j->p;
+    const int8_t *xp = j->x + nc * p->h * p->w;
+    int8_t *yp = j->y + nc * p->oh * p->ow;
+    for (int oh = 0; oh < p->oh; oh++)
+        for (int ow = 0; ow < p->ow; ow++) {
+            int8_t best = K_Q8_MIN;
+            for (int ki = 0; ki < p->kh; ki++) {
+                int ih = oh * p->stride_h - p->pad_t + ki * p->dil_h;
+                if (ih < 0 || ih >= p->h)
+                    continue;
+                const int8_t *row = xp + (int64_t)ih * p->w;
+                for (int kj = 0; kj < p->kw; kj++) {
+                    int iw = ow * p->stride_w - p->pad_l + kj * p->dil_w;
+                    if (iw >= 0 && iw < p->w && row[iw] > best)
+                        best = row[iw];
+                }
+            }
+            yp[oh * p->ow + ow] = best;
+        }
+}
+
+static void avg_pool_task(void *arg, int64_t nc, int thread)
+{
+    const struct plane_job *j = arg;
+    const struct k_pool2d *p = j->p;
+    const int8_t *xp = j->x + nc * p->h * p->w;
+    int8_t *yp = j->y + nc * p->oh * p->ow;
+    for (int oh = 0; oh < p->oh; oh++)
+        for (int ow = 0; ow < p->ow; ow++) {
+            int h0 = oh * p->stride_h - p->pad_t, w0 = ow * p->stride_w - p->pad_l;
+            int h1 = h0 + p->kh < p->h + p->pad_t ? h0 + p->kh : p->h + p->pad_t;
+            int w1 = w0 + p->kw < p->w + p->pad_l ? w0 + p->kw : p->w + p->pad_l;
+            int padded = (h1 - h0) * (w1 - w0);
+            h0 = h0 < 0 ? 0 : h0;
+            w0 = w0 < 0 ? 0 : w0;
+            h1 = h1 > p->h ? p->h : h1;
+            w1 = w1 > p->w ? p->w : w1;
+            int32_t sum = 0;
+            for (int ih = h0; ih < h1; ih++)
+                for (int iw = w0; iw < w1; iw++)
+                    sum += xp[(int64_t)ih * p->w + iw];
+            int cells = p->count_include_pad ? padded : (h1 - h0) * (w1 - w0);
+            yp[oh * p->ow + ow] =
+                cells > 0 ? k_q8_clamp(k_q8_apply(sum, j->mults[cells]), K_Q8_MIN, K_Q8_MAX) : 0;
+        }
+}
+
+static void global_avg_task(void *arg, int64_t nc, int thread)
+{
+    const struct plane_job *j = arg;
+    int32_t sum = 0;
+    for (int64_t i = 0; i < j->hw; i++)
+        sum += j->x[nc * j->hw + i];
+    j->y[nc] = k_q8_clamp(k_q8_apply(sum, j->mults[0]), K_Q8_MIN, K_Q8_MAX);
+}
+
+static void dequant_i32_task(void *arg, int64_t nc, int thread)
+{
+    const struct plane_job *j = arg;
+    float s = j->scale[nc % j->c];
+    for (int64_t i = 0; i < j->inner; i++)
+        j->yf[nc * j->inner + i] = k_q8_dequantize(j->x32[nc * j->inner + i], s);
+}
+
+void kcpu_max_pool2d_q8(struct kcpu_pool *pool, const struct k_pool2d *p, const int8_t *x, int8_t *y)
+{
+    struct plane_job j = {.p = p, .x = x, .y = y};
+    kcpu_pool_run(pool, (int64_t)p->n * p->c, max_pool_task, &j);
+}
+
+void kcpu_avg_pool2d_q8(struct kcpu_pool *pool, const struct k_pool2d *p,
+                        const struct k_q8_mult *count_mult, const int8_t *x, int8_t *y)
+{
+    struct plane_job j = {.p = p, .mults = count_mult, .x = x, .y = y};
+    kcpu_pool_run(pool, (int64_t)p->n * p->c, avg_pool_task, &j);
+}
+
+void kcpu_global_avg_pool_q8(struct kcpu_pool *pool, int n, int c, int64_t hw,
+                             struct k_q8_mult mult, const int8_t *x, int8_t *y)
+{
+    struct plane_job j = {.mults = &mult, .x = x, .y = y, .hw = hw};
+    kcpu_pool_run(pool, (int64_t)n * c, global_avg_task, &j);
+}
+
+void kcpu_dequantize_i32(struct kcpu_pool *pool, int n, int c, int64_t inner, const int32_t *x,
+                         const float *scale, float *y)
+{
+    struct plane_job j = {.x32 = x, .scale = scale, .yf = y, .c = c, .inner = inner};
+    kcpu_pool_run(pool, (int64_t)n * c, dequant_i32_task, &j);
+}
+
+/* ------------------------------------------------------------ concat */
+
+struct concat_job {
+    const struct k_concat *p;
+    const int8_t *const *inputs;
+    const int64_t *lens;
+    const struct k_q8_mult *mults;
+    int8_t *y;
+    int64_t total;
+};
+
+static void concat_task(void *arg, int64_t o, int thread)
+{
+    const struct concat_job *j = arg;
+    int64_t at = 0;
+    for (int i = 0; i < j->p->count; i++) {
+        int64_t run = j->lens[i] * j->p->inner;
+        const int8_t *src = j->inputs[i] + o * run;
+        int8_t *dst = j->y + (o * j->total + at) * j->p->inner;
+        for (int64_t e = 0; e < run; e++)
+            dst[e] = k_q8_clamp(k_q8_apply(src[e], j->mults[i]), K_Q8_MIN, K_Q8_MAX);
+        at += j->lens[i];
+    }
+}
+
+void kcpu_concat_q8(struct kcpu_pool *pool, const struct k_concat *p, const int8_t *const *inputs,
+                    const int64_t *lens, const struct k_q8_mult *mults, int8_t *y)
+{
+    struct concat_job j = {.p = p, .inputs = inputs, .lens = lens, .mults = mults, .y = y};
+    for (int i = 0; i < p->count; i++)
+        j.total += lens[i];
+    kcpu_pool_run(pool, p->outer, concat_task, &j);
+}

@@ -1,0 +1,73 @@
+/*
+ * common.cuh - what every kernels/cuda file shares: element types and their
+ * conversions, the activations (the formulas of kernels/ref, in float), and
+ * launch sizing for grid-stride loops.
+ */
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "kcuda.h"
+
+namespace kcuda {
+
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+
+template <typename T> __device__ __forceinline__ T from_f(float x);
+template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
+
+/* act is uniform across a launch, so the switch does not diverge. Precise
+ * libm functions (no fast math): FP32 results must stay within 1e-5 of the
+ * double-precision reference. GELU uses erfc to avoid the cancellation of
+ * 1 + erf(x) for negative x. */
+__device__ __forceinline__ float act_apply(enum k_act act, float x)
+{
+    switch (act) {
+    case K_ACT_RELU:
+        return x < 0.0f ? 0.0f : x;
+    case K_ACT_RELU6:
+        return x < 0.0f ? 0.0f : x > 6.0f ? 6.0f : x;
+    case K_ACT_SIGMOID:
+        return 1.0f / (1.0f + expf(-x));
+    case K_ACT_TANH:
+        return tanhf(x);
+    case K_ACT_GELU:
+        return 0.5f * x * erfcf(-x * 0.70710678118654752f);
+    case K_ACT_GELU_TANH: {
+        const float k = 0.79788456080286536f; /* sqrt(2 / pi) */
+        return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+    }
+    default:
+        return x;
+    }
+}
+
+constexpr int ELEMWISE_THREADS = 256;
+
+/* Blocks for a grid-stride loop over count items: enough to fill any GPU,
+ * never more than the work needs. */
+static inline unsigned grid_for(int64_t count, int threads)
+{
+    int64_t blocks = (count + threads - 1) / threads;
+    const int64_t cap = 65536;
+    return (unsigned)(blocks < 1 ? 1 : blocks > cap ? cap : blocks);
+}
+
+/* Calls f(T *tag) with T = float or __half from a run-time dtype; the
+ * lambda recovers T as std::remove_pointer_t<decltype(tag)>. */
+template <typename F> static inline cudaError_t dispatch_dtype(enum kcuda_dtype t, F f)
+{
+    if (t == KCUDA_F16)
+        return f(static_cast<__half *>(nullptr));
+    if (t == KCUDA_F32)
+        return f(static_cast<float *>(nullptr));
+    return cudaErrorInvalidValue;
+}
+
+} // namespace kcuda

@@ -1,0 +1,107 @@
+/*
+ * kcuda.h - CUDA kernels for inferd, callable from C.
+ *
+ * Same contracts as the reference kernels in kernels/ref/kref.h, plus:
+ * - pointers are device pointers; every function only enqueues work on
+ *   `stream` and returns the launch status (cudaGetLastError()), never
+ *   synchronising. Faults inside a kernel surface at the caller's next
+ *   synchronisation;
+ * - activations are NCHW (as everywhere in inferd) in one element type per
+ *   call, `enum kcuda_dtype`: float or IEEE half. bias, scale and shift are
+ *   always float. Arithmetic is FP32 (FP16 operands on tensor cores with FP32
+ *   accumulation for convolution and linear);
+ * - convolution and linear take weights packed once on the host by the
+ *   matching *_pack function (FP32), uploaded by the caller and, for FP16,
+ *   converted on the device with kcuda_convert. The packed layout is private
+ *   to kernels/cuda;
+ * - kcuda_init() must run once per device (after cudaSetDevice) before any
+ *   convolution or linear launch on it: it raises the GEMM kernels' shared
+ *   memory limit.
+ *
+ * Usage sketch (error checks shortened):
+ *
+ *     kcuda_init();
+ *     float *packed = malloc(kcuda_linear_packed_elems(&p) * sizeof(float));
+ *     kcuda_linear_pack(&p, w_host, packed);            // upload to d_w
+ *     kcuda_linear(&p, KCUDA_F32, d_x, d_w, d_bias, NULL, d_y, stream);
+ */
+#ifndef KCUDA_H
+#define KCUDA_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../kernel_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum kcuda_dtype { KCUDA_F32 = 0, KCUDA_F16 };
+
+/* Bytes of one element of type t. */
+size_t kcuda_dtype_size(enum kcuda_dtype t);
+
+cudaError_t kcuda_init(void);
+
+/* ---------------------------------------------------------------- GEMM family
+ * Convolution is an implicit GEMM (no im2col buffer): rows are output pixels
+ * (n, oh, ow), columns output channels, the reduction runs over
+ * (c / groups, kh, kw) through a per-layer gather table. */
+
+/* Elements of the packed weight buffer, and bytes of the gather table. */
+size_t kcuda_conv2d_packed_elems(const struct k_conv2d *p);
+size_t kcuda_conv2d_table_bytes(const struct k_conv2d *p);
+/* w is [oc, c / groups, kh, kw] FP32; fills packed (packed_elems floats) and
+ * table (table_bytes). Host code; p->n does not matter. */
+void kcuda_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed, void *table);
+/* y = act(conv(x, w) + bias + residual); bias and residual may be NULL. */
+cudaError_t kcuda_conv2d(const struct k_conv2d *p, enum kcuda_dtype t, const void *x, const void *packed_w,
+                         const void *table, const float *bias, const void *residual, void *y,
+                         cudaStream_t stream);
+
+size_t kcuda_linear_packed_elems(const struct k_linear *p);
+/* w is [m, k] FP32 (PyTorch's layout). Host code. */
+void kcuda_linear_pack(const struct k_linear *p, const float *w, float *packed);
+/* y[n, m] = act(x[n, k] . w^T + bias + residual). */
+cudaError_t kcuda_linear(const struct k_linear *p, enum kcuda_dtype t, const void *x, const void *packed_w,
+                         const float *bias, const void *residual, void *y, cudaStream_t stream);
+
+/* ---------------------------------------------------------------- the rest */
+
+cudaError_t kcuda_max_pool2d(const struct k_pool2d *p, enum kcuda_dtype t, const void *x, void *y,
+                             cudaStream_t stream);
+cudaError_t kcuda_avg_pool2d(const struct k_pool2d *p, enum kcuda_dtype t, const void *x, void *y,
+                             cudaStream_t stream);
+/* [n, c, hw] -> [n, c] */
+cudaError_t kcuda_global_avg_pool(int n, int c, int64_t hw, enum kcuda_dtype t, const void *x, void *y,
+                                  cudaStream_t stream);
+cudaError_t kcuda_channel_affine(const struct k_channel_affine *p, enum kcuda_dtype t, const void *x,
+                                 const float *scale, const float *shift, void *y, cudaStream_t stream);
+/* y may equal x. */
+cudaError_t kcuda_act(enum k_act act, int64_t count, enum kcuda_dtype t, const void *x, void *y,
+                      cudaStream_t stream);
+/* y may equal a or b. */
+cudaError_t kcuda_add(int64_t count, enum kcuda_dtype t, const void *a, const void *b, void *y,
+                      cudaStream_t stream);
+cudaError_t kcuda_softmax(const struct k_softmax *p, enum kcuda_dtype t, const void *x, void *y,
+                          cudaStream_t stream);
+/* inputs[i] is [outer, lens[i], inner]; at most KCUDA_CONCAT_MAX inputs. */
+#define KCUDA_CONCAT_MAX 16
+cudaError_t kcuda_concat(const struct k_concat *p, enum kcuda_dtype t, const void *const *inputs,
+                         const int64_t *lens, void *y, cudaStream_t stream);
+/* In place over NCHW y [n, c, hw]: y = act(y + bias[c] + residual), the
+ * epilogue of a convolution computed elsewhere (cuDNN). bias and residual
+ * may be NULL. */
+cudaError_t kcuda_bias_act(int n, int c, int64_t hw, enum kcuda_dtype t, const float *bias,
+                           const void *residual, enum k_act act, void *y, cudaStream_t stream);
+/* Element type conversion (round to nearest even); from == to copies. */
+cudaError_t kcuda_convert(int64_t count, enum kcuda_dtype from, const void *x, enum kcuda_dtype to, void *y,
+                          cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KCUDA_H */

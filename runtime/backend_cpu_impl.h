@@ -1,0 +1,21 @@
+/*
+ * backend_cpu_impl.h - the CPU backend's INT8 steps (backend_cpu_q8.c),
+ * called by backend_cpu.c for every step with step->q8 set. Internal.
+ */
+#ifndef BACKEND_CPU_IMPL_H
+#define BACKEND_CPU_IMPL_H
+
+#include "../kernels/cpu/kcpu_pool.h"
+#include "rt_backend_impl.h"
+
+/* s->prep becomes the step's rt_q8_step plus packed weights. */
+enum rt_status rt_cpu_q8_prepare(const struct rt_plan *p, struct rt_step *s, int max_batch,
+                                 struct rt_error *err);
+void rt_cpu_q8_release(struct rt_step *s);
+/* Scratch the step needs at max_batch with `threads` threads. */
+size_t rt_cpu_q8_scratch_bytes(const struct rt_plan *p, const struct rt_step *s, int max_batch, int threads);
+enum rt_status rt_cpu_q8_run(struct kcpu_pool *pool, void *scratch, const struct rt_plan *p,
+                             const struct rt_step *s, int batch, const struct rt_step_io *io,
+                             struct rt_error *err);
+
+#endif /* BACKEND_CPU_IMPL_H */

@@ -1,0 +1,344 @@
+/*
+ * model_write.c - a loaded graph back out as a model folder (see
+ * rt_model_write.h): the node list and weights, stored at the requested
+ * precision, spliced into the source model.json so that every serving
+ * setting survives.
+ */
+#include "rt_model_write.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/kernel_quant.h"
+#include "rt_quant.h"
+#include "rt_safetensors.h"
+
+static const char *const ROLE_KEYS[RT_W_COUNT] = {"weight", "bias", "running_mean", "running_var"};
+
+/* The tensors to write; names and converted data are owned here. */
+struct wlist {
+    struct rt_st_write *t;
+    int n, cap;
+    void **owned;
+    int n_owned, cap_owned;
+};
+
+static bool own(struct wlist *l, void *p)
+{
+    if (!p)
+        return false;
+    if (l->n_owned == l->cap_owned) {
+        int cap = l->cap_owned ? l->cap_owned * 2 : 64;
+        void **o = realloc(l->owned, sizeof(void *) * (size_t)cap);
+        if (!o) {
+            free(p);
+            return false;
+        }
+        l->owned = o;
+        l->cap_owned = cap;
+    }
+    l->owned[l->n_owned++] = p;
+    return true;
+}
+
+static bool used(const struct wlist *l, const char *name)
+{
+    for (int i = 0; i < l->n; i++) {
+        if (strcmp(l->t[i].name, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* base, or base_2, base_3, ... : a name no written tensor has, nor its
+ * "<name>_scale" companion when with_scale. Owned by l; NULL when out of memory. */
+static const char *unique_name(struct wlist *l, const char *base, bool with_scale)
+{
+    size_t len = strlen(base) + 24;
+    char *name = malloc(len), *scale = malloc(len + 8);
+    if (!name || !scale || !own(l, name)) {
+        free(scale);
+        return NULL;
+    }
+    for (int k = 1;; k++) {
+        if (k == 1)
+            snprintf(name, len, "%s", base);
+        else
+            snprintf(name, len, "%s_%d", base, k);
+        snprintf(scale, len + 8, "%s_scale", name);
+        if (!used(l, name) && (!with_scale || !used(l, scale)))
+            break;
+    }
+    free(scale);
+    return name;
+}
+
+static bool add(struct wlist *l, const char *name, enum rt_dtype dt, struct rt_shape shape, const void *data)
+{
+    if (!name || !data)
+        return false;
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 64;
+        struct rt_st_write *t = realloc(l->t, sizeof(*t) * (size_t)cap);
+        if (!t)
+            return false;
+        l->t = t;
+        l->cap = cap;
+    }
+    l->t[l->n++] = (struct rt_st_write){name, dt, shape, data};
+    return true;
+}
+
+static int64_t elems_of(const struct rt_shape *s)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s->rank; d++)
+        n *= s->dims[d];
+    return n;
+}
+
+/* One weight of node n, stored at precision prec, named in weights[key]. */
+static bool write_weight(struct wlist *l, const struct rt_node *n, int role, const float *data, struct rt_shape shape,
+                         enum rt_precision prec, cJSON *weights)
+{
+    const struct rt_weight *w = &n->w[role];
+    char base[RT_NAME_MAX * 3];
+    if (w->name[0] && role == RT_W_WEIGHT)
+        snprintf(base, sizeof(base), "%s", w->name);
+    else   /* roles folding created or rewrote get the node's name */
+        snprintf(base, sizeof(base), "%s.%s", n->name, ROLE_KEYS[role]);
+    bool matmul = n->op == RT_OP_CONV2D || n->op == RT_OP_LINEAR;
+    bool q8 = prec == RT_PRECISION_INT8 && matmul && role == RT_W_WEIGHT;
+    const char *name = unique_name(l, base, q8);
+    int64_t count = elems_of(&shape);
+    bool ok;
+    if (q8) {
+        int64_t oc = shape.dims[0];
+        int8_t *q = malloc((size_t)count);
+        float *scale = malloc(sizeof(float) * (size_t)oc);
+        char *scale_name = name ? malloc(strlen(name) + 8) : NULL;
+        ok = own(l, q) & own(l, scale) & own(l, scale_name);
+        if (ok) {
+            rt_q8_quantize_weights(data, oc, count / oc, q, scale);
+            sprintf(scale_name, "%s_scale", name);
+            ok = add(l, name, RT_DTYPE_I8, shape, q) &&
+                 add(l, scale_name, RT_DTYPE_F32, (struct rt_shape){1, {oc}}, scale);
+        }
+    } else if (prec == RT_PRECISION_FP16) {
+        uint8_t *h = malloc((size_t)count * 2);
+        ok = own(l, h);
+        for (int64_t i = 0; ok && i < count; i++) {
+            uint16_t v = k_f16_from_f32(data[i]);
+            h[2 * i] = (uint8_t)v;   /* little endian */
+            h[2 * i + 1] = (uint8_t)(v >> 8);
+        }
+        ok = ok && add(l, name, RT_DTYPE_F16, shape, h);
+    } else {
+        ok = add(l, name, RT_DTYPE_F32, shape, data);
+    }
+    return ok && cJSON_AddStringToObject(weights, ROLE_KEYS[role], name) != NULL;
+}
+
+/* A batch norm left standalone by folding holds scale / shift in
+ * weight / bias: written back with mean 0, var 1 and an eps too small to
+ * change 1 + eps, so loading it folds to the same affine exactly. */
+static bool write_weights(struct wlist *l, const struct rt_node *n, enum rt_precision prec, cJSON *weights)
+{
+    int roles = n->op == RT_OP_BATCH_NORM ? RT_W_COUNT : 2;
+    for (int r = 0; r < roles; r++) {
+        const struct rt_weight *w = &n->w[r];
+        const float *data = w->data;
+        struct rt_shape shape = w->shape;
+        if (n->op == RT_OP_BATCH_NORM && r >= RT_W_MEAN) {
+            shape = n->w[RT_W_WEIGHT].shape;
+            float *fill = malloc(sizeof(float) * (size_t)elems_of(&shape));
+            if (!own(l, fill))
+                return false;
+            for (int64_t i = 0; i < elems_of(&shape); i++)
+                fill[i] = r == RT_W_MEAN ? 0.0f : 1.0f;
+            data = fill;
+        }
+        if (data && !write_weight(l, n, r, data, shape, prec, weights))
+            return false;
+    }
+    return true;
+}
+
+/* Attaches item to obj under key; frees item when that fails. */
+static bool attach(cJSON *obj, const char *key, cJSON *item)
+{
+    if (item && cJSON_AddItemToObject(obj, key, item))
+        return true;
+    cJSON_Delete(item);
+    return false;
+}
+
+static bool write_attrs(const struct rt_node *n, cJSON *a)
+{
+    bool ok = true;
+    switch (n->op) {
+    case RT_OP_CONV2D: {
+        const struct rt_conv_attrs *c = &n->a.conv;
+        ok = attach(a, "stride", cJSON_CreateIntArray(c->stride, 2)) &&
+             attach(a, "padding", cJSON_CreateIntArray(c->pad, 4)) &&
+             attach(a, "dilation", cJSON_CreateIntArray(c->dilation, 2)) &&
+             cJSON_AddNumberToObject(a, "groups", c->groups);
+        break;
+    }
+    case RT_OP_MAX_POOL2D:
+    case RT_OP_AVG_POOL2D: {
+        const struct rt_pool_attrs *p = &n->a.pool;
+        ok = attach(a, "kernel", cJSON_CreateIntArray(p->kernel, 2)) &&
+             attach(a, "stride", cJSON_CreateIntArray(p->stride, 2)) &&
+             attach(a, "padding", cJSON_CreateIntArray(p->pad, 4)) &&
+             cJSON_AddBoolToObject(a, "ceil_mode", p->ceil_mode);
+        if (n->op == RT_OP_MAX_POOL2D)
+            ok = ok && attach(a, "dilation", cJSON_CreateIntArray(p->dilation, 2));
+        else
+            ok = ok && cJSON_AddBoolToObject(a, "count_include_pad", p->count_include_pad);
+        break;
+    }
+    case RT_OP_BATCH_NORM:
+        ok = cJSON_AddNumberToObject(a, "eps", n->w[RT_W_MEAN].data ? n->a.eps : 1e-30);
+        break;
+    case RT_OP_GELU:
+        ok = cJSON_AddStringToObject(a, "approximate", n->a.gelu_tanh ? "tanh" : "none");
+        break;
+    case RT_OP_SOFTMAX:
+    case RT_OP_CONCAT:
+        ok = cJSON_AddNumberToObject(a, "axis", n->a.axis);
+        break;
+    case RT_OP_RESHAPE: {
+        cJSON *shape = cJSON_AddArrayToObject(a, "shape");
+        for (int i = 0; shape && i < n->a.reshape.rank; i++)
+            ok = ok && cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)n->a.reshape.dims[i]));
+        ok = ok && shape;
+        break;
+    }
+    default:
+        break;
+    }
+    return ok;
+}
+
+static cJSON *write_nodes(struct wlist *l, const struct rt_graph *g, enum rt_precision prec)
+{
+    cJSON *nodes = cJSON_CreateArray();
+    bool ok = nodes != NULL;
+    for (int i = 0; ok && i < g->n_nodes; i++) {
+        const struct rt_node *n = &g->nodes[i];
+        cJSON *j = cJSON_CreateObject();
+        if (!j || !cJSON_AddItemToArray(nodes, j)) {
+            cJSON_Delete(j);
+            ok = false;
+            break;
+        }
+        cJSON *ins = cJSON_AddArrayToObject(j, "inputs"), *outs = cJSON_AddArrayToObject(j, "outputs");
+        cJSON *weights = cJSON_AddObjectToObject(j, "weights"), *attrs = cJSON_AddObjectToObject(j, "attrs");
+        ok = ins && outs && weights && attrs && cJSON_AddStringToObject(j, "name", n->name) &&
+             cJSON_AddStringToObject(j, "op", rt_op_name(n->op));
+        for (int k = 0; ok && k < n->n_inputs; k++)
+            ok = cJSON_AddItemToArray(ins, cJSON_CreateString(g->tensors[n->inputs[k]].name));
+        ok = ok && cJSON_AddItemToArray(outs, cJSON_CreateString(g->tensors[n->output].name)) &&
+             write_weights(l, n, prec, weights) && write_attrs(n, attrs);
+        if (ok && cJSON_GetArraySize(weights) == 0)
+            cJSON_DeleteItemFromObjectCaseSensitive(j, "weights");
+        if (ok && cJSON_GetArraySize(attrs) == 0)
+            cJSON_DeleteItemFromObjectCaseSensitive(j, "attrs");
+    }
+    if (!ok) {
+        cJSON_Delete(nodes);
+        return NULL;
+    }
+    return nodes;
+}
+
+static bool set_item(cJSON *root, const char *key, cJSON *item)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(root, key);
+    return attach(root, key, item);
+}
+
+static cJSON *quantization(const struct rt_graph *g, const struct rt_write_options *opt)
+{
+    cJSON *q = cJSON_CreateObject();
+    bool ok = q && cJSON_AddStringToObject(q, "method", opt->method) &&
+              cJSON_AddNumberToObject(q, "calibration_images", opt->calibration_images);
+    cJSON *scales = ok ? cJSON_AddObjectToObject(q, "activation_scales") : NULL;
+    for (int t = 0; scales && t < g->n_tensors; t++) {
+        if (opt->act_scales[t] > 0 && !cJSON_AddNumberToObject(scales, g->tensors[t].name, opt->act_scales[t]))
+            scales = NULL;
+    }
+    if (!scales) {
+        cJSON_Delete(q);
+        return NULL;
+    }
+    return q;
+}
+
+static bool write_text(const char *dir, const char *file, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return false;
+    bool ok = fputs(text, f) >= 0;
+    return (fclose(f) == 0) && ok;
+}
+
+static bool write_labels(const char *dir, const struct rt_model_config *cfg)
+{
+    size_t len = 1;
+    for (int i = 0; i < cfg->n_labels; i++)
+        len += strlen(cfg->labels[i]) + 1;
+    char *text = malloc(len), *at = text;
+    if (!text)
+        return false;
+    for (int i = 0; i < cfg->n_labels; i++)
+        at += sprintf(at, "%s\n", cfg->labels[i]);
+    *at = '\0';
+    bool ok = write_text(dir, "labels.txt", text);
+    free(text);
+    return ok;
+}
+
+enum rt_status rt_model_write(const char *dir, const char *source_json, size_t source_len,
+                              const struct rt_model_config *cfg, const struct rt_graph *g,
+                              const struct rt_write_options *opt, struct rt_error *err)
+{
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(source_json, source_len, &end, 0);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return rt_error_set(err, RT_ERR_BAD_MODEL, "the source model.json is not a JSON object");
+    }
+    struct wlist l = {0};
+    enum rt_status s = RT_OK;
+    bool ok = set_item(root, "name", cJSON_CreateString(opt->name)) &&
+              set_item(root, "precision", cJSON_CreateString(rt_precision_name(opt->precision))) &&
+              set_item(root, "nodes", write_nodes(&l, g, opt->precision));
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "quantization");
+    if (ok && opt->precision == RT_PRECISION_INT8)
+        ok = set_item(root, "quantization", quantization(g, opt));
+    if (ok && cfg->n_labels > 0)
+        ok = set_item(root, "labels", cJSON_CreateString("labels.txt")) && write_labels(dir, cfg);
+    char *text = ok ? cJSON_Print(root) : NULL;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    if (!text)
+        s = rt_error_set(err, RT_ERR_IO, "%s: cannot write the model (out of memory or labels.txt)", dir);
+    else if (!write_text(dir, "model.json", text))
+        s = rt_error_set(err, RT_ERR_IO, "%s/model.json: cannot write (%s)", dir, strerror(errno));
+    else
+        s = rt_safetensors_write(path, l.t, l.n, NULL, 0, err);
+    free(text);
+    cJSON_Delete(root);
+    for (int i = 0; i < l.n_owned; i++)
+        free(l.owned[i]);
+    free(l.owned);
+    free(l.t);
+    return s;
+}

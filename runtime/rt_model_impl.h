@@ -1,0 +1,35 @@
+/*
+ * rt_model_impl.h - internal entry points of rt_model.c for the runtime's
+ * offline tools (calibration, conversion: clients/inferctl) and tests:
+ * load without fusion, read the loaded (folded) graph, and watch every
+ * tensor of a run.
+ */
+#ifndef RT_MODEL_IMPL_H
+#define RT_MODEL_IMPL_H
+
+#include "rt_graph.h"
+#include "rt_model.h"
+
+struct rt_load_options {
+    bool unfused;   /* every node its own step, so every tensor is observable */
+};
+
+/* rt_model_load with options (NULL: the defaults). */
+enum rt_status rt_model_load_ex(const char *dir, struct rt_backend *b, const struct rt_load_options *opt,
+                                struct rt_model **out, struct rt_error *err);
+
+/* The model's graph after batch-norm folding and the precision pass;
+ * valid while the model lives. */
+const struct rt_graph *rt_model_graph(const struct rt_model *m);
+
+/* data: batch samples of graph tensor `tensor` (F32, host memory, valid
+ * during the call). */
+typedef void (*rt_observe_fn)(void *user, int tensor, const float *data, int batch);
+
+/* rt_session_run that also hands fn every F32 tensor as it is written:
+ * each model input after copy-in, then each step's output (in a fused plan
+ * the tensors a step absorbs are never written; load unfused to see all). */
+enum rt_status rt_session_run_observed(struct rt_session *s, int batch, const float *const *inputs,
+                                       float *const *outputs, rt_observe_fn fn, void *user, struct rt_error *err);
+
+#endif /* RT_MODEL_IMPL_H */

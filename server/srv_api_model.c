@@ -1,0 +1,235 @@
+/*
+ * srv_api_model.c - per-model endpoints: metadata, Triton-style config,
+ * readiness, statistics; the repository endpoints (index, load, unload);
+ * and the helpers every model endpoint shares.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv_clock.h"
+#include "srv_handlers.h"
+#include "srv_json.h"
+
+struct srv_model *srv_request_model(struct srv_request *r)
+{
+    if (r->version[0] && strcmp(r->version, "1") != 0) {
+        srv_reply_error(r, 404, "model '%s' has no version '%s' (only \"1\")", r->model,
+                        r->version);
+        return NULL;
+    }
+    struct srv_model *m = NULL;
+    struct rt_error err = {RT_OK, ""};
+    if (srv_repo_acquire(r->srv->repo, r->model, &m, &err) != RT_OK) {
+        srv_reply_rt_error(r, &err);
+        return NULL;
+    }
+    return m;
+}
+
+void srv_record_outcome(struct srv_request *r, struct srv_model *m,
+                        const struct srv_request_times *t)
+{
+    uint64_t total = (uint64_t)(srv_now_ns() - r->start_ns);
+    if (r->status >= 200 && r->status < 300)
+        srv_stats_record_success(&m->stats, t, total);
+    else
+        srv_stats_record_failure(&m->stats,
+                                 r->status == 503   ? SRV_FAIL_REJECTED
+                                 : r->status >= 500 ? SRV_FAIL_BACKEND
+                                                    : SRV_FAIL_OTHER,
+                                 total);
+}
+
+static void write_shape(struct srv_buf *b, const struct rt_shape *s, int from)
+{
+    srv_buf_putc(b, '[');
+    for (int d = from; d < s->rank; d++) {
+        if (d > from)
+            srv_buf_putc(b, ',');
+        srv_buf_json_i64(b, s->dims[d]);
+    }
+    srv_buf_putc(b, ']');
+}
+
+static void write_io(struct srv_buf *b, const struct rt_io_desc *io, int n)
+{
+    srv_buf_putc(b, '[');
+    for (int i = 0; i < n; i++) {
+        srv_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+        srv_buf_json_str(b, io[i].name);
+        srv_buf_puts(b, ",\"datatype\":");
+        srv_buf_json_str(b, rt_dtype_kserve_name(io[i].dtype));
+        srv_buf_puts(b, ",\"shape\":");
+        write_shape(b, &io[i].shape, 0);
+        srv_buf_putc(b, '}');
+    }
+    srv_buf_putc(b, ']');
+}
+
+void srv_handle_model_metadata(struct srv_request *r)
+{
+    struct srv_model *m = srv_request_model(r);
+    if (!m)
+        return;
+    const struct rt_model_config *cfg = m->cfg;
+    struct srv_buf b = {0};
+    srv_buf_puts(&b, "{\"name\":");
+    srv_buf_json_str(&b, m->name);
+    srv_buf_puts(&b, ",\"versions\":[\"1\"],\"platform\":\"inferd\",\"inputs\":");
+    write_io(&b, cfg->inputs, cfg->n_inputs);
+    srv_buf_puts(&b, ",\"outputs\":");
+    write_io(&b, cfg->outputs, cfg->n_outputs);
+    srv_buf_putc(&b, '}');
+    srv_model_unref(m);
+    srv_reply_json(r, 200, &b);
+}
+
+static void write_config_io(struct srv_buf *b, const struct rt_io_desc *io, int n)
+{
+    srv_buf_putc(b, '[');
+    for (int i = 0; i < n; i++) {
+        srv_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+        srv_buf_json_str(b, io[i].name);
+        srv_buf_printf(b, ",\"data_type\":\"TYPE_%s\",\"dims\":", rt_dtype_kserve_name(io[i].dtype));
+        write_shape(b, &io[i].shape, 1);
+        srv_buf_putc(b, '}');
+    }
+    srv_buf_putc(b, ']');
+}
+
+/* GET .../config: the serving configuration in Triton's model-config JSON,
+ * which Triton tools (perf_analyzer) read for max_batch_size and shapes. */
+void srv_handle_model_config(struct srv_request *r)
+{
+    struct srv_model *m = srv_request_model(r);
+    if (!m)
+        return;
+    const struct rt_model_config *cfg = m->cfg;
+    struct srv_buf b = {0};
+    srv_buf_puts(&b, "{\"name\":");
+    srv_buf_json_str(&b, m->name);
+    srv_buf_printf(&b, ",\"platform\":\"inferd\",\"backend\":\"%s\",\"max_batch_size\":%d,"
+                       "\"input\":",
+                   rt_backend_name(r->srv->backend), cfg->max_batch_size);
+    write_config_io(&b, cfg->inputs, cfg->n_inputs);
+    srv_buf_puts(&b, ",\"output\":");
+    write_config_io(&b, cfg->outputs, cfg->n_outputs);
+    srv_buf_puts(&b, ",\"dynamic_batching\":{\"preferred_batch_size\":[");
+    for (int i = 0; i < cfg->batching.n_preferred; i++)
+        srv_buf_printf(&b, "%s%d", i ? "," : "", cfg->batching.preferred[i]);
+    srv_buf_printf(&b, "],\"max_queue_delay_microseconds\":%lld,"
+                       "\"default_queue_policy\":{\"max_queue_size\":%d,"
+                       "\"default_timeout_microseconds\":%lld}},"
+                       "\"instance_group\":[{\"count\":%d,\"kind\":\"%s\"}]}",
+                   (long long)cfg->batching.max_queue_delay_us, cfg->batching.max_queue_size,
+                   (long long)cfg->batching.default_timeout_us, cfg->instance_count,
+                   strcmp(rt_backend_name(r->srv->backend), "cuda") == 0 ? "KIND_GPU"
+                                                                         : "KIND_CPU");
+    srv_model_unref(m);
+    srv_reply_json(r, 200, &b);
+}
+
+void srv_handle_model_ready(struct srv_request *r)
+{
+    struct srv_model *m = srv_request_model(r);
+    if (!m)
+        return;
+    struct srv_buf b = {0};
+    srv_buf_puts(&b, "{\"name\":");
+    srv_buf_json_str(&b, m->name);
+    srv_buf_puts(&b, ",\"ready\":true}");
+    srv_model_unref(m);
+    srv_reply_json(r, 200, &b);
+}
+
+void srv_handle_model_stats(struct srv_request *r)
+{
+    struct srv_model **models = NULL;
+    int n;
+    if (r->model[0]) {
+        struct srv_model *m = srv_request_model(r);
+        if (!m)
+            return;
+        models = malloc(sizeof(*models));
+        if (!models) {
+            srv_model_unref(m);
+            srv_reply_error(r, 503, "out of memory");
+            return;
+        }
+        models[0] = m;
+        n = 1;
+    } else {
+        n = srv_repo_ready_models(r->srv->repo, &models);
+        if (!models) {
+            srv_reply_error(r, 503, "out of memory");
+            return;
+        }
+    }
+    struct srv_buf b = {0};
+    srv_buf_puts(&b, "{\"model_stats\":[");
+    for (int i = 0; i < n; i++) {
+        if (i)
+            srv_buf_putc(&b, ',');
+        srv_stats_write_json(&models[i]->stats, models[i]->name, "1", &b);
+        srv_model_unref(models[i]);
+    }
+    srv_buf_puts(&b, "]}");
+    free(models);
+    srv_reply_json(r, 200, &b);
+}
+
+static bool model_control_allowed(struct srv_request *r)
+{
+    if (r->srv->cfg.enable_model_control)
+        return true;
+    srv_reply_error(r, 403, "model control is disabled (start inferd with --enable-model-control)");
+    return false;
+}
+
+void srv_handle_repo_index(struct srv_request *r)
+{
+    if (!model_control_allowed(r))
+        return;
+    bool ready_only = false;
+    if (r->body_len > 0) {
+        struct rt_error err = {RT_OK, ""};
+        cJSON *root = srv_json_parse((const char *)r->body, r->body_len,
+                                     (int)r->srv->cfg.max_json_depth, &err);
+        const cJSON *ready = NULL;
+        if (root && !cJSON_IsObject(root))
+            rt_error_set(&err, RT_ERR_INVALID, "the index request must be a JSON object");
+        else if (root && srv_json_get(root, "ready", cJSON_True | cJSON_False, "index request",
+                                      &ready, &err))
+            ready_only = cJSON_IsTrue(ready);
+        cJSON_Delete(root);
+        if (err.status != RT_OK) {
+            srv_reply_rt_error(r, &err);
+            return;
+        }
+    }
+    struct srv_buf b = {0};
+    srv_repo_write_index(r->srv->repo, ready_only, &b);
+    srv_reply_json(r, 200, &b);
+}
+
+/* Load and unload run on the HTTP thread: they are rare administrative calls
+ * and loading the shipped models takes milliseconds. */
+static void repo_action(struct srv_request *r, bool load)
+{
+    if (!model_control_allowed(r))
+        return;
+    struct rt_error err = {RT_OK, ""};
+    enum rt_status st = load ? srv_repo_load(r->srv->repo, r->model, &err)
+                             : srv_repo_unload(r->srv->repo, r->model, &err);
+    if (st != RT_OK) {
+        srv_reply_rt_error(r, &err);
+        return;
+    }
+    struct srv_buf b = {0};
+    srv_buf_puts(&b, "{}");
+    srv_reply_json(r, 200, &b);
+}
+
+void srv_handle_repo_load(struct srv_request *r) { repo_action(r, true); }
+
+void srv_handle_repo_unload(struct srv_request *r) { repo_action(r, false); }

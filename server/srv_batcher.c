@@ -1,0 +1,363 @@
+/* srv_batcher.c - per-model request queue and instance workers (see srv_batcher.h). */
+#include "srv_batcher.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv_clock.h"
+#include "srv_log.h"
+
+struct worker {
+    struct srv_batcher *b;
+    pthread_t thread;
+    bool started;
+    struct rt_session *session;
+    float *in[RT_MAX_IO];       /* [max_batch * inputs[i].sample_elems] */
+    float *out[RT_MAX_IO];      /* [max_batch * outputs[i].sample_elems] */
+    struct srv_job **jobs;      /* [max_batch]: the jobs of the batch being formed */
+};
+
+struct srv_batcher {
+    const struct rt_model_config *cfg;
+    struct srv_batcher_options opt;
+    struct srv_model_stats *stats;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct srv_job *head, *tail;   /* FIFO of waiting jobs */
+    int depth;                     /* jobs waiting */
+    int rows_waiting;
+    bool stopping;
+    int n_workers;
+    struct worker *workers;
+};
+
+/* ------------------------------------------------------------ forming batches */
+
+static void unlink_job(struct srv_batcher *b, struct srv_job *prev, struct srv_job *j)
+{
+    if (prev)
+        prev->next = j->next;
+    else
+        b->head = j->next;
+    if (b->tail == j)
+        b->tail = prev;
+    j->next = NULL;
+    b->depth--;
+    b->rows_waiting -= j->rows;
+}
+
+/* Moves every job whose deadline has passed onto *expired. */
+static void take_expired(struct srv_batcher *b, int64_t now, struct srv_job **expired)
+{
+    struct srv_job *prev = NULL, *j = b->head;
+    while (j) {
+        struct srv_job *next = j->next;
+        if (j->deadline_ns && j->deadline_ns <= now) {
+            unlink_job(b, prev, j);
+            j->next = *expired;
+            *expired = j;
+        } else {
+            prev = j;
+        }
+        j = next;
+    }
+}
+
+/* How many rows the next batch may hold now, or 0 to keep waiting. */
+static int batch_limit(const struct srv_batcher *b, int64_t now)
+{
+    const struct rt_model_config *cfg = b->cfg;
+    int max = cfg->max_batch_size;
+    if (!b->opt.batching)
+        return 1;
+    if (b->rows_waiting >= max || b->stopping)
+        return max;
+    int best = 0;
+    for (int i = 0; i < cfg->batching.n_preferred; i++) {
+        int p = cfg->batching.preferred[i];
+        if (p <= b->rows_waiting && p <= max && p > best)
+            best = p;
+    }
+    if (best)
+        return best;
+    if (now - b->head->enqueue_ns >= cfg->batching.max_queue_delay_us * 1000)
+        return max;
+    return 0;
+}
+
+/* When a waiting worker must look again: the oldest job's delay or the
+ * earliest deadline, whichever comes first. */
+static int64_t next_wakeup(const struct srv_batcher *b)
+{
+    int64_t t = b->head->enqueue_ns + b->cfg->batching.max_queue_delay_us * 1000;
+    for (const struct srv_job *j = b->head; j; j = j->next) {
+        if (j->deadline_ns && j->deadline_ns < t)
+            t = j->deadline_ns;
+    }
+    return t;
+}
+
+/* Pops jobs in FIFO order while they fit in limit rows (the first always
+ * fits: a job never has more rows than max_batch_size). */
+static int pop_batch(struct srv_batcher *b, int limit, struct srv_job **jobs, int *rows)
+{
+    int n = 0;
+    *rows = 0;
+    while (b->head && *rows + b->head->rows <= (n == 0 ? b->cfg->max_batch_size : limit)) {
+        struct srv_job *j = b->head;
+        unlink_job(b, NULL, j);
+        *rows += j->rows;
+        jobs[n++] = j;
+        if (!b->opt.batching)
+            break;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------ running batches */
+
+static void run_batch(struct worker *w, struct srv_job **jobs, int n_jobs, int rows)
+{
+    struct srv_batcher *b = w->b;
+    const struct rt_model_config *cfg = b->cfg;
+    const float *in[RT_MAX_IO];
+    float *out[RT_MAX_IO];
+    int64_t t0 = srv_now_ns();
+    if (n_jobs == 1) {
+        /* A lone job runs straight from and into its own buffers. */
+        for (int i = 0; i < cfg->n_inputs; i++)
+            in[i] = jobs[0]->inputs[i];
+        for (int i = 0; i < cfg->n_outputs; i++)
+            out[i] = jobs[0]->outputs[i];
+    } else {
+        for (int i = 0; i < cfg->n_inputs; i++) {
+            size_t elems = (size_t)cfg->inputs[i].sample_elems, off = 0;
+            for (int k = 0; k < n_jobs; k++) {
+                memcpy(w->in[i] + off, jobs[k]->inputs[i], (size_t)jobs[k]->rows * elems * 4);
+                off += (size_t)jobs[k]->rows * elems;
+            }
+            in[i] = w->in[i];
+        }
+        for (int i = 0; i < cfg->n_outputs; i++)
+            out[i] = w->out[i];
+    }
+    int64_t t1 = srv_now_ns();
+    struct rt_error err = {RT_OK, ""};
+    enum rt_status st = rt_session_run(w->session, rows, in, out, &err);
+    int64_t t2 = srv_now_ns();
+    if (st == RT_OK && n_jobs > 1) {
+        for (int i = 0; i < cfg->n_outputs; i++) {
+            size_t elems = (size_t)cfg->outputs[i].sample_elems, off = 0;
+            for (int k = 0; k < n_jobs; k++) {
+                memcpy(jobs[k]->outputs[i], w->out[i] + off, (size_t)jobs[k]->rows * elems * 4);
+                off += (size_t)jobs[k]->rows * elems;
+            }
+        }
+    }
+    int64_t t3 = srv_now_ns();
+    if (st == RT_OK)
+        srv_stats_record_batch(b->stats, rows, (uint64_t)(t1 - t0), (uint64_t)(t2 - t1),
+                               (uint64_t)(t3 - t2));
+    else
+        srv_log_error("model %s: batch of %d failed: %s", cfg->name, rows, err.msg);
+    if (st == RT_ERR_DEVICE && b->opt.on_device_error)
+        b->opt.on_device_error(&err);
+    for (int k = 0; k < n_jobs; k++) {
+        struct srv_job *j = jobs[k];
+        j->err = err;
+        j->batch_size = rows;
+        j->times.queue_ns = (uint64_t)(t0 - j->enqueue_ns);
+        j->times.input_ns = (uint64_t)(t1 - t0);
+        j->times.infer_ns = (uint64_t)(t2 - t1);
+        j->times.output_ns = (uint64_t)(t3 - t2);
+        j->done(j);
+    }
+}
+
+static void fail_expired(struct srv_job *expired)
+{
+    while (expired) {
+        struct srv_job *j = expired;
+        expired = j->next;
+        j->next = NULL;
+        rt_error_set(&j->err, RT_ERR_UNAVAILABLE, "request timed out in the queue");
+        j->done(j);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct srv_batcher *b = w->b;
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        if (!b->head) {
+            if (b->stopping)
+                break;
+            pthread_cond_wait(&b->cv, &b->mu);
+            continue;
+        }
+        int64_t now = srv_now_ns();
+        struct srv_job *expired = NULL;
+        take_expired(b, now, &expired);
+        int n_jobs = 0, rows = 0;
+        if (b->head) {
+            int limit = batch_limit(b, now);
+            if (limit > 0)
+                n_jobs = pop_batch(b, limit, w->jobs, &rows);
+            else if (!expired) {
+                int64_t wake = next_wakeup(b);
+                struct timespec ts = {(time_t)(wake / 1000000000), (long)(wake % 1000000000)};
+                pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+                continue;
+            }
+        }
+        if (b->head)
+            pthread_cond_signal(&b->cv); /* another idle worker may take the rest */
+        pthread_mutex_unlock(&b->mu);
+        fail_expired(expired);
+        if (n_jobs > 0)
+            run_batch(w, w->jobs, n_jobs, rows);
+        pthread_mutex_lock(&b->mu);
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static enum rt_status worker_init(struct worker *w, const struct rt_model *model,
+                                  struct rt_error *err)
+{
+    const struct rt_model_config *cfg = w->b->cfg;
+    size_t max = (size_t)cfg->max_batch_size;
+    if (rt_session_create(model, &w->session, err) != RT_OK)
+        return err->status;
+    w->jobs = calloc(max, sizeof(*w->jobs));
+    if (!w->jobs)
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for the batch");
+    for (int i = 0; i < cfg->n_inputs; i++) {
+        w->in[i] = malloc(max * (size_t)cfg->inputs[i].sample_elems * sizeof(float));
+        if (!w->in[i])
+            return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for the batch");
+    }
+    for (int i = 0; i < cfg->n_outputs; i++) {
+        w->out[i] = malloc(max * (size_t)cfg->outputs[i].sample_elems * sizeof(float));
+        if (!w->out[i])
+            return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for the batch");
+    }
+    return RT_OK;
+}
+
+static void worker_release(struct worker *w)
+{
+    if (w->session)
+        rt_session_free(w->session);
+    for (int i = 0; i < RT_MAX_IO; i++) {
+        free(w->in[i]);
+        free(w->out[i]);
+    }
+    free(w->jobs);
+}
+
+enum rt_status srv_batcher_create(const struct rt_model *model, const struct srv_batcher_options *opt,
+                                  struct srv_model_stats *stats, struct srv_batcher **out,
+                                  struct rt_error *err)
+{
+    const struct rt_model_config *cfg = rt_model_config(model);
+    struct srv_batcher *b = calloc(1, sizeof(*b));
+    if (!b)
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    b->cfg = cfg;
+    b->opt = *opt;
+    b->stats = stats;
+    b->n_workers = cfg->instance_count > 0 ? cfg->instance_count : 1;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    b->workers = calloc((size_t)b->n_workers, sizeof(*b->workers));
+    if (!b->workers) {
+        srv_batcher_free(b);
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < b->n_workers; i++) {
+        struct worker *w = &b->workers[i];
+        w->b = b;
+        if (worker_init(w, model, err) != RT_OK) {
+            srv_batcher_free(b);
+            return err->status;
+        }
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+            srv_batcher_free(b);
+            return rt_error_set(err, RT_ERR_NO_MEMORY, "cannot start a worker thread");
+        }
+        w->started = true;
+        char name[16];
+        snprintf(name, sizeof(name), "w:%s", cfg->name);
+        pthread_setname_np(w->thread, name);
+    }
+    *out = b;
+    return RT_OK;
+}
+
+enum rt_status srv_batcher_submit(struct srv_batcher *b, struct srv_job *job, int64_t timeout_us,
+                                  struct rt_error *err)
+{
+    int64_t now = srv_now_ns();
+    int64_t limit_us = b->cfg->batching.default_timeout_us;
+    if (timeout_us > 0 && (limit_us <= 0 || timeout_us < limit_us))
+        limit_us = timeout_us;
+    job->enqueue_ns = now;
+    job->deadline_ns = limit_us > 0 ? now + limit_us * 1000 : 0;
+    job->next = NULL;
+    job->err.status = RT_OK;
+    pthread_mutex_lock(&b->mu);
+    int max_queue = b->cfg->batching.max_queue_size;
+    if (b->stopping || (max_queue > 0 && b->depth >= max_queue)) {
+        pthread_mutex_unlock(&b->mu);
+        return rt_error_set(err, RT_ERR_UNAVAILABLE, "the queue of model %s is full",
+                            b->cfg->name);
+    }
+    if (b->tail)
+        b->tail->next = job;
+    else
+        b->head = job;
+    b->tail = job;
+    b->depth++;
+    b->rows_waiting += job->rows;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    return RT_OK;
+}
+
+int srv_batcher_queue_depth(struct srv_batcher *b)
+{
+    pthread_mutex_lock(&b->mu);
+    int d = b->depth;
+    pthread_mutex_unlock(&b->mu);
+    return d;
+}
+
+void srv_batcher_free(struct srv_batcher *b)
+{
+    if (!b)
+        return;
+    pthread_mutex_lock(&b->mu);
+    b->stopping = true;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    for (int i = 0; b->workers && i < b->n_workers; i++) {
+        if (b->workers[i].started)
+            pthread_join(b->workers[i].thread, NULL);
+        worker_release(&b->workers[i]);
+    }
+    free(b->workers);
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}

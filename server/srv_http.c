@@ -1,0 +1,439 @@
+/* srv_http.c - libmicrohttpd glue: request lifecycle, limits, replies (see srv_http.h). */
+#include "srv_http.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "srv_clock.h"
+#include "srv_log.h"
+#include "srv_routes.h"
+
+struct srv_http {
+    struct srv_server *srv;
+    struct MHD_Daemon *daemon;
+    int port;
+    atomic_uint_fast64_t next_id;
+};
+
+enum { HTTP_CONNECTION_MEMORY = 64 * 1024, HTTP_LISTEN_BACKLOG = 1024 };
+
+/* ------------------------------------------------------------ status mapping */
+
+int srv_http_status(enum rt_status st)
+{
+    switch (st) {
+    case RT_OK: return 200;
+    case RT_ERR_INVALID: return 400;
+    case RT_ERR_NOT_FOUND: return 404;
+    case RT_ERR_UNSUPPORTED: return 415;
+    case RT_ERR_TOO_LARGE: return 413;
+    case RT_ERR_UNAVAILABLE: return 503;
+    case RT_ERR_NO_MEMORY: return 503;
+    case RT_ERR_BAD_MODEL:
+    case RT_ERR_IO:
+    case RT_ERR_DEVICE:
+    case RT_ERR_INTERNAL:
+    case RT_STATUS_COUNT: break;
+    }
+    return 500;
+}
+
+/* ------------------------------------------------------------ replies */
+
+void srv_reply(struct srv_request *r, int status, const char *content_type, struct srv_buf *body)
+{
+    RT_ASSERT(r->status == 0);
+    r->status = status;
+    r->content_type = content_type;
+    srv_buf_free(&r->resp);
+    r->resp = *body;
+    *body = (struct srv_buf){0};
+}
+
+void srv_reply_json(struct srv_request *r, int status, struct srv_buf *body)
+{
+    srv_reply(r, status, "application/json", body);
+}
+
+void srv_reply_error(struct srv_request *r, int status, const char *fmt, ...)
+{
+    char msg[RT_ERROR_MSG_MAX + 64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    srv_log(status >= 500 && status != 503 ? SRV_LOG_WARN : SRV_LOG_DEBUG, r->id,
+            "%s %s -> %d: %s", r->method, r->path, status, msg);
+    struct srv_buf b = {0};
+    srv_buf_puts(&b, "{\"error\":");
+    srv_buf_json_str(&b, msg);
+    srv_buf_putc(&b, '}');
+    srv_reply_json(r, status, &b);
+}
+
+void srv_reply_rt_error(struct srv_request *r, const struct rt_error *err)
+{
+    srv_reply_error(r, srv_http_status(err->status), "%s", err->msg);
+}
+
+void srv_reply_header(struct srv_request *r, const char *name, const char *value)
+{
+    RT_ASSERT(r->n_headers < SRV_MAX_RESP_HEADERS);
+    r->headers[r->n_headers].name = name;
+    snprintf(r->headers[r->n_headers].value, sizeof(r->headers[0].value), "%s", value);
+    r->n_headers++;
+}
+
+const char *srv_request_header(struct srv_request *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *srv_request_query(struct srv_request *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static enum MHD_Result queue_reply(struct srv_request *r)
+{
+    static const char OOM_BODY[] = "{\"error\":\"out of memory\"}";
+    size_t len;
+    char *data = srv_buf_take(&r->resp, &len);
+    struct MHD_Response *resp;
+    if (data) {
+        resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    } else {
+        r->status = 503;
+        r->content_type = "application/json";
+        resp = MHD_create_response_from_buffer(sizeof(OOM_BODY) - 1, (void *)OOM_BODY,
+                                               MHD_RESPMEM_PERSISTENT);
+    }
+    if (!resp) {
+        free(data);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
+    MHD_add_response_header(resp, "X-Request-Id", r->id);
+    for (int i = 0; i < r->n_headers; i++)
+        MHD_add_response_header(resp, r->headers[i].name, r->headers[i].value);
+    if (atomic_load(&r->srv->draining))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    if (r->status >= 100 && r->status < 600)
+        atomic_fetch_add(&r->srv->responses[r->status], 1);
+    r->queued = true;
+    return ret;
+}
+
+/* ------------------------------------------------------------ deferral */
+
+void srv_request_defer(struct srv_request *r, void (*finish)(struct srv_request *r))
+{
+    r->finish = finish;
+    r->pending = true;
+}
+
+void srv_request_undefer(struct srv_request *r)
+{
+    r->finish = NULL;
+    r->pending = false;
+}
+
+void srv_request_resume(struct srv_request *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->done = true;
+    if (r->suspended)
+        MHD_resume_connection(r->conn);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* ------------------------------------------------------------ request lifecycle */
+
+static bool valid_client_id(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++) {
+        char c = s[n];
+        if (n >= SRV_REQ_ID_MAX - 1 ||
+            !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.' || c == ':'))
+            return false;
+    }
+    return n > 0;
+}
+
+static struct srv_request *request_new(struct srv_http *h, struct MHD_Connection *conn,
+                                       const char *url, const char *method)
+{
+    struct srv_request *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->srv = h->srv;
+    r->conn = conn;
+    r->method = method;
+    r->path = url;
+    r->start_ns = srv_now_ns();
+    pthread_mutex_init(&r->mu, NULL);
+    const char *client_id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+    if (client_id && valid_client_id(client_id))
+        snprintf(r->id, sizeof(r->id), "%s", client_id);
+    else
+        snprintf(r->id, sizeof(r->id), "%08llx",
+                 (unsigned long long)atomic_fetch_add(&h->next_id, 1));
+    atomic_fetch_add(&h->srv->inflight, 1);
+    return r;
+}
+
+static void request_free(struct srv_request *r)
+{
+    if (r->ctx_free)
+        r->ctx_free(r->ctx);
+    free(r->body);
+    srv_buf_free(&r->resp);
+    pthread_mutex_destroy(&r->mu);
+    atomic_fetch_sub(&r->srv->inflight, 1);
+    free(r);
+}
+
+/* First callback: headers are in, no body yet. May answer at once. */
+static void request_start(struct srv_request *r)
+{
+    const struct srv_config *cfg = &r->srv->cfg;
+    if (atomic_load(&r->srv->draining)) {
+        srv_reply_error(r, 503, "the server is shutting down");
+        return;
+    }
+    int status;
+    char allow[64];
+    r->route = srv_route_find(r, &status, allow, sizeof(allow));
+    if (!r->route) {
+        if (status == 405) {
+            srv_reply_header(r, "Allow", allow);
+            srv_reply_error(r, 405, "method %s not allowed here", r->method);
+        } else {
+            srv_reply_error(r, 404, "no such endpoint");
+        }
+        return;
+    }
+    const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        char *end;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (n > (unsigned long long)cfg->max_body_bytes) {
+            srv_reply_error(r, 413, "request body of %llu bytes exceeds the limit of %lld", n,
+                            (long long)cfg->max_body_bytes);
+            return;
+        }
+        if (n > 0) {
+            r->body = malloc((size_t)n);
+            if (!r->body) {
+                srv_reply_error(r, 503, "out of memory for the request body");
+                return;
+            }
+            r->body_cap = (size_t)n;
+        }
+    }
+}
+
+/* Appends a chunk of the body under the limits. libmicrohttpd 0.9.75 cannot
+ * answer in the middle of a body, so a body that grows past the limit
+ * (chunked uploads; a declared Content-Length was checked up front) is
+ * discarded and answered 413 once it ends, and a client that takes longer
+ * than --request-timeout loses its connection (false). */
+static bool request_body(struct srv_request *r, const char *data, size_t n)
+{
+    const struct srv_config *cfg = &r->srv->cfg;
+    if (srv_now_ns() - r->start_ns > cfg->request_timeout_s * 1000000000LL) {
+        srv_log(SRV_LOG_INFO, r->id, "%s %s: body not received within %lld s, closing",
+                r->method, r->path, (long long)cfg->request_timeout_s);
+        return false;
+    }
+    if (r->body_overflow)
+        return true;
+    if (n > (size_t)cfg->max_body_bytes - r->body_len) {
+        r->body_overflow = true;
+        free(r->body);
+        r->body = NULL;
+        r->body_len = r->body_cap = 0;
+        return true;
+    }
+    if (r->body_len + n > r->body_cap) {
+        size_t cap = r->body_cap ? r->body_cap : 4096;
+        while (cap < r->body_len + n)
+            cap *= 2;
+        if (cap > (size_t)cfg->max_body_bytes)
+            cap = (size_t)cfg->max_body_bytes;
+        uint8_t *p = realloc(r->body, cap);
+        if (!p) {
+            srv_log(SRV_LOG_WARN, r->id, "out of memory for a request body, closing");
+            return false;
+        }
+        r->body = p;
+        r->body_cap = cap;
+    }
+    memcpy(r->body + r->body_len, data, n);
+    r->body_len += n;
+    return true;
+}
+
+/* The body is complete: run the handler; suspend if it deferred. */
+static enum MHD_Result request_dispatch(struct srv_request *r)
+{
+    if (r->body_overflow) {
+        srv_reply_error(r, 413, "request body exceeds the limit of %lld bytes",
+                        (long long)r->srv->cfg.max_body_bytes);
+        return queue_reply(r);
+    }
+    r->route->handler(r);
+    if (!r->pending) {
+        RT_ASSERT(r->status != 0);
+        return queue_reply(r);
+    }
+    pthread_mutex_lock(&r->mu);
+    if (!r->done) {
+        MHD_suspend_connection(r->conn);
+        r->suspended = true;
+        pthread_mutex_unlock(&r->mu);
+        return MHD_YES;
+    }
+    pthread_mutex_unlock(&r->mu);
+    r->finish(r);
+    return queue_reply(r);
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *upload,
+                                 size_t *upload_size, void **con_cls)
+{
+    struct srv_http *h = cls;
+    struct srv_request *r = *con_cls;
+    if (!r) {
+        r = request_new(h, conn, url, method);
+        if (!r)
+            return MHD_NO;
+        *con_cls = r;
+        request_start(r);
+        return r->status ? queue_reply(r) : MHD_YES;
+    }
+    if (r->queued) {
+        *upload_size = 0; /* answered from the headers: the body is not read */
+        return MHD_YES;
+    }
+    if (r->suspended) {
+        /* Resumed: the deferred work is done. The lock orders its writes before ours. */
+        pthread_mutex_lock(&r->mu);
+        r->suspended = false;
+        pthread_mutex_unlock(&r->mu);
+        r->finish(r);
+        return queue_reply(r);
+    }
+    if (*upload_size) {
+        bool ok = request_body(r, upload, *upload_size);
+        *upload_size = 0;
+        return ok ? MHD_YES : MHD_NO;
+    }
+    return request_dispatch(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct srv_request *r = *con_cls;
+    if (!r)
+        return;
+    *con_cls = NULL;
+    if (srv_log_enabled(SRV_LOG_DEBUG)) {
+        srv_log(SRV_LOG_DEBUG, r->id, "%s %s %d %.3f ms%s", r->method, r->path, r->status,
+                (double)(srv_now_ns() - r->start_ns) / 1e6,
+                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
+    }
+    request_free(r);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    srv_log(SRV_LOG_DEBUG, NULL, "libmicrohttpd: %s", msg);
+}
+
+/* ------------------------------------------------------------ daemon */
+
+enum rt_status srv_http_start(struct srv_server *srv, struct srv_http **out, struct rt_error *err)
+{
+    const struct srv_config *cfg = &srv->cfg;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof(port), "%d", (int)cfg->http_port);
+    int gai = getaddrinfo(cfg->host, port, &hints, &ai);
+    if (gai != 0 || !ai)
+        return rt_error_set(err, RT_ERR_INVALID, "--host %s: %s", cfg->host, gai_strerror(gai));
+    struct srv_http *h = calloc(1, sizeof(*h));
+    if (!h) {
+        freeaddrinfo(ai);
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    }
+    h->srv = srv;
+    atomic_init(&h->next_id, 1);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned threads = cfg->http_threads > 0 ? (unsigned)cfg->http_threads
+                                             : (unsigned)(cores > 0 ? cores : 1);
+    /* Not MHD_USE_TURBO: with a thread pool on epoll, libmicrohttpd 0.9.75
+     * panics in MHD_quiesce_daemon (the drain) when turbo is on. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    h->daemon = MHD_start_daemon(
+        flags, (uint16_t)cfg->http_port, NULL, NULL, on_access, h,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,  /* first, to catch every message */
+        MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_THREAD_POOL_SIZE, threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)HTTP_LISTEN_BACKLOG,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!h->daemon) {
+        free(h);
+        return rt_error_set(err, RT_ERR_IO, "cannot listen on %s port %d (in use?)", cfg->host,
+                            (int)cfg->http_port);
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : (int)cfg->http_port;
+    *out = h;
+    return RT_OK;
+}
+
+int srv_http_port(const struct srv_http *h) { return h->port; }
+
+void srv_http_quiesce(struct srv_http *h)
+{
+    MHD_socket fd = MHD_quiesce_daemon(h->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+}
+
+void srv_http_stop(struct srv_http *h)
+{
+    if (!h)
+        return;
+    MHD_stop_daemon(h->daemon);
+    free(h);
+}

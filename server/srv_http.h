@@ -1,0 +1,97 @@
+/*
+ * srv_http.h - the HTTP layer on libmicrohttpd: connection and request
+ * lifecycle, limits, and the API handlers use to answer.
+ *
+ * Per request: state is created on the first callback (route lookup, the
+ * Content-Length limit), the body is collected under the limits, then the
+ * route's handler runs on the HTTP thread. A handler either answers at once
+ * (srv_reply_*) or defers: it calls srv_request_defer(), hands the work to
+ * another thread and returns; the connection is suspended, and when the
+ * other thread calls srv_request_resume() the connection is resumed and
+ * finish() runs on an HTTP thread to write the answer. HTTP threads never
+ * wait for inference. The request is freed when libmicrohttpd reports the
+ * response done, whatever happened (ctx_free releases the handler's state).
+ */
+#ifndef SRV_HTTP_H
+#define SRV_HTTP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/rt_status.h"
+#include "runtime/rt_types.h"
+#include "srv_buf.h"
+#include "srv_server.h"
+
+struct MHD_Connection;
+struct srv_http;
+struct srv_route;
+
+#define SRV_REQ_ID_MAX 72
+#define SRV_MAX_RESP_HEADERS 4
+
+struct srv_request {
+    struct srv_server *srv;
+    struct MHD_Connection *conn;
+    char id[SRV_REQ_ID_MAX];
+    const char *method, *path;      /* owned by libmicrohttpd */
+    int64_t start_ns;               /* monotonic, at the first callback */
+    const struct srv_route *route;
+    char model[RT_NAME_MAX];        /* {model} of the route, or "" */
+    char version[16];               /* {version} of the route, or "" */
+    uint8_t *body;
+    size_t body_len, body_cap;
+    bool body_overflow;             /* grew past --max-body-bytes: discarded */
+    /* The answer. */
+    int status;                     /* 0 until decided */
+    const char *content_type;
+    struct srv_buf resp;
+    struct {
+        const char *name;
+        char value[48];
+    } headers[SRV_MAX_RESP_HEADERS];
+    int n_headers;
+    /* Deferred handling. */
+    pthread_mutex_t mu;
+    bool pending, done, suspended, queued;
+    void (*finish)(struct srv_request *r);
+    void *ctx;                      /* handler state, freed by ctx_free */
+    void (*ctx_free)(void *ctx);
+};
+
+/* Binds cfg->host:cfg->http_port and starts the HTTP threads. */
+enum rt_status srv_http_start(struct srv_server *srv, struct srv_http **out, struct rt_error *err);
+/* The port actually bound (useful with port 0). */
+int srv_http_port(const struct srv_http *h);
+/* Stops accepting connections; open ones keep being served. */
+void srv_http_quiesce(struct srv_http *h);
+/* Closes every connection and stops the threads. No request may be pending. */
+void srv_http_stop(struct srv_http *h);
+
+/* The one mapping from a runtime status to an HTTP status code. */
+int srv_http_status(enum rt_status st);
+
+/* Answers: body is taken over (emptied). */
+void srv_reply(struct srv_request *r, int status, const char *content_type, struct srv_buf *body);
+void srv_reply_json(struct srv_request *r, int status, struct srv_buf *body);
+/* {"error": "..."}; 5xx other than 503 are logged as warnings. */
+void srv_reply_error(struct srv_request *r, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Status from srv_http_status(err->status), err->msg as the message. */
+void srv_reply_rt_error(struct srv_request *r, const struct rt_error *err);
+void srv_reply_header(struct srv_request *r, const char *name, const char *value);
+
+/* A request header or query argument, or NULL. */
+const char *srv_request_header(struct srv_request *r, const char *name);
+const char *srv_request_query(struct srv_request *r, const char *name);
+
+/* See the top of this file. finish() must answer (srv_reply_*). */
+void srv_request_defer(struct srv_request *r, void (*finish)(struct srv_request *r));
+/* Takes back a defer when the hand-over failed (the handler answers itself). */
+void srv_request_undefer(struct srv_request *r);
+/* From any thread, once the deferred work is done; the request must not be
+ * touched by the caller afterwards. */
+void srv_request_resume(struct srv_request *r);
+
+#endif /* SRV_HTTP_H */

@@ -1,0 +1,140 @@
+/*
+ * srv_infer_reply.c - the KServe v2 inference response: JSON tensors, the
+ * binary tensor extension (JSON header, then raw little-endian data) and
+ * the classification extension (BYTES "score:index:label" per class).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv_infer.h"
+
+/* Indices of the k largest of x[0..n), largest first (ties: lower index). */
+static void top_k(const float *x, int n, int k, int *idx)
+{
+    for (int j = 0; j < k; j++) {
+        int best = -1;
+        for (int i = 0; i < n; i++) {
+            bool taken = false;
+            for (int t = 0; t < j && !taken; t++)
+                taken = idx[t] == i;
+            if (!taken && (best < 0 || x[i] > x[best]))
+                best = i;
+        }
+        idx[j] = best;
+    }
+}
+
+/* One classification entry, formatted as Triton does ("%f" score). */
+static int class_entry(char *dst, size_t cap, const struct rt_model_config *cfg, float score,
+                       int index)
+{
+    if (index < cfg->n_labels && cfg->labels && cfg->labels[index])
+        return snprintf(dst, cap, "%f:%d:%s", (double)score, index, cfg->labels[index]);
+    return snprintf(dst, cap, "%f:%d", (double)score, index);
+}
+
+/* Writes the classification of one output either as JSON strings (json) or
+ * as serialized BYTES elements (4-byte little-endian length + bytes). */
+static void write_classes(const struct rt_model_config *cfg, const struct srv_infer_req *q,
+                          const struct srv_infer_output *o, bool json, struct srv_buf *b)
+{
+    int n = (int)cfg->outputs[o->index].sample_elems, k = o->classification;
+    int *idx = malloc((size_t)k * sizeof(int));
+    if (!idx) {
+        b->failed = true;
+        return;
+    }
+    bool first = true;
+    for (int row = 0; row < q->rows; row++) {
+        const float *x = q->outputs[o->index] + (size_t)row * (size_t)n;
+        top_k(x, n, k, idx);
+        for (int j = 0; j < k; j++) {
+            char s[RT_NAME_MAX + 96];
+            int len = class_entry(s, sizeof(s), cfg, x[idx[j]], idx[j]);
+            if (len < 0)
+                len = 0;
+            if ((size_t)len >= sizeof(s))
+                len = (int)sizeof(s) - 1;
+            if (json) {
+                if (!first)
+                    srv_buf_putc(b, ',');
+                srv_buf_json_strn(b, s, (size_t)len);
+            } else {
+                uint8_t le[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
+                                 (uint8_t)(len >> 24)};
+                srv_buf_append(b, le, 4);
+                srv_buf_append(b, s, (size_t)len);
+            }
+            first = false;
+        }
+    }
+    free(idx);
+}
+
+static void write_floats(struct srv_buf *b, const float *x, size_t n)
+{
+    if (!srv_buf_reserve(b, n * 16))
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            srv_buf_putc(b, ',');
+        srv_buf_json_float(b, x[i]);
+    }
+}
+
+void srv_infer_write_response(const struct rt_model_config *cfg, const char *model_name,
+                              const struct srv_infer_req *q, struct srv_buf *out,
+                              size_t *json_len, bool *binary)
+{
+    struct srv_buf blobs[RT_MAX_IO] = {{0}};
+    *binary = false;
+    srv_buf_puts(out, "{\"model_name\":");
+    srv_buf_json_str(out, model_name);
+    srv_buf_puts(out, ",\"model_version\":\"1\"");
+    if (q->has_id) {
+        srv_buf_puts(out, ",\"id\":");
+        srv_buf_json_str(out, q->id);
+    }
+    srv_buf_puts(out, ",\"outputs\":[");
+    for (int i = 0; i < q->n_outputs; i++) {
+        const struct srv_infer_output *o = &q->outputs_req[i];
+        const struct rt_io_desc *io = &cfg->outputs[o->index];
+        size_t elems = (size_t)q->rows * (size_t)io->sample_elems;
+        srv_buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
+        srv_buf_json_str(out, io->name);
+        if (o->classification) {
+            srv_buf_printf(out, ",\"datatype\":\"BYTES\",\"shape\":[%d,%d]", q->rows,
+                           o->classification);
+        } else {
+            srv_buf_printf(out, ",\"datatype\":\"%s\",\"shape\":[%d", rt_dtype_kserve_name(io->dtype),
+                           q->rows);
+            for (int d = 1; d < io->shape.rank; d++)
+                srv_buf_printf(out, ",%lld", (long long)io->shape.dims[d]);
+            srv_buf_putc(out, ']');
+        }
+        if (o->binary) {
+            *binary = true;
+            if (o->classification)
+                write_classes(cfg, q, o, false, &blobs[i]);
+            else
+                srv_buf_append(&blobs[i], q->outputs[o->index], elems * sizeof(float));
+            srv_buf_printf(out, ",\"parameters\":{\"binary_data_size\":%zu}}", blobs[i].len);
+            continue;
+        }
+        srv_buf_puts(out, ",\"data\":[");
+        if (o->classification)
+            write_classes(cfg, q, o, true, out);
+        else
+            write_floats(out, q->outputs[o->index], elems);
+        srv_buf_puts(out, "]}");
+    }
+    srv_buf_puts(out, "]}");
+    *json_len = out->len;
+    for (int i = 0; i < q->n_outputs; i++) {
+        if (blobs[i].failed)
+            out->failed = true;
+        srv_buf_append(out, blobs[i].data, blobs[i].len);
+        srv_buf_free(&blobs[i]);
+    }
+}

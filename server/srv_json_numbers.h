@@ -1,0 +1,43 @@
+/*
+ * srv_json_numbers.h - the fast path for tensor data in JSON requests.
+ *
+ * cJSON turns every number into a heap node and parses it with strtod; a
+ * 28x28 image is 784 of each, which dominated the cost of a JSON infer.
+ * Before cJSON sees the body, this scanner finds the arrays at
+ * inputs[i].data, converts their numbers straight into doubles - exactly
+ * the values strtod gives, so both paths agree to the bit - and blanks the
+ * arrays out with spaces, leaving cJSON an empty array to skip.
+ *
+ * It takes only what cJSON would pick itself - the first "inputs" key of
+ * the top object and the first "data" key of each object in that array,
+ * with no escaped key before them that could decode to the same name - and
+ * only arrays holding nothing but (nested arrays of) JSON-grammar numbers.
+ * Anything else is left in place for cJSON and the normal path, which
+ * reports the errors.
+ */
+#ifndef SRV_JSON_NUMBERS_H
+#define SRV_JSON_NUMBERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SRV_JSON_NUMBERS_MAX_INPUTS 16
+
+struct srv_json_numbers {
+    /* By position in the "inputs" array; values NULL when not taken. */
+    double *values[SRV_JSON_NUMBERS_MAX_INPUTS];
+    int64_t count[SRV_JSON_NUMBERS_MAX_INPUTS];
+};
+
+/* Scans and edits text[0..len) in place. At most max_elems numbers are
+ * taken in all. Never fails: what it cannot take stays for cJSON. */
+void srv_json_numbers_take(char *text, size_t len, int64_t max_elems,
+                           struct srv_json_numbers *out);
+void srv_json_numbers_free(struct srv_json_numbers *n);
+
+/* The number at text[0..len) (JSON grammar, the whole token) as strtod
+ * would read it; false when it is not one. For tests of the fast path. */
+bool srv_json_number(const char *text, size_t len, double *out);
+
+#endif /* SRV_JSON_NUMBERS_H */

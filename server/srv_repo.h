@@ -1,0 +1,53 @@
+/*
+ * srv_repo.h - the model repository: which models exist in the folder, which
+ * are loaded, and lookup by name for requests.
+ *
+ * A model is a sub-folder holding model.json (or model.onnx). Names are
+ * folder names made of letters, digits, '.', '_' and '-'. Lookups hand out a
+ * counted reference (release it with srv_model_unref); load and unload are
+ * serialised with each other and never wait for running requests.
+ */
+#ifndef SRV_REPO_H
+#define SRV_REPO_H
+
+#include <stdbool.h>
+
+#include "srv_buf.h"
+#include "srv_model.h"
+
+struct srv_repo;
+
+enum srv_model_state { SRV_MODEL_UNAVAILABLE = 0, SRV_MODEL_LOADING, SRV_MODEL_READY };
+
+/* Opens dir and lists its models, none loaded yet. */
+enum rt_status srv_repo_open(const char *dir, struct rt_backend *be,
+                             const struct srv_batcher_options *opt, struct srv_repo **out,
+                             struct rt_error *err);
+/* Unloads everything (waiting for running requests) and frees the repository. */
+void srv_repo_free(struct srv_repo *r);
+
+/* Loads every listed model; stops at and reports the first failure. */
+enum rt_status srv_repo_load_all(struct srv_repo *r, struct rt_error *err);
+/* Loads (or reloads) one model by name; RT_ERR_NOT_FOUND when no such folder. */
+enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_error *err);
+/* Unloads one model; requests already holding it finish normally. */
+enum rt_status srv_repo_unload(struct srv_repo *r, const char *name, struct rt_error *err);
+
+/* A referenced, ready model; RT_ERR_NOT_FOUND (unknown name) or
+ * RT_ERR_UNAVAILABLE (known but not loaded). */
+enum rt_status srv_repo_acquire(struct srv_repo *r, const char *name, struct srv_model **out,
+                                struct rt_error *err);
+/* References to every ready model, in name order (*out malloc'd; unref each). */
+int srv_repo_ready_models(struct srv_repo *r, struct srv_model ***out);
+/* True when every model that should be loaded (all at start-up, minus those
+ * unloaded on request since) is ready. */
+bool srv_repo_all_ready(struct srv_repo *r);
+
+/* Appends the repository index: [{"name", "version", "state", "reason"}...];
+ * ready_only lists only ready models. */
+void srv_repo_write_index(struct srv_repo *r, bool ready_only, struct srv_buf *out);
+
+/* Whether name is acceptable as a model (folder) name. */
+bool srv_repo_valid_name(const char *name);
+
+#endif /* SRV_REPO_H */

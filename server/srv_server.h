@@ -1,0 +1,29 @@
+/*
+ * srv_server.h - the state the whole daemon shares: settings, the backend,
+ * the model repository and the lifecycle flags the HTTP layer reads.
+ * One instance lives in srv_main.c for the life of the process.
+ */
+#ifndef SRV_SERVER_H
+#define SRV_SERVER_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "runtime/rt_model.h"
+#include "srv_config.h"
+#include "srv_repo.h"
+
+#define SRV_NAME "inferd"
+#define SRV_VERSION "0.1.0"
+
+struct srv_server {
+    struct srv_config cfg;
+    struct rt_backend *backend;
+    struct srv_repo *repo;
+    atomic_bool draining;              /* SIGTERM received: refuse new work */
+    atomic_bool models_loaded;         /* start-up loading finished */
+    atomic_int inflight;               /* HTTP requests between arrival and completion */
+    atomic_uint_fast64_t responses[600];  /* responses sent, by status code */
+};
+
+#endif /* SRV_SERVER_H */

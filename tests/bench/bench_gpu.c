@@ -1,0 +1,495 @@
+/*
+ * bench_gpu.c - GPU benchmarks, each figure a ratio against a peer measured
+ * in the same run on the same device:
+ *
+ *   1. our FP16 GEMM (kcuda_linear) against cuBLAS (cublasGemmEx, FP16 in and
+ *      out, FP32 accumulation) at 4096^3 and at the GEMM shapes of the shipped
+ *      models' layers at batch 256: TFLOP/s from CUDA events, median of
+ *      --repeats timed loops after a warm-up, operands rotated through more
+ *      memory than L2 holds;
+ *   2. the shipped models through the CUDA backend (rt_session_run, host
+ *      memory to host memory, CUDA graphs on) at batch 1, 8, 64, 256 and
+ *      1024, FP32 and FP16, our convolutions and cuDNN's: images/s and
+ *      latency per call, median of --repeats windows of 0.2 s;
+ *   3. PyTorch on the same weights and batches (models/bench_torch_gpu.py:
+ *      eager with cudnn.benchmark, CUDA graphs), then the issue's goals.
+ *
+ *   build/bench_gpu [--repeats R] [--no-torch] [--python PYTHON] [--skip-models]
+ *
+ * cuBLAS is opened with dlopen (libcublas.so.13 or .12), as the GPU machine
+ * provides it; the rest needs only the NVIDIA driver.
+ */
+#include <cublas_api.h>
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kernels/cuda/kcuda.h"
+#include "runtime/rt_model.h"
+
+#define MAX_REPEATS 31
+#define CHECK(call)                                                                                    \
+    do {                                                                                               \
+        cudaError_t e_ = (call);                                                                       \
+        if (e_ != cudaSuccess) {                                                                       \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));    \
+            exit(1);                                                                                   \
+        }                                                                                              \
+    } while (0)
+
+static int repeats = 7;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return v[n / 2];
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------ cuBLAS */
+
+static struct {
+    __typeof__(cublasCreate_v2) *create;
+    __typeof__(cublasSetStream_v2) *set_stream;
+    __typeof__(cublasGemmEx) *gemm;
+} blas;
+
+static bool blas_load(void)
+{
+    static const char *const NAMES[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    void *lib = NULL;
+    for (int i = 0; i < 3 && !lib; i++)
+        lib = dlopen(NAMES[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return false;
+    *(void **)&blas.create = dlsym(lib, "cublasCreate_v2");
+    *(void **)&blas.set_stream = dlsym(lib, "cublasSetStream_v2");
+    *(void **)&blas.gemm = dlsym(lib, "cublasGemmEx");
+    return blas.create && blas.set_stream && blas.gemm;
+}
+
+/* ------------------------------------------------------------------ GEMM */
+
+struct gemm_shape {
+    const char *name;
+    int m, n, k;   /* y[m, n] = x[m, k] . w[n, k]^T (a linear layer: m = rows, n = features) */
+};
+
+/* Milliseconds per call of f, from CUDA events: median over repeats of a
+ * loop of iters calls, after a warm-up. */
+typedef cudaError_t (*gemm_fn)(void *ctx, int rot);
+static double time_ms(gemm_fn f, void *ctx, int rotations, int iters, cudaStream_t st)
+{
+    cudaEvent_t a, b;
+    CHECK(cudaEventCreate(&a));
+    CHECK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; i++)
+        CHECK(f(ctx, i % rotations));
+    double ms[MAX_REPEATS];
+    for (int r = 0; r < repeats; r++) {
+        CHECK(cudaEventRecord(a, st));
+        for (int i = 0; i < iters; i++)
+            CHECK(f(ctx, i % rotations));
+        CHECK(cudaEventRecord(b, st));
+        CHECK(cudaEventSynchronize(b));
+        float t;
+        CHECK(cudaEventElapsedTime(&t, a, b));
+        ms[r] = t / iters;
+    }
+    CHECK(cudaEventDestroy(a));
+    CHECK(cudaEventDestroy(b));
+    return median(ms, repeats);
+}
+
+struct gemm_ctx {
+    struct k_linear p;
+    void **x, **wp, **wt;   /* per rotation: input, our packed weights, plain weights (cuBLAS) */
+    void *y;
+    cudaStream_t st;
+    cublasHandle_t h;
+};
+
+static cudaError_t run_ours(void *c, int r)
+{
+    struct gemm_ctx *g = c;
+    return kcuda_linear(&g->p, KCUDA_F16, g->x[r], g->wp[r], NULL, NULL, g->y, g->st);
+}
+
+static cudaError_t run_cublas(void *c, int r)
+{
+    struct gemm_ctx *g = c;
+    const float one = 1.0f, zero = 0.0f;
+    /* column-major view: y^T[n, m] = w[n, k] . x^T[k, m] */
+    cublasStatus_t s = blas.gemm(g->h, CUBLAS_OP_T, CUBLAS_OP_N, g->p.m, g->p.n, g->p.k, &one, g->wt[r], CUDA_R_16F,
+                                 g->p.k, g->x[r], CUDA_R_16F, g->p.k, &zero, g->y, CUDA_R_16F, g->p.m,
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
+}
+
+static void *upload_half(const float *h, size_t n)
+{
+    void *f32, *f16;
+    CHECK(cudaMalloc(&f32, n * 4));
+    CHECK(cudaMalloc(&f16, n * 2));
+    CHECK(cudaMemcpy(f32, h, n * 4, cudaMemcpyHostToDevice));
+    CHECK(kcuda_convert((int64_t)n, KCUDA_F32, f32, KCUDA_F16, f16, 0));
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaFree(f32));
+    return f16;
+}
+
+/* Relative difference of our output and cuBLAS's (both FP16) over y. */
+static double compare_outputs(struct gemm_ctx *g, size_t n)
+{
+    void *ours, *theirs;
+    CHECK(cudaMalloc(&ours, n * 4));
+    CHECK(cudaMalloc(&theirs, n * 4));
+    CHECK(run_ours(g, 0));
+    CHECK(kcuda_convert((int64_t)n, KCUDA_F16, g->y, KCUDA_F32, ours, g->st));
+    CHECK(run_cublas(g, 0));
+    CHECK(kcuda_convert((int64_t)n, KCUDA_F16, g->y, KCUDA_F32, theirs, g->st));
+    float *a = malloc(n * 4), *b = malloc(n * 4);
+    CHECK(cudaStreamSynchronize(g->st));
+    CHECK(cudaMemcpy(a, ours, n * 4, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(b, theirs, n * 4, cudaMemcpyDeviceToHost));
+    double diff = 0, mx = 1e-30;   /* both are y[m][n] row-major (cuBLAS: n x m column-major) */
+    for (size_t i = 0; i < n; i++) {
+        diff = fmax(diff, fabs((double)a[i] - b[i]));
+        mx = fmax(mx, fabs((double)b[i]));
+    }
+    free(a), free(b);
+    CHECK(cudaFree(ours));
+    CHECK(cudaFree(theirs));
+    return diff / mx;
+}
+
+/* Returns our TFLOP/s divided by cuBLAS's. */
+static double bench_gemm(const struct gemm_shape *s, size_t l2_bytes, cudaStream_t st, cublasHandle_t h)
+{
+    struct gemm_ctx g = {.p = {s->m, s->k, s->n, K_ACT_NONE}, .st = st, .h = h};
+    size_t nx = (size_t)s->m * s->k, nw = (size_t)s->n * s->k, np = kcuda_linear_packed_elems(&g.p);
+    size_t set_bytes = (nx + nw + np) * 2;
+    int rot = (int)((2 * l2_bytes) / set_bytes) + 1;
+    rot = rot > 32 ? 32 : rot;
+    g.x = calloc((size_t)rot, sizeof(void *));
+    g.wp = calloc((size_t)rot, sizeof(void *));
+    g.wt = calloc((size_t)rot, sizeof(void *));
+    float *hx = malloc(nx * 4), *hw = malloc(nw * 4), *hp = malloc(np * 4);
+    if (!g.x || !g.wp || !g.wt || !hx || !hw || !hp)
+        abort();
+    srand(7);
+    for (size_t i = 0; i < nx; i++)
+        hx[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+    for (size_t i = 0; i < nw; i++)
+        hw[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+    kcuda_linear_pack(&g.p, hw, hp);
+    for (int r = 0; r < rot; r++) {
+        g.x[r] = upload_half(hx, nx);
+        g.wp[r] = upload_half(hp, np);
+        g.wt[r] = upload_half(hw, nw);
+    }
+    CHECK(cudaMalloc(&g.y, (size_t)s->m * s->n * 2));
+    double flop = 2.0 * s->m * s->n * s->k;
+    int iters = (int)(2e11 / flop);   /* about 200 GFLOP per timed loop, 10 to 2000 calls */
+    iters = iters < 10 ? 10 : iters > 2000 ? 2000 : iters;
+    double err = compare_outputs(&g, (size_t)s->m * s->n);
+    double ours = time_ms(run_ours, &g, rot, iters, st), theirs = time_ms(run_cublas, &g, rot, iters, st);
+    double r = theirs / ours;
+    printf("%-22s %6d %6d %6d %9.1f %9.1f %7.2f   %.1e\n", s->name, s->m, s->n, s->k, flop / ours * 1e-9,
+           flop / theirs * 1e-9, r, err);
+    for (int i = 0; i < rot; i++) {
+        CHECK(cudaFree(g.x[i]));
+        CHECK(cudaFree(g.wp[i]));
+        CHECK(cudaFree(g.wt[i]));
+    }
+    CHECK(cudaFree(g.y));
+    free(g.x), free(g.wp), free(g.wt), free(hx), free(hw), free(hp);
+    return r;
+}
+
+/* ------------------------------------------------------------------ models */
+
+static const char *const MODELS[] = {"lenet5", "resnet-mini"};
+static const int BATCHES[] = {1, 8, 64, 256, 1024};
+#define N_BATCHES 5
+
+/* [model][fp16][cudnn][batch]: images/s and ms per call */
+static double rate[2][2][2][N_BATCHES], latency[2][2][2][N_BATCHES];
+
+/* model.json with `"key": value` set; the caller frees. */
+static char *json_set(const char *json, const char *key, const char *value)
+{
+    char pat[64];
+    snprintf(pat, sizeof(pat), "\"%s\"", key);
+    const char *at = strstr(json, pat);
+    size_t len = strlen(json) + strlen(key) + strlen(value) + 16;
+    char *out = malloc(len);
+    if (!out)
+        abort();
+    if (!at) {
+        const char *brace = strchr(json, '{');
+        snprintf(out, len, "%.*s{\"%s\": %s, %s", (int)(brace - json), json, key, value, brace + 1);
+        return out;
+    }
+    const char *v = strchr(at + strlen(pat), ':') + 1;
+    const char *end = v + strspn(v, " ");
+    end += *end == '"' ? strcspn(end + 1, "\"") + 2 : strcspn(end, ",}");
+    snprintf(out, len, "%.*s %s%s", (int)(v - json), json, value, end);
+    return out;
+}
+
+/* A temporary model folder: src's model.json with precision, engine and
+ * max batch 1024, weights and labels linked. */
+static bool variant_dir(const char *src, char *dir, const char *prec, const char *engine)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/model.json", src);
+    FILE *f = fopen(path, "rb");
+    strcpy(dir, "/tmp/inferd-bench-XXXXXX");
+    if (!f || !mkdtemp(dir)) {
+        if (f)
+            fclose(f);
+        return false;
+    }
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    char *a = json_set(text, "precision", prec), *b = json_set(a, "conv_engine", engine);
+    char *c = json_set(b, "max_batch_size", "1024");
+    snprintf(path, sizeof(path), "%s/model.json", dir);
+    f = fopen(path, "wb");
+    bool ok = f && fwrite(c, 1, strlen(c), f) == strlen(c);
+    if (f)
+        fclose(f);
+    free(a), free(b), free(c);
+    static const char *const LINKED[] = {"model.safetensors", "labels.txt"};
+    for (int i = 0; i < 2 && ok; i++) {
+        char from[512], to[512];
+        snprintf(from, sizeof(from), "%s/%s", src, LINKED[i]);
+        snprintf(to, sizeof(to), "%s/%s", dir, LINKED[i]);
+        char *abs = realpath(from, NULL);
+        ok = abs && symlink(abs, to) == 0;
+        free(abs);
+    }
+    return ok;
+}
+
+static void remove_dir(const char *dir)
+{
+    char path[600];
+    static const char *const FILES[] = {"model.json", "model.safetensors", "labels.txt"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, FILES[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+/* images/s and seconds per call: median over repeats of 0.2 s windows. */
+static void measure(struct rt_session *s, int batch, int64_t in_elems, int64_t out_elems, double *ips, double *lat)
+{
+    float *x = malloc(sizeof(float) * (size_t)(batch * in_elems)), *y = malloc(sizeof(float) * (size_t)(batch * out_elems));
+    if (!x || !y)
+        abort();
+    for (int64_t i = 0; i < batch * in_elems; i++)
+        x[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+    const float *in[1] = {x};
+    float *out[1] = {y};
+    struct rt_error err;
+    for (int i = 0; i < 3; i++) {   /* warm-up; the first run captures the graph */
+        if (rt_session_run(s, batch, in, out, &err) != RT_OK) {
+            fprintf(stderr, "run failed: %s\n", err.msg);
+            exit(1);
+        }
+    }
+    double rates[MAX_REPEATS], lats[MAX_REPEATS];
+    for (int r = 0; r < repeats; r++) {
+        int calls = 0;
+        double t0 = now_s(), t;
+        do {
+            rt_session_run(s, batch, in, out, &err);
+            calls++;
+        } while ((t = now_s() - t0) < 0.2);
+        rates[r] = calls * batch / t;
+        lats[r] = t / calls;
+    }
+    *ips = median(rates, repeats);
+    *lat = median(lats, repeats);
+    free(x), free(y);
+}
+
+static void bench_models(void)
+{
+    printf("\n%-12s %-5s %-7s %6s %12s %11s\n", "model", "prec", "conv", "batch", "images/s", "latency ms");
+    for (int mi = 0; mi < 2; mi++)
+        for (int f16 = 0; f16 < 2; f16++)
+            for (int dnn = 0; dnn < 2; dnn++) {
+                char src[128], dir[64];
+                snprintf(src, sizeof(src), "model_repository/%s", MODELS[mi]);
+                if (!variant_dir(src, dir, f16 ? "\"fp16\"" : "\"fp32\"", dnn ? "\"cudnn\"" : "\"custom\"")) {
+                    printf("%-12s (not available)\n", MODELS[mi]);
+                    break;
+                }
+                struct rt_error err;
+                struct rt_backend *b;
+                struct rt_model *m;
+                struct rt_session *s;
+                if (rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, &b, &err) != RT_OK ||
+                    rt_model_load(dir, b, &m, &err) != RT_OK || rt_session_create(m, &s, &err) != RT_OK) {
+                    fprintf(stderr, "%s: %s\n", src, err.msg);
+                    exit(1);
+                }
+                remove_dir(dir);
+                const struct rt_model_config *cfg = rt_model_config(m);
+                for (int bi = 0; bi < N_BATCHES; bi++) {
+                    double *r = &rate[mi][f16][dnn][bi], *l = &latency[mi][f16][dnn][bi];
+                    measure(s, BATCHES[bi], cfg->inputs[0].sample_elems, cfg->outputs[0].sample_elems, r, l);
+                    printf("%-12s %-5s %-7s %6d %12.0f %11.4f\n", MODELS[mi], f16 ? "fp16" : "fp32", dnn ? "cudnn" : "custom",
+                           BATCHES[bi], *r, *l * 1e3);
+                }
+                rt_session_free(s);
+                rt_model_free(m);
+                rt_backend_free(b);
+            }
+}
+
+/* ------------------------------------------------------------------ PyTorch */
+
+/* [model][fp16][mode: eager, graph][batch] */
+static double torch_rate[2][2][2][N_BATCHES], torch_lat[2][2][2][N_BATCHES];
+
+static void bench_torch(const char *python)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "%s models/bench_torch_gpu.py --repeats %d --batches 1,8,64,256,1024", python, repeats);
+    fprintf(stderr, "running: %s\n", cmd);
+    FILE *p = popen(cmd, "r");
+    char line[256], model[64], prec[16], mode[16];
+    int batch;
+    double ips, ms;
+    while (p && fgets(line, sizeof(line), p)) {
+        if (sscanf(line, "%63s %15s %15s %d %lf %lf", model, prec, mode, &batch, &ips, &ms) != 6)
+            continue;
+        int mi = strcmp(model, MODELS[0]) == 0 ? 0 : strcmp(model, MODELS[1]) == 0 ? 1 : -1;
+        int md = strcmp(mode, "eager") == 0 ? 0 : strcmp(mode, "graph") == 0 ? 1 : -1;
+        int f16 = strcmp(prec, "fp16") == 0;
+        for (int bi = 0; bi < N_BATCHES && mi >= 0 && md >= 0; bi++) {
+            if (BATCHES[bi] == batch) {
+                torch_rate[mi][f16][md][bi] = ips;
+                torch_lat[mi][f16][md][bi] = ms * 1e-3;
+            }
+        }
+    }
+    if (!p || pclose(p) != 0)
+        fprintf(stderr, "the PyTorch benchmark failed; ratios against it are missing\n");
+    printf("\n%-12s %-5s %6s %10s %10s %10s %10s\n", "model", "prec", "batch", "ours/eager", "ours/graph",
+           "cudnn/eager", "torch img/s");
+    for (int mi = 0; mi < 2; mi++)
+        for (int f16 = 0; f16 < 2; f16++)
+            for (int bi = 0; bi < N_BATCHES; bi++) {
+                double e = torch_rate[mi][f16][0][bi], g = torch_rate[mi][f16][1][bi];
+                if (e <= 0)
+                    continue;
+                printf("%-12s %-5s %6d %10.2f %10.2f %10.2f %10.0f\n", MODELS[mi], f16 ? "fp16" : "fp32", BATCHES[bi],
+                       rate[mi][f16][0][bi] / e, g > 0 ? rate[mi][f16][0][bi] / g : 0.0, rate[mi][f16][1][bi] / e, e);
+            }
+}
+
+int main(int argc, char **argv)
+{
+    const char *python = getenv("INFERD_PYTHON") ? getenv("INFERD_PYTHON") : "python3";
+    bool torch = true, models = true;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--repeats") == 0 && i + 1 < argc)
+            repeats = (int)strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--python") == 0 && i + 1 < argc)
+            python = argv[++i];
+        else if (strcmp(argv[i], "--no-torch") == 0)
+            torch = false;
+        else if (strcmp(argv[i], "--skip-models") == 0)
+            models = false;
+        else {
+            fprintf(stderr, "usage: %s [--repeats R] [--no-torch] [--python PYTHON] [--skip-models]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (repeats < 1 || repeats > MAX_REPEATS) {
+        fprintf(stderr, "--repeats must be 1..%d\n", MAX_REPEATS);
+        return 2;
+    }
+    int dev = 0;
+    struct cudaDeviceProp prop;
+    cudaError_t e = cudaGetDeviceCount(&dev);
+    if (e != cudaSuccess || dev < 1) {
+        printf("no usable CUDA device (%s): nothing to measure\n", e != cudaSuccess ? cudaGetErrorString(e) : "none");
+        return 1;
+    }
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    CHECK(kcuda_init());
+    time_t t = time(NULL);
+    char date[32];
+    strftime(date, sizeof(date), "%Y-%m-%d %H:%M", gmtime(&t));
+    printf("device: %s (sm_%d%d, %d SMs, %.0f MiB L2), %s UTC, repeats %d\n", prop.name, prop.major, prop.minor,
+           prop.multiProcessorCount, prop.l2CacheSize / 1048576.0, date, repeats);
+
+    double gemm_ratio = 0;
+    if (!blas_load()) {
+        printf("cuBLAS not found: GEMM comparison skipped\n");
+    } else {
+        cudaStream_t st;
+        cublasHandle_t h;
+        CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+        if (blas.create(&h) != CUBLAS_STATUS_SUCCESS || blas.set_stream(h, st) != CUBLAS_STATUS_SUCCESS) {
+            fprintf(stderr, "cublasCreate failed\n");
+            return 1;
+        }
+        static const struct gemm_shape SHAPES[] = {
+            {"square 4096", 4096, 4096, 4096},      {"lenet5 conv1 b256", 256 * 784, 6, 25},
+            {"lenet5 conv2 b256", 256 * 100, 16, 150}, {"lenet5 fc1 b256", 256, 120, 400},
+            {"resnet stem b256", 256 * 784, 16, 9},  {"resnet l1 conv b256", 256 * 784, 16, 144},
+            {"resnet l2 conv b256", 256 * 196, 32, 288}, {"resnet l3 conv b256", 256 * 49, 64, 576},
+            {"resnet fc b256", 256, 10, 64}};
+        printf("\nFP16 GEMM (y[m,n] = x[m,k] w[n,k]^T), TFLOP/s\n%-22s %6s %6s %6s %9s %9s %7s   %s\n", "shape", "m",
+               "n", "k", "ours", "cuBLAS", "ratio", "rel diff");
+        for (size_t i = 0; i < sizeof(SHAPES) / sizeof(SHAPES[0]); i++) {
+            double r = bench_gemm(&SHAPES[i], (size_t)prop.l2CacheSize, st, h);
+            if (i == 0)
+                gemm_ratio = r;
+        }
+    }
+    if (models)
+        bench_models();
+    if (models && torch)
+        bench_torch(python);
+
+    printf("\ngoals (issue 5):\n");
+    if (gemm_ratio > 0)
+        printf("  FP16 GEMM 4096^3 >= 0.50 x cuBLAS:               %.2f  %s\n", gemm_ratio,
+               gemm_ratio >= 0.5 ? "met" : "MISSED");
+    double r256 = torch_rate[1][1][0][3] > 0 ? rate[1][1][0][3] / torch_rate[1][1][0][3] : 0;
+    double l1 = latency[0][0][0][0] > 0 && torch_lat[0][0][0][0] > 0 ? latency[0][0][0][0] / torch_lat[0][0][0][0] : 0;
+    if (r256 > 0)
+        printf("  resnet-mini FP16 b256 >= 1.0 x PyTorch eager:    %.2f  %s\n", r256, r256 >= 1.0 ? "met" : "MISSED");
+    if (l1 > 0)
+        printf("  lenet5 b1 latency <= 0.5 x PyTorch eager (FP32): %.2f  %s\n", l1, l1 <= 0.5 ? "met" : "MISSED");
+    return 0;
+}

@@ -1,0 +1,418 @@
+/*
+ * bench_server.c - the HTTP benchmark (make bench-server): wrk against
+ * inferd and, in the same run on the same machine, against a bare
+ * libmicrohttpd server answering a fixed body (the ceiling).
+ *
+ *   build/bench_server [--duration S] [--repeat N] [--models a,b] [--quick]
+ *
+ * For each shipped model (LeNet-5, resnet-mini) with dynamic batching on
+ * and off, for classify (PNG body), infer with JSON tensors and infer with
+ * binary tensors, at 1, 8 and 64 connections: requests/s and p50/p99
+ * latency, the median of --repeat runs after a warm-up run, then the ratio
+ * to the bare server at the same concurrency and of batching on to off.
+ * inferd is the one beside this program; wrk comes from Debian.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/rt_dataset.h"
+#include "runtime/rt_image.h"
+#include "runtime/rt_model.h"
+#include "server_bare.h"
+
+enum { N_CONC = 3, N_ENDPOINTS = 3, HTTP_THREADS = 2 };
+static const int CONCURRENCY[N_CONC] = {1, 8, 64};
+static const char *const ENDPOINTS[N_ENDPOINTS] = {"classify", "infer JSON", "infer binary"};
+
+struct opts {
+    int duration_s, repeat;
+    char models[256];
+};
+
+struct result {
+    double rps, p50_ms, p99_ms;
+    long errors;
+};
+
+static char work_dir[64];
+static char bin_dir[512];
+
+/* ------------------------------------------------------------ payloads */
+
+static bool write_bytes(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(data, 1, len, f) == len;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    return ok;
+}
+
+/* A wrk script posting the file at body_path (or a GET when NULL) and
+ * printing "BENCH requests duration_us p50_us p99_us errors". */
+static bool write_script(const char *path, const char *body_path, const char *content_type,
+                         long header_len)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return false;
+    if (body_path) {
+        fprintf(f, "wrk.method = \"POST\"\n"
+                   "local f = assert(io.open(\"%s\", \"rb\"))\nwrk.body = f:read(\"*a\")\nf:close()\n"
+                   "wrk.headers[\"Content-Type\"] = \"%s\"\n",
+                body_path, content_type);
+        if (header_len >= 0)
+            fprintf(f, "wrk.headers[\"Inference-Header-Content-Length\"] = \"%ld\"\n", header_len);
+    }
+    fprintf(f, "done = function(s, latency, requests)\n"
+               "  io.write(string.format(\"BENCH %%d %%d %%d %%d %%d\\n\", s.requests, s.duration,\n"
+               "    latency:percentile(50), latency:percentile(99),\n"
+               "    s.errors.connect + s.errors.read + s.errors.write + s.errors.status + s.errors.timeout))\n"
+               "end\n");
+    return fclose(f) == 0;
+}
+
+/* Writes model's three payloads and scripts: <model>-{classify,json,binary}.lua. */
+static bool make_payloads(const char *model, const struct rt_dataset *ds)
+{
+    char dir[600], path[700], body[700];
+    snprintf(dir, sizeof(dir), "model_repository/%s", model);
+    struct rt_error err = {RT_OK, ""};
+    struct rt_backend *be;
+    struct rt_model *m;
+    const struct rt_backend_options bo = {.threads = 1, .device = -1};
+    if (rt_backend_create(RT_BACKEND_CPU, &bo, &be, &err) != RT_OK)
+        return false;
+    if (rt_model_load(dir, be, &m, &err) != RT_OK) {
+        fprintf(stderr, "bench_server: %s: %s\n", model, err.msg);
+        rt_backend_free(be);
+        return false;
+    }
+    const struct rt_model_config *cfg = rt_model_config(m);
+    struct rt_image img = {ds->cols, ds->rows, 1, ds->images};
+    size_t elems = (size_t)cfg->inputs[0].sample_elems;
+    float *x = malloc(elems * sizeof(float));
+    uint8_t *png = NULL;
+    size_t png_len = 0;
+    bool ok = x && rt_image_preprocess(&img, &cfg->pre, x, &err) == RT_OK &&
+              rt_image_encode_png(&img, &png, &png_len, &err) == RT_OK;
+    /* classify: the PNG */
+    snprintf(body, sizeof(body), "%s/%s.png", work_dir, model);
+    snprintf(path, sizeof(path), "%s/%s-classify.lua", work_dir, model);
+    ok = ok && write_bytes(body, png, png_len) && write_script(path, body, "image/png", -1);
+    /* infer JSON */
+    char *json = NULL;
+    size_t json_len = 0;
+    FILE *mf = ok ? open_memstream(&json, &json_len) : NULL;
+    if (mf) {
+        fprintf(mf, "{\"inputs\":[{\"name\":\"%s\",\"datatype\":\"FP32\",\"shape\":[1",
+                cfg->inputs[0].name);
+        for (int d = 1; d < cfg->inputs[0].shape.rank; d++)
+            fprintf(mf, ",%lld", (long long)cfg->inputs[0].shape.dims[d]);
+        fprintf(mf, "],\"data\":[");
+        for (size_t i = 0; i < elems; i++)
+            fprintf(mf, "%s%.7g", i ? "," : "", (double)x[i]);
+        fprintf(mf, "]}]}");
+        fclose(mf);
+    }
+    snprintf(body, sizeof(body), "%s/%s.json", work_dir, model);
+    snprintf(path, sizeof(path), "%s/%s-json.lua", work_dir, model);
+    ok = ok && json && write_bytes(body, json, json_len) &&
+         write_script(path, body, "application/json", -1);
+    free(json);
+    /* infer binary, binary output */
+    char header[512];
+    int hl = snprintf(header, sizeof(header),
+                      "{\"inputs\":[{\"name\":\"%s\",\"datatype\":\"FP32\",\"shape\":[1,%lld,%lld,%lld],"
+                      "\"parameters\":{\"binary_data_size\":%zu}}],"
+                      "\"outputs\":[{\"name\":\"%s\",\"parameters\":{\"binary_data\":true}}]}",
+                      cfg->inputs[0].name, (long long)cfg->inputs[0].shape.dims[1],
+                      (long long)cfg->inputs[0].shape.dims[2], (long long)cfg->inputs[0].shape.dims[3],
+                      elems * sizeof(float), cfg->outputs[0].name);
+    char *bin = malloc((size_t)hl + elems * sizeof(float));
+    if (bin) {
+        memcpy(bin, header, (size_t)hl);
+        memcpy(bin + hl, x, elems * sizeof(float));
+    }
+    snprintf(body, sizeof(body), "%s/%s.bin", work_dir, model);
+    snprintf(path, sizeof(path), "%s/%s-binary.lua", work_dir, model);
+    ok = ok && bin && write_bytes(body, bin, (size_t)hl + elems * sizeof(float)) &&
+         write_script(path, body, "application/octet-stream", hl);
+    free(bin);
+    free(png);
+    free(x);
+    rt_model_free(m);
+    rt_backend_free(be);
+    return ok;
+}
+
+/* ------------------------------------------------------------ processes */
+
+static int run_wrk(const char *script, int port, const char *path, int conc, int seconds,
+                   struct result *out)
+{
+    char url[256], threads[8], conns[8], dur[16];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+    snprintf(threads, sizeof(threads), "%d", conc < HTTP_THREADS ? conc : HTTP_THREADS);
+    snprintf(conns, sizeof(conns), "%d", conc);
+    snprintf(dur, sizeof(dur), "%ds", seconds);
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        execlp("wrk", "wrk", "-t", threads, "-c", conns, "-d", dur, "--timeout", "10s", "-s",
+               script, url, (char *)NULL);
+        fprintf(stderr, "bench_server: cannot run wrk: %s (make bench-server installs it)\n",
+                strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    char buf[8192];
+    size_t have = 0;
+    ssize_t n;
+    while ((n = read(fds[0], buf + have, sizeof(buf) - 1 - have)) > 0)
+        have += (size_t)n;
+    buf[have] = '\0';
+    close(fds[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    const char *line = strstr(buf, "BENCH ");
+    long long reqs, dur_us, p50, p99, errors;
+    if (!line || sscanf(line, "BENCH %lld %lld %lld %lld %lld", &reqs, &dur_us, &p50, &p99, &errors) != 5)
+        return -1;
+    *out = (struct result){(double)reqs / ((double)dur_us / 1e6), (double)p50 / 1e3,
+                           (double)p99 / 1e3, (long)errors};
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of repeat runs (each statistic on its own) after a warm-up run. */
+static int measure(const struct opts *o, const char *script, int port, const char *path, int conc,
+                   struct result *out)
+{
+    struct result r[16];
+    double rps[16], p50[16], p99[16];
+    int n = o->repeat < 16 ? o->repeat : 16;
+    if (run_wrk(script, port, path, conc, 1, &r[0]) != 0)
+        return -1;
+    out->errors = 0;
+    for (int i = 0; i < n; i++) {
+        if (run_wrk(script, port, path, conc, o->duration_s, &r[i]) != 0)
+            return -1;
+        rps[i] = r[i].rps, p50[i] = r[i].p50_ms, p99[i] = r[i].p99_ms;
+        out->errors += r[i].errors;
+    }
+    qsort(rps, (size_t)n, sizeof(double), cmp_double);
+    qsort(p50, (size_t)n, sizeof(double), cmp_double);
+    qsort(p99, (size_t)n, sizeof(double), cmp_double);
+    out->rps = rps[n / 2], out->p50_ms = p50[n / 2], out->p99_ms = p99[n / 2];
+    return 0;
+}
+
+static pid_t start_inferd(bool batching, int *port)
+{
+    char bin[600], port_file[128];
+    snprintf(bin, sizeof(bin), "%s/inferd", bin_dir);
+    snprintf(port_file, sizeof(port_file), "%s/port", work_dir);
+    unlink(port_file);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        char threads[8];
+        snprintf(threads, sizeof(threads), "%d", HTTP_THREADS);
+        execl(bin, bin, "--model-repository", "model_repository", "--http-port", "0",
+              "--port-file", port_file, "--http-threads", threads, "--log-level", "warn",
+              "--batching", batching ? "true" : "false", (char *)NULL);
+        fprintf(stderr, "bench_server: cannot run %s: %s\n", bin, strerror(errno));
+        _exit(127);
+    }
+    for (int i = 0; i < 3000; i++) {
+        FILE *f = fopen(port_file, "r");
+        if (f) {
+            int ok = fscanf(f, "%d", port);
+            fclose(f);
+            if (ok == 1) {
+                usleep(300 * 1000); /* models load after the port is bound */
+                return pid;
+            }
+        }
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return -1;
+        usleep(10 * 1000);
+    }
+    kill(pid, SIGKILL);
+    return -1;
+}
+
+static void stop_inferd(pid_t pid)
+{
+    int status;
+    kill(pid, SIGTERM);
+    waitpid(pid, &status, 0);
+}
+
+/* ------------------------------------------------------------ main */
+
+static void usage(const char *prog)
+{
+    printf("usage: %s [--duration S] [--repeat N] [--models lenet5,resnet-mini] [--quick]\n", prog);
+}
+
+static bool parse_args(int argc, char **argv, struct opts *o)
+{
+    *o = (struct opts){.duration_s = 3, .repeat = 3};
+    snprintf(o->models, sizeof(o->models), "lenet5,resnet-mini");
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            o->duration_s = 1, o->repeat = 1;
+        } else if (strcmp(argv[i], "--duration") == 0 && i + 1 < argc) {
+            o->duration_s = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
+            o->repeat = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--models") == 0 && i + 1 < argc) {
+            snprintf(o->models, sizeof(o->models), "%s", argv[++i]);
+        } else {
+            usage(argv[0]);
+            return false;
+        }
+    }
+    return o->duration_s > 0 && o->repeat > 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    if (!parse_args(argc, argv, &o))
+        return 2;
+    signal(SIGPIPE, SIG_IGN);
+    snprintf(bin_dir, sizeof(bin_dir), "%s", argv[0]);
+    char *slash = strrchr(bin_dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(bin_dir, sizeof(bin_dir), ".");
+    snprintf(work_dir, sizeof(work_dir), "/tmp/inferd-bench-XXXXXX");
+    if (!mkdtemp(work_dir))
+        return 1;
+
+    struct rt_dataset ds;
+    struct rt_error err = {RT_OK, ""};
+    if (rt_dataset_load_fashion_mnist("test", &ds, &err) != RT_OK) {
+        fprintf(stderr, "bench_server: %s\n", err.msg);
+        return 1;
+    }
+    char models[8][64];
+    int n_models = 0;
+    for (char *tok = strtok(o.models, ","); tok && n_models < 8; tok = strtok(NULL, ",")) {
+        char check[600];
+        snprintf(check, sizeof(check), "model_repository/%s/model.json", tok);
+        if (access(check, R_OK) != 0) {
+            printf("skipping %s: model_repository/%s is missing\n", tok, tok);
+            continue;
+        }
+        if (!make_payloads(tok, &ds))
+            return 1;
+        snprintf(models[n_models++], sizeof(models[0]), "%s", tok);
+    }
+    rt_dataset_free(&ds);
+
+    printf("HTTP benchmark: wrk, %d s per run, median of %d runs after a 1 s warm-up; "
+           "%d HTTP threads on %ld cores shared with wrk\n\n",
+           o.duration_s, o.repeat, HTTP_THREADS, sysconf(_SC_NPROCESSORS_ONLN));
+    char bare_script[128];
+    snprintf(bare_script, sizeof(bare_script), "%s/bare.lua", work_dir);
+    struct server_bare *bare = server_bare_start(HTTP_THREADS);
+    struct result bare_r[N_CONC];
+    if (!bare || !write_script(bare_script, NULL, NULL, -1))
+        return 1;
+    for (int c = 0; c < N_CONC; c++) {
+        if (measure(&o, bare_script, server_bare_port(bare), "/", CONCURRENCY[c], &bare_r[c]) != 0) {
+            fprintf(stderr, "bench_server: wrk failed against the bare server\n");
+            return 1;
+        }
+    }
+    server_bare_stop(bare);
+
+    /* results[model][batching on=0/off=1][endpoint][conc] */
+    static struct result res[8][2][N_ENDPOINTS][N_CONC];
+    static const char *const SCRIPT_SUFFIX[N_ENDPOINTS] = {"classify", "json", "binary"};
+    for (int b = 0; b < 2; b++) {
+        int port;
+        pid_t pid = start_inferd(b == 0, &port);
+        if (pid < 0) {
+            fprintf(stderr, "bench_server: inferd did not start\n");
+            return 1;
+        }
+        for (int m = 0; m < n_models; m++) {
+            for (int e = 0; e < N_ENDPOINTS; e++) {
+                char script[256], path[128];
+                snprintf(script, sizeof(script), "%s/%s-%s.lua", work_dir, models[m], SCRIPT_SUFFIX[e]);
+                snprintf(path, sizeof(path), "/v2/models/%s/%s", models[m], e == 0 ? "classify" : "infer");
+                for (int c = 0; c < N_CONC; c++) {
+                    if (measure(&o, script, port, path, CONCURRENCY[c], &res[m][b][e][c]) != 0) {
+                        fprintf(stderr, "bench_server: wrk failed on %s\n", path);
+                        stop_inferd(pid);
+                        return 1;
+                    }
+                }
+            }
+        }
+        stop_inferd(pid);
+    }
+
+    printf("| server | endpoint | batching | conn | req/s | p50 ms | p99 ms | of bare | on/off |\n");
+    printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for (int c = 0; c < N_CONC; c++)
+        printf("| bare libmicrohttpd | fixed body | - | %d | %.0f | %.3f | %.3f | 100%% | - |\n",
+               CONCURRENCY[c], bare_r[c].rps, bare_r[c].p50_ms, bare_r[c].p99_ms);
+    long errors = 0;
+    for (int m = 0; m < n_models; m++) {
+        for (int e = 0; e < N_ENDPOINTS; e++) {
+            for (int b = 0; b < 2; b++) {
+                for (int c = 0; c < N_CONC; c++) {
+                    const struct result *r = &res[m][b][e][c];
+                    errors += r->errors;
+                    printf("| inferd %s | %s | %s | %d | %.0f | %.3f | %.3f | %.1f%% | ",
+                           models[m], ENDPOINTS[e], b ? "off" : "on", CONCURRENCY[c], r->rps,
+                           r->p50_ms, r->p99_ms, 100.0 * r->rps / bare_r[c].rps);
+                    if (b == 0)
+                        printf("%.2fx |%s\n", r->rps / res[m][1][e][c].rps, r->errors ? " errors" : "");
+                    else
+                        printf("- |%s\n", r->errors ? " errors" : "");
+                }
+            }
+        }
+    }
+    printf("\n");
+    for (int m = 0; m < n_models; m++) {
+        const struct result *on = res[m][0][1], *off = res[m][1][1];
+        printf("%s: JSON infer at 64 connections: %.1f%% of bare; batching on/off %.2fx "
+               "(classify %.2fx, binary %.2fx)\n",
+               models[m], 100.0 * on[2].rps / bare_r[2].rps, on[2].rps / off[2].rps,
+               res[m][0][0][2].rps / res[m][1][0][2].rps, res[m][0][2][2].rps / res[m][1][2][2].rps);
+    }
+    if (errors)
+        printf("warning: %ld requests failed (non-2xx or socket errors)\n", errors);
+    char cleanup[128];
+    snprintf(cleanup, sizeof(cleanup), "rm -rf %s", work_dir);
+    if (system(cleanup) != 0)
+        fprintf(stderr, "bench_server: could not remove %s\n", work_dir);
+    return errors ? 1 : 0;
+}

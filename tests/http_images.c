@@ -1,0 +1,78 @@
+/* http_images.c - JPEG/PNG payloads and lying headers for the HTTP tests. */
+#include "http_images.h"
+
+#include <stdio.h> /* before jpeglib.h, which needs FILE */
+#include <jpeglib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "runtime/rt_image.h"
+
+bool http_encode_jpeg(const uint8_t *gray, int width, int height, int quality, uint8_t **out,
+                      size_t *len)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr jerr;
+    c.err = jpeg_std_error(&jerr);
+    jpeg_create_compress(&c);
+    unsigned char *buf = NULL;
+    unsigned long size = 0;
+    jpeg_mem_dest(&c, &buf, &size);
+    c.image_width = (JDIMENSION)width;
+    c.image_height = (JDIMENSION)height;
+    c.input_components = 1;
+    c.in_color_space = JCS_GRAYSCALE;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, quality, TRUE);
+    jpeg_start_compress(&c, TRUE);
+    while (c.next_scanline < c.image_height) {
+        JSAMPROW row = (JSAMPROW)(gray + (size_t)c.next_scanline * (size_t)width);
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    *out = buf;
+    *len = size;
+    return buf != NULL;
+}
+
+bool http_encode_png(const uint8_t *gray, int width, int height, uint8_t **out, size_t *len)
+{
+    struct rt_image img = {width, height, 1, (uint8_t *)gray};
+    struct rt_error err = {RT_OK, ""};
+    return rt_image_encode_png(&img, out, len, &err) == RT_OK;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+bool http_png_set_size(uint8_t *png, size_t len, uint32_t width, uint32_t height)
+{
+    /* signature (8), IHDR length (4), "IHDR" (4), width, height, 5 bytes, CRC */
+    if (len < 33 || memcmp(png + 12, "IHDR", 4) != 0)
+        return false;
+    put_be32(png + 16, width);
+    put_be32(png + 20, height);
+    put_be32(png + 29, (uint32_t)crc32(0, png + 12, 17));
+    return true;
+}
+
+bool http_jpeg_set_size(uint8_t *jpeg, size_t len, uint16_t width, uint16_t height)
+{
+    for (size_t i = 2; i + 9 < len;) {
+        if (jpeg[i] != 0xFF)
+            return false;
+        uint8_t marker = jpeg[i + 1];
+        size_t seg = (size_t)jpeg[i + 2] << 8 | jpeg[i + 3];
+        if (marker >= 0xC0 && marker <= 0xC3) {
+            jpeg[i + 5] = (uint8_t)(height >> 8), jpeg[i + 6] = (uint8_t)height;
+            jpeg[i + 7] = (uint8_t)(width >> 8), jpeg[i + 8] = (uint8_t)width;
+            return true;
+        }
+        i += 2 + seg;
+    }
+    return false;
+}

@@ -1,0 +1,22 @@
+/*
+ * http_images.h - image payloads for the HTTP tests: JPEG encoding (the
+ * runtime only encodes PNG), and headers edited to lie about their size.
+ */
+#ifndef HTTP_IMAGES_H
+#define HTTP_IMAGES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Gray 8-bit pixels to a baseline JPEG (malloc'd into *out). */
+bool http_encode_jpeg(const uint8_t *gray, int width, int height, int quality, uint8_t **out,
+                      size_t *len);
+/* Gray 8-bit pixels to PNG via rt_image_encode_png. */
+bool http_encode_png(const uint8_t *gray, int width, int height, uint8_t **out, size_t *len);
+/* Rewrites a PNG's IHDR width and height (fixing its CRC). */
+bool http_png_set_size(uint8_t *png, size_t len, uint32_t width, uint32_t height);
+/* Rewrites a JPEG's SOF width and height. */
+bool http_jpeg_set_size(uint8_t *jpeg, size_t len, uint16_t width, uint16_t height);
+
+#endif /* HTTP_IMAGES_H */

@@ -1,0 +1,418 @@
+/* test_cuda_models.c - the CUDA backend as the runtime uses it: no-GPU
+ * behaviour and error mapping (these run everywhere), then, on a GPU, a tiny
+ * model through sessions (graphs on and off, several batch sizes, two
+ * sessions interleaved), both shipped models against the CPU backend over
+ * the Fashion-MNIST test set in FP32 and FP16 with both convolution engines,
+ * and a sticky CUDA error turning into RT_ERR_DEVICE. */
+#include <limits.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime/backend_cuda_impl.h"
+#include "runtime/rt_dataset.h"
+#include "runtime/rt_gpu_info.h"
+#include "runtime/rt_image.h"
+#include "runtime/rt_model.h"
+#include "test_cuda_util.h"
+#include "test_model_util.h"
+
+extern char **environ;
+
+/* ------------------------------------------------------------------ no GPU needed */
+
+TEST(cuda_backend_no_device)
+{
+    if (!cuda_test_unusable())
+        SKIP("a CUDA device is usable here; this test checks the no-GPU path");
+    struct rt_error err = {0};
+    struct rt_backend *b = NULL;
+    struct rt_backend_options opt = {.threads = 1, .device = -1};
+    ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_CUDA, &opt, &b, &err), RT_ERR_UNAVAILABLE);
+    ASSERT_TRUE(b == NULL);
+    ASSERT_TRUE(err.msg[0] != '\0');
+    printf("  cuda backend: %s\n", err.msg);
+    /* auto falls back to the CPU with one log line */
+    ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_AUTO, &opt, &b, &err), RT_OK);
+    ASSERT_STR_EQ(rt_backend_name(b), "cpu");
+    rt_backend_free(b);
+    return TEST_PASS;
+}
+
+TEST(cuda_backend_error_mapping)
+{
+    struct cuda_backend cb = {0};
+    struct rt_error err = {0};
+    ASSERT_EQ_INT(cuda_fail(&cb, cudaErrorInvalidValue, "cudaMemcpyAsync(a, b, c)", &err), RT_ERR_DEVICE);
+    ASSERT_STR_CONTAINS(err.msg, "cudaMemcpyAsync: cudaErrorInvalidValue");
+    ASSERT_EQ_INT(cb.poisoned, 0);
+    ASSERT_EQ_INT(cuda_fail(&cb, cudaErrorMemoryAllocation, "cudaMalloc(p, n)", &err), RT_ERR_NO_MEMORY);
+    ASSERT_EQ_INT(cb.poisoned, 0);
+    ASSERT_EQ_INT(cuda_fail(&cb, cudaErrorIllegalAddress, "cudaStreamSynchronize(s)", &err), RT_ERR_DEVICE);
+    ASSERT_STR_CONTAINS(err.msg, "context is lost");
+    ASSERT_EQ_INT(cb.poisoned, 1);
+    return TEST_PASS;
+}
+
+TEST(cuda_gpu_info)
+{
+    int n = rt_gpu_count();
+    uint64_t used = 0, total = 0;
+    double util = 0;
+    ASSERT_TRUE(n >= 0);
+    if (n == 0) {
+        ASSERT_FALSE(rt_gpu_info(0, &used, &total, &util));
+        return TEST_PASS;
+    }
+    for (int d = 0; d < n; d++) {
+        if (!rt_gpu_info(d, &used, &total, &util))
+            continue;
+        printf("  gpu %d: %.0f of %.0f MiB used, utilisation %.0f%%\n", d, used / 1048576.0, total / 1048576.0, util);
+        ASSERT_TRUE(total > 0 && used <= total);
+        ASSERT_TRUE(util == -1.0 || (util >= 0 && util <= 100));
+    }
+    return TEST_PASS;
+}
+
+/* model.json text with `"key": value` set (replaced, or added at the top). */
+static char *json_set(const char *json, const char *key, const char *value)
+{
+    char pat[64];
+    snprintf(pat, sizeof(pat), "\"%s\"", key);
+    const char *at = strstr(json, pat);
+    size_t len = strlen(json) + strlen(key) + strlen(value) + 16;
+    char *out = malloc(len);
+    RT_ASSERT(out);
+    if (!at) {
+        const char *brace = strchr(json, '{');
+        RT_ASSERT(brace);
+        snprintf(out, len, "%.*s{\"%s\": %s, %s", (int)(brace - json), json, key, value, brace + 1);
+        return out;
+    }
+    const char *v = strchr(at + strlen(pat), ':');
+    RT_ASSERT(v);
+    v++;
+    const char *end = v + strspn(v, " ");
+    end += *end == '"' ? strcspn(end + 1, "\"") + 2 : strcspn(end, ",}");
+    snprintf(out, len, "%.*s %s%s", (int)(v - json), json, value, end);
+    return out;
+}
+
+TEST(cuda_conv_engine_parse)
+{
+    char dir[64];
+    ASSERT_TRUE(tmp_dir_make(dir, sizeof(dir)));
+    struct tiny_weights w;
+    tiny_weights_init(&w);
+    struct rt_error err = {0};
+    struct rt_backend *b;
+    ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 1}, &b, &err), RT_OK);
+    static const char *const VALUES[] = {"\"cudnn\"", "\"custom\"", "\"fast\"", "3"};
+    enum test_result r = TEST_PASS;
+    for (int i = 0; i < 4 && r == TEST_PASS; i++) {
+        char *json = json_set(TINY_MODEL_JSON, "conv_engine", VALUES[i]);
+        RT_ASSERT(tiny_model_write(dir, json, &w));
+        struct rt_model *m = NULL;
+        enum rt_status s = rt_model_load(dir, b, &m, &err);
+        if (i < 2 && (s != RT_OK || rt_model_config(m)->conv_engine != (i == 0 ? RT_CONV_ENGINE_CUDNN
+                                                                              : RT_CONV_ENGINE_CUSTOM))) {
+            test_fail_msg(__FILE__, __LINE__, "conv_engine %s: %s", VALUES[i], err.msg);
+            r = TEST_FAIL;
+        }
+        if (i >= 2 && (s != RT_ERR_BAD_MODEL || !strstr(err.msg, "conv_engine"))) {
+            test_fail_msg(__FILE__, __LINE__, "conv_engine %s accepted or wrong error: %s", VALUES[i], err.msg);
+            r = TEST_FAIL;
+        }
+        rt_model_free(m);
+        free(json);
+    }
+    rt_backend_free(b);
+    tmp_dir_remove(dir);
+    return r;
+}
+
+/* ------------------------------------------------------------------ on a GPU */
+
+static enum rt_status cuda_backend(bool graphs, struct rt_backend **b, struct rt_error *err)
+{
+    if (!graphs)
+        setenv("INFERD_CUDA_GRAPHS", "0", 1);
+    enum rt_status s = rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, b, err);
+    unsetenv("INFERD_CUDA_GRAPHS");
+    if (s == RT_OK)
+        printf("  backend: %s\n", rt_backend_describe(*b));
+    return s;
+}
+
+/* Runs `batch` samples and compares with the reference forward pass. */
+static bool tiny_run(struct rt_session *s, const struct tiny_weights *w, int batch, enum kcuda_dtype t)
+{
+    float x[8 * TINY_IN_ELEMS], y[8 * TINY_CLASSES], ref[8 * TINY_CLASSES];
+    test_rand_fill(x, batch * TINY_IN_ELEMS, -1, 1);
+    if (t == KCUDA_F16)
+        round_to_half(x, batch * TINY_IN_ELEMS);
+    for (int i = 0; i < batch * TINY_CLASSES; i++)
+        y[i] = NAN;   /* poisoned */
+    tiny_forward_ref(w, batch, x, ref);
+    struct rt_error err = {0};
+    const float *in[1] = {x};
+    float *out[1] = {y};
+    if (rt_session_run(s, batch, in, out, &err) != RT_OK) {
+        printf("  run failed: %s\n", err.msg);
+        return false;
+    }
+    char what[32];
+    snprintf(what, sizeof(what), "tiny model batch %d", batch);
+    return cuda_check_close(what, y, ref, batch * TINY_CLASSES, t);
+}
+
+TEST(cuda_session_tiny_model)
+{
+    CUDA_REQUIRE();
+    char dir[64];
+    ASSERT_TRUE(tmp_dir_make(dir, sizeof(dir)));
+    struct tiny_weights w;
+    tiny_weights_init(&w);
+    static const int BATCHES[] = {1, 3, 8, 8, 5, 1, 8, 3};
+    int failed = 0;
+    for (int v = 0; v < 4; v++) {
+        bool graphs = v < 2;
+        enum kcuda_dtype t = v % 2 ? KCUDA_F16 : KCUDA_F32;
+        char *json = json_set(TINY_MODEL_JSON, "precision", t == KCUDA_F16 ? "\"fp16\"" : "\"fp32\"");
+        RT_ASSERT(tiny_model_write(dir, json, &w));
+        free(json);
+        struct rt_error err = {0};
+        struct rt_backend *b;
+        struct rt_model *m;
+        struct rt_session *s1, *s2;
+        TEST_FAIL_IF(cuda_backend(graphs, &b, &err) != RT_OK, "%s", err.msg);
+        TEST_FAIL_IF(rt_model_load(dir, b, &m, &err) != RT_OK, "%s", err.msg);
+        ASSERT_EQ_INT(rt_session_create(m, &s1, &err), RT_OK);
+        ASSERT_EQ_INT(rt_session_create(m, &s2, &err), RT_OK);
+        for (size_t i = 0; i < sizeof(BATCHES) / sizeof(BATCHES[0]); i++) {
+            failed += !tiny_run(s1, &w, BATCHES[i], t);   /* replays the batch size's graph after its first run */
+            failed += !tiny_run(s2, &w, BATCHES[i], t);
+        }
+        rt_session_free(s1);
+        rt_session_free(s2);
+        rt_model_free(m);
+        rt_backend_free(b);
+    }
+    tmp_dir_remove(dir);
+    TEST_FAIL_IF(failed, "%d tiny-model runs failed", failed);
+    return TEST_PASS;
+}
+
+/* ------------------------------------------------------------------ shipped models */
+
+struct eval_set {
+    int count;
+    int64_t in_elems, classes;
+    float *x;        /* count * in_elems, preprocessed */
+};
+
+static int argmax(const float *x, int64_t n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        best = x[i] > x[best] ? i : best;
+    return best;
+}
+
+/* Runs every image through model dir on backend b in batches of `batch`;
+ * y receives count * classes logits (poisoned first). */
+static bool eval(const char *dir, struct rt_backend *b, const struct eval_set *es, float *y, struct rt_error *err)
+{
+    struct rt_model *m;
+    struct rt_session *s;
+    if (rt_model_load(dir, b, &m, err) != RT_OK)
+        return false;
+    if (rt_session_create(m, &s, err) != RT_OK) {
+        rt_model_free(m);
+        return false;
+    }
+    int batch = rt_model_config(m)->max_batch_size;
+    bool ok = true;
+    for (int64_t i = 0; i < es->count * es->classes; i++)
+        y[i] = NAN;
+    for (int start = 0; start < es->count && ok; start += batch) {
+        int nb = es->count - start < batch ? es->count - start : batch;
+        const float *in[1] = {es->x + start * es->in_elems};
+        float *out[1] = {y + start * es->classes};
+        ok = rt_session_run(s, nb, in, out, err) == RT_OK;
+    }
+    rt_session_free(s);
+    rt_model_free(m);
+    return ok;
+}
+
+/* A copy of model folder src with model.json fields changed; the weights
+ * and labels are linked. */
+static bool variant_dir(const char *src, char *dir, size_t cap, const char *precision, const char *engine)
+{
+    char path[512], *text = NULL;
+    snprintf(path, sizeof(path), "%s/model.json", src);
+    FILE *f = fopen(path, "rb");
+    if (!f || !tmp_dir_make(dir, cap)) {
+        if (f)
+            fclose(f);
+        return false;
+    }
+    text = calloc(1, 1 << 20);
+    RT_ASSERT(text);
+    size_t n = fread(text, 1, (1 << 20) - 1, f);
+    fclose(f);
+    char *a = json_set(text, "precision", precision), *b = json_set(a, "conv_engine", engine);
+    char *c = json_set(b, "max_batch_size", "256");
+    bool ok = n > 0 && write_file(dir, "model.json", c, strlen(c));
+    static const char *const LINKED[] = {"model.safetensors", "labels.txt"};
+    for (int i = 0; i < 2 && ok; i++) {
+        char from[512], to[512];
+        snprintf(from, sizeof(from), "%s/%s", src, LINKED[i]);
+        snprintf(to, sizeof(to), "%s/%s", dir, LINKED[i]);
+        char *abs = realpath(from, NULL);
+        ok = abs && symlink(abs, to) == 0;
+        free(abs);
+    }
+    free(text), free(a), free(b), free(c);
+    return ok;
+}
+
+static enum test_result model_vs_cpu(const char *name)
+{
+    CUDA_REQUIRE();
+    char src[256], path[300];
+    snprintf(src, sizeof(src), "model_repository/%s", name);
+    snprintf(path, sizeof(path), "%s/model.safetensors", src);
+    if (access(path, R_OK) != 0)
+        SKIP("%s has no trained weights yet", src);
+    const char *data = getenv("FASHION_MNIST_DIR") ? getenv("FASHION_MNIST_DIR") : RT_FASHION_MNIST_DIR;
+    char images[512], labels[512];
+    snprintf(images, sizeof(images), "%s/t10k-images-idx3-ubyte.gz", data);
+    snprintf(labels, sizeof(labels), "%s/t10k-labels-idx1-ubyte.gz", data);
+    struct rt_error err = {0};
+    struct rt_dataset ds;
+    if (rt_dataset_load_idx(images, labels, &ds, &err) != RT_OK)
+        SKIP("the Fashion-MNIST test set is not here (%s); set FASHION_MNIST_DIR", err.msg);
+
+    struct rt_backend *cpu;
+    struct rt_model *m;
+    ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 0}, &cpu, &err), RT_OK);
+    TEST_FAIL_IF(rt_model_load(src, cpu, &m, &err) != RT_OK, "%s", err.msg);
+    const struct rt_model_config *cfg = rt_model_config(m);
+    struct eval_set es = {ds.count, cfg->inputs[0].sample_elems, cfg->outputs[0].sample_elems, NULL};
+    es.x = malloc(sizeof(float) * (size_t)(es.count * es.in_elems));
+    float *ref = malloc(sizeof(float) * (size_t)(es.count * es.classes));
+    float *y = malloc(sizeof(float) * (size_t)(es.count * es.classes));
+    RT_ASSERT(es.x && ref && y);
+    for (int i = 0; i < es.count; i++) {
+        struct rt_image img = {ds.cols, ds.rows, 1, ds.images + (size_t)i * (size_t)(ds.rows * ds.cols)};
+        RT_ASSERT(rt_image_preprocess(&img, &cfg->pre, es.x + i * es.in_elems, &err) == RT_OK);
+    }
+    rt_model_free(m);
+    TEST_FAIL_IF(!eval(src, cpu, &es, ref, &err), "CPU: %s", err.msg);
+
+    static const char *const VARIANTS[][2] = {
+        {"\"fp32\"", "\"custom\""}, {"\"fp32\"", "\"cudnn\""}, {"\"fp16\"", "\"custom\""}, {"\"fp16\"", "\"cudnn\""}};
+    int failed = 0;
+    for (int v = 0; v < 4; v++) {
+        char dir[64];
+        struct rt_backend *b;
+        RT_ASSERT(variant_dir(src, dir, sizeof(dir), VARIANTS[v][0], VARIANTS[v][1]));
+        bool f16 = v >= 2, ran = cuda_backend(true, &b, &err) == RT_OK;
+        ran = ran && eval(dir, b, &es, y, &err);
+        tmp_dir_remove(dir);
+        if (!ran) {
+            printf("  %s %s %s: %s\n", name, VARIANTS[v][0], VARIANTS[v][1], err.msg);
+            failed++;
+            continue;
+        }
+        int agree = 0, correct = 0;
+        for (int i = 0; i < es.count; i++) {
+            int p = argmax(y + i * es.classes, es.classes);
+            agree += p == argmax(ref + i * es.classes, es.classes);
+            correct += p == ds.labels[i];
+        }
+        char what[96];
+        snprintf(what, sizeof(what), "%s %s conv %s: logits vs CPU", name, VARIANTS[v][0], VARIANTS[v][1]);
+        bool ok = cuda_check_close(what, y, ref, es.count * es.classes, f16 ? KCUDA_F16 : KCUDA_F32);
+        printf("  %s %s conv %s: top-1 agrees with CPU FP32 on %d of %d, accuracy %.2f%% (%s)\n", name,
+               VARIANTS[v][0], VARIANTS[v][1], agree, es.count, 100.0 * correct / es.count, rt_backend_describe(b));
+        /* FP32 may flip a near-tie or two; FP16 must agree on 99.9% */
+        ok = ok && agree * 10000LL >= (long long)es.count * (f16 ? 9990 : 9998);
+        failed += !ok;
+        rt_backend_free(b);
+    }
+    rt_backend_free(cpu);
+    rt_dataset_free(&ds);
+    free(es.x), free(ref), free(y);
+    TEST_FAIL_IF(failed, "%d of 4 precision/engine variants failed", failed);
+    return TEST_PASS;
+}
+
+TEST(cuda_model_lenet5)
+{
+    return model_vs_cpu("lenet5");
+}
+
+TEST(cuda_model_resnet_mini)
+{
+    return model_vs_cpu("resnet-mini");
+}
+
+/* ------------------------------------------------------------------ sticky errors */
+
+/* In a child process (a sticky error ends the CUDA context for good): an
+ * illegal address makes the next run fail with RT_ERR_DEVICE, and every run
+ * after it fails fast. */
+static enum test_result sticky_child(void)
+{
+    char dir[64];
+    ASSERT_TRUE(tmp_dir_make(dir, sizeof(dir)));
+    struct tiny_weights w;
+    tiny_weights_init(&w);
+    RT_ASSERT(tiny_model_write(dir, TINY_MODEL_JSON, &w));
+    struct rt_error err = {0};
+    struct rt_backend *b;
+    struct rt_model *m;
+    struct rt_session *s;
+    TEST_FAIL_IF(cuda_backend(true, &b, &err) != RT_OK, "%s", err.msg);
+    TEST_FAIL_IF(rt_model_load(dir, b, &m, &err) != RT_OK, "%s", err.msg);
+    tmp_dir_remove(dir);
+    ASSERT_EQ_INT(rt_session_create(m, &s, &err), RT_OK);
+    ASSERT_TRUE(tiny_run(s, &w, 4, KCUDA_F32));
+    void *wild = (void *)(uintptr_t)0x100;
+    ASSERT_EQ_INT(kcuda_add(1 << 20, KCUDA_F32, wild, wild, wild, 0), cudaSuccess);
+    ASSERT_NE_INT(cudaDeviceSynchronize(), cudaSuccess);
+    float x[4 * TINY_IN_ELEMS] = {1}, y[4 * TINY_CLASSES];
+    const float *in[1] = {x};
+    float *out[1] = {y};
+    ASSERT_EQ_INT(rt_session_run(s, 4, in, out, &err), RT_ERR_DEVICE);
+    printf("  first run after the fault: %s\n", err.msg);
+    ASSERT_EQ_INT(rt_session_run(s, 4, in, out, &err), RT_ERR_DEVICE);
+    ASSERT_STR_CONTAINS(err.msg, "unusable");
+    return TEST_PASS;
+}
+
+TEST(cuda_sticky_error)
+{
+    CUDA_REQUIRE();
+    if (getenv("INFERD_TEST_STICKY_CHILD"))
+        return sticky_child();
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    ASSERT_TRUE(n > 0);
+    self[n] = '\0';
+    char *argv[] = {self, "cuda_sticky_error", NULL};
+    setenv("INFERD_TEST_STICKY_CHILD", "1", 1);
+    pid_t pid;
+    int rc = posix_spawn(&pid, self, NULL, NULL, argv, environ);
+    unsetenv("INFERD_TEST_STICKY_CHILD");
+    ASSERT_EQ_INT(rc, 0);
+    int status = 0;
+    ASSERT_EQ_INT(waitpid(pid, &status, 0), pid);
+    TEST_FAIL_IF(!WIFEXITED(status) || WEXITSTATUS(status) != 0, "the child run failed (status %d)", status);
+    return TEST_PASS;
+}

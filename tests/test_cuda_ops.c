@@ -1,0 +1,483 @@
+/* test_cuda_ops.c - every kernels/cuda op against the reference kernels
+ * (kernels/ref) on fresh random shapes and data, FP32 and FP16: outputs
+ * poisoned with NaN and followed by guard elements, checked to be fully
+ * written, finite, unchanged past the end, and within 1e-5 (FP32) or 2e-3
+ * (FP16) relative error. FP16 references see the same half-rounded inputs
+ * as the kernel. Every test SKIPs when no usable CUDA device is present,
+ * except cuda_pack_emulated, which checks the GEMM's data layout on the host. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/ref/kref.h"
+#include "test_cuda_util.h"
+
+static const enum kcuda_dtype DTYPES[2] = {KCUDA_F32, KCUDA_F16};
+
+static float *rand_buf(int64_t n, float lo, float hi, enum kcuda_dtype t)
+{
+    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    RT_ASSERT(x);
+    test_rand_fill(x, n, lo, hi);
+    if (t == KCUDA_F16)
+        round_to_half(x, n);
+    return x;
+}
+
+static float *out_buf(int64_t n)
+{
+    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    RT_ASSERT(x);
+    return x;
+}
+
+/* Downloads dev (n values) and compares with ref. */
+static bool finish(const char *what, const void *dev, const float *ref, int64_t n, enum kcuda_dtype t,
+                   cudaError_t launch)
+{
+    float *out = out_buf(n);
+    bool ok = launch == cudaSuccess;
+    if (!ok)
+        printf("  %s: launch failed: %s\n", what, cudaGetErrorString(launch));
+    ok = ok && dbuf_download(out, dev, n, t) && cuda_check_close(what, out, ref, n, t);
+    free(out);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ conv2d */
+
+static bool conv_case(const struct k_conv2d *p, bool use_bias, bool use_res, enum kcuda_dtype t)
+{
+    int64_t nx = (int64_t)p->n * p->c * p->h * p->w, ny = (int64_t)p->n * p->oc * p->oh * p->ow;
+    int64_t nw = (int64_t)p->oc * (p->c / p->groups) * p->kh * p->kw;
+    float *x = rand_buf(nx, -1, 1, t), *w = rand_buf(nw, -1, 1, t), *r = rand_buf(ny, -1, 1, t);
+    float *b = rand_buf(p->oc, -1, 1, KCUDA_F32), *ref = out_buf(ny);
+    kref_conv2d_f32(p, x, w, use_bias ? b : NULL, use_res ? r : NULL, ref);
+    size_t pe = kcuda_conv2d_packed_elems(p), tb = kcuda_conv2d_table_bytes(p);
+    float *packed = out_buf((int64_t)pe), *table = out_buf((int64_t)(tb / sizeof(float)));
+    kcuda_conv2d_pack(p, w, packed, table);
+    void *dx = dbuf_upload(x, nx, t), *dw = dbuf_upload(packed, (int64_t)pe, t);
+    void *dt = dbuf_upload(table, (int64_t)(tb / sizeof(float)), KCUDA_F32);   /* raw bytes */
+    void *db = dbuf_upload(b, p->oc, KCUDA_F32), *dr = dbuf_upload(r, ny, t), *dy = dbuf_poisoned(ny, t);
+    cudaError_t e = kcuda_conv2d(p, t, dx, dw, dt, use_bias ? db : NULL, use_res ? dr : NULL, dy, 0);
+    char what[200];
+    snprintf(what, sizeof(what), "conv n%d c%d %dx%d oc%d k%dx%d s%d,%d p%d,%d d%d,%d g%d act%d%s%s", p->n, p->c,
+             p->h, p->w, p->oc, p->kh, p->kw, p->stride_h, p->stride_w, p->pad_t, p->pad_l, p->dil_h, p->dil_w,
+             p->groups, p->act, use_bias ? " bias" : "", use_res ? " res" : "");
+    bool ok = finish(what, dy, ref, ny, t, e);
+    dbuf_free(dx), dbuf_free(dw), dbuf_free(dt), dbuf_free(db), dbuf_free(dr), dbuf_free(dy);
+    free(x), free(w), free(r), free(b), free(ref), free(packed), free(table);
+    return ok;
+}
+
+static struct k_conv2d random_conv(void)
+{
+    for (;;) {
+        struct k_conv2d p = {0};
+        p.groups = test_rand_int(0, 3) == 0 ? test_rand_int(2, 4) : 1;
+        p.n = test_rand_int(1, 3);
+        p.c = p.groups * test_rand_int(1, 8);
+        p.oc = p.groups * test_rand_int(1, test_rand_int(0, 3) == 0 ? 140 : 40);
+        p.h = test_rand_int(1, 20), p.w = test_rand_int(1, 20);
+        p.kh = test_rand_int(1, 5), p.kw = test_rand_int(1, 5);
+        p.stride_h = test_rand_int(1, 3), p.stride_w = test_rand_int(1, 3);
+        p.dil_h = test_rand_int(1, 2), p.dil_w = test_rand_int(1, 2);
+        p.pad_t = test_rand_int(0, 2), p.pad_l = test_rand_int(0, 2);
+        int pad_b = test_rand_int(0, 2), pad_r = test_rand_int(0, 2);   /* asymmetric too */
+        p.oh = (p.h + p.pad_t + pad_b - p.dil_h * (p.kh - 1) - 1) / p.stride_h + 1;
+        p.ow = (p.w + p.pad_l + pad_r - p.dil_w * (p.kw - 1) - 1) / p.stride_w + 1;
+        p.act = (enum k_act)test_rand_int(0, K_ACT_COUNT - 1);
+        if (p.oh >= 1 && p.ow >= 1 && p.h + p.pad_t + pad_b >= p.dil_h * (p.kh - 1) + 1 &&
+            p.w + p.pad_l + pad_r >= p.dil_w * (p.kw - 1) + 1)
+            return p;
+    }
+}
+
+/* The shipped models' layers, and shapes that reach every tile size. */
+static const struct k_conv2d FIXED_CONVS[] = {
+    {.n = 4, .c = 1, .h = 28, .w = 28, .oc = 6, .oh = 28, .ow = 28, .kh = 5, .kw = 5, .pad_t = 2, .pad_l = 2},
+    {.n = 4, .c = 6, .h = 14, .w = 14, .oc = 16, .oh = 10, .ow = 10, .kh = 5, .kw = 5},
+    {.n = 3, .c = 1, .h = 28, .w = 28, .oc = 16, .oh = 28, .ow = 28, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1},
+    {.n = 2, .c = 16, .h = 28, .w = 28, .oc = 32, .oh = 14, .ow = 14, .kh = 1, .kw = 1, .stride_h = 2, .stride_w = 2},
+    {.n = 2, .c = 32, .h = 14, .w = 14, .oc = 64, .oh = 7, .ow = 7, .kh = 3, .kw = 3, .stride_h = 2, .stride_w = 2,
+     .pad_t = 1, .pad_l = 1},
+    {.n = 2, .c = 64, .h = 7, .w = 7, .oc = 64, .oh = 7, .ow = 7, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1},
+    {.n = 2, .c = 24, .h = 9, .w = 9, .oc = 200, .oh = 9, .ow = 9, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1},
+    {.n = 2, .c = 8, .h = 10, .w = 10, .oc = 8, .oh = 10, .ow = 10, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1,
+     .groups = 8},
+};
+
+static enum test_result conv_test(enum kcuda_dtype t)
+{
+    CUDA_REQUIRE();
+    int failed = 0;
+    for (size_t i = 0; i < sizeof(FIXED_CONVS) / sizeof(FIXED_CONVS[0]); i++) {
+        struct k_conv2d p = FIXED_CONVS[i];
+        p.stride_h += !p.stride_h, p.stride_w += !p.stride_w, p.dil_h = p.dil_w = 1, p.groups += !p.groups;
+        p.act = (enum k_act)test_rand_int(0, K_ACT_COUNT - 1);
+        failed += !conv_case(&p, true, test_rand_int(0, 1), t);
+    }
+    for (int i = 0; i < 24; i++) {
+        struct k_conv2d p = random_conv();
+        failed += !conv_case(&p, test_rand_int(0, 1), test_rand_int(0, 1), t);
+    }
+    TEST_FAIL_IF(failed, "%d convolution cases failed", failed);
+    return TEST_PASS;
+}
+
+TEST(cuda_op_conv2d_f32)
+{
+    return conv_test(KCUDA_F32);
+}
+
+TEST(cuda_op_conv2d_f16)
+{
+    return conv_test(KCUDA_F16);
+}
+
+/* ------------------------------------------------------------------ linear */
+
+static bool linear_case(const struct k_linear *p, bool use_bias, bool use_res, enum kcuda_dtype t)
+{
+    int64_t nx = (int64_t)p->n * p->k, ny = (int64_t)p->n * p->m, nw = (int64_t)p->m * p->k;
+    float *x = rand_buf(nx, -1, 1, t), *w = rand_buf(nw, -1, 1, t), *r = rand_buf(ny, -1, 1, t);
+    float *b = rand_buf(p->m, -1, 1, KCUDA_F32), *ref = out_buf(ny);
+    kref_linear_f32(p, x, w, use_bias ? b : NULL, use_res ? r : NULL, ref);
+    size_t pe = kcuda_linear_packed_elems(p);
+    float *packed = out_buf((int64_t)pe);
+    kcuda_linear_pack(p, w, packed);
+    void *dx = dbuf_upload(x, nx, t), *dw = dbuf_upload(packed, (int64_t)pe, t);
+    void *db = dbuf_upload(b, p->m, KCUDA_F32), *dr = dbuf_upload(r, ny, t), *dy = dbuf_poisoned(ny, t);
+    cudaError_t e = kcuda_linear(p, t, dx, dw, use_bias ? db : NULL, use_res ? dr : NULL, dy, 0);
+    char what[128];
+    snprintf(what, sizeof(what), "linear n%d k%d m%d act%d%s%s", p->n, p->k, p->m, p->act, use_bias ? " bias" : "",
+             use_res ? " res" : "");
+    bool ok = finish(what, dy, ref, ny, t, e);
+    dbuf_free(dx), dbuf_free(dw), dbuf_free(db), dbuf_free(dr), dbuf_free(dy);
+    free(x), free(w), free(r), free(b), free(ref), free(packed);
+    return ok;
+}
+
+static enum test_result linear_test(enum kcuda_dtype t)
+{
+    CUDA_REQUIRE();
+    static const struct k_linear FIXED[] = {
+        {64, 400, 120, K_ACT_NONE}, {64, 120, 84, K_ACT_NONE}, {64, 84, 10, K_ACT_NONE}, {256, 64, 10, K_ACT_NONE}, {1, 400, 120, K_ACT_NONE}};
+    int failed = 0;
+    for (size_t i = 0; i < sizeof(FIXED) / sizeof(FIXED[0]); i++) {
+        struct k_linear p = FIXED[i];
+        p.act = (enum k_act)test_rand_int(0, K_ACT_COUNT - 1);
+        failed += !linear_case(&p, true, false, t);
+    }
+    for (int i = 0; i < 24; i++) {
+        struct k_linear p = {test_rand_int(1, 70), test_rand_int(1, 300), test_rand_int(1, 200),
+                             (enum k_act)test_rand_int(0, K_ACT_COUNT - 1)};
+        if (test_rand_int(0, 1))
+            p.k = (p.k + 7) / 8 * 8;   /* the 16-byte copy path of FP16 */
+        failed += !linear_case(&p, test_rand_int(0, 1), test_rand_int(0, 1), t);
+    }
+    TEST_FAIL_IF(failed, "%d linear cases failed", failed);
+    return TEST_PASS;
+}
+
+TEST(cuda_op_linear_f32)
+{
+    return linear_test(KCUDA_F32);
+}
+
+TEST(cuda_op_linear_f16)
+{
+    return linear_test(KCUDA_F16);
+}
+
+/* Many k tiles, full 128 x 128 tiles, ragged edges. */
+TEST(cuda_op_gemm_large)
+{
+    CUDA_REQUIRE();
+    int failed = 0;
+    for (int i = 0; i < 2; i++) {
+        struct k_linear p = {test_rand_int(300, 520), 8 * test_rand_int(60, 64), test_rand_int(300, 520), K_ACT_NONE};
+        failed += !linear_case(&p, true, true, DTYPES[i]);
+    }
+    TEST_FAIL_IF(failed, "%d large GEMM cases failed", failed);
+    return TEST_PASS;
+}
+
+/* ------------------------------------------------------------------ pooling */
+
+static int pool_out(int size, int k, int s, int pad, int dil, bool ceil_mode)
+{
+    int span = size + 2 * pad - dil * (k - 1) - 1;
+    if (span < 0)
+        return 0;
+    int o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    if (ceil_mode && (o - 1) * s >= size + pad)   /* PyTorch: the last window starts inside */
+        o--;
+    return o;
+}
+
+TEST(cuda_op_pool2d)
+{
+    CUDA_REQUIRE();
+    int failed = 0, cases = 0;
+    while (cases < 48) {
+        bool is_max = cases % 2 == 0;
+        bool ceil_mode = test_rand_int(0, 1);
+        struct k_pool2d p = {.n = test_rand_int(1, 2), .c = test_rand_int(1, 5), .h = test_rand_int(1, 20),
+                             .w = test_rand_int(1, 20), .kh = test_rand_int(1, 4), .kw = test_rand_int(1, 4),
+                             .stride_h = test_rand_int(1, 3), .stride_w = test_rand_int(1, 3),
+                             .dil_h = is_max ? test_rand_int(1, 2) : 1, .dil_w = is_max ? test_rand_int(1, 2) : 1,
+                             .count_include_pad = test_rand_int(0, 1)};
+        p.pad_t = test_rand_int(0, p.kh / 2), p.pad_l = test_rand_int(0, p.kw / 2);
+        p.oh = pool_out(p.h, p.kh, p.stride_h, p.pad_t, p.dil_h, ceil_mode);
+        p.ow = pool_out(p.w, p.kw, p.stride_w, p.pad_l, p.dil_w, ceil_mode);
+        if (p.oh < 1 || p.ow < 1)
+            continue;
+        enum kcuda_dtype t = DTYPES[cases / 2 % 2];
+        int64_t nx = (int64_t)p.n * p.c * p.h * p.w, ny = (int64_t)p.n * p.c * p.oh * p.ow;
+        float *x = rand_buf(nx, -4, 4, t), *ref = out_buf(ny);
+        (is_max ? kref_max_pool2d_f32 : kref_avg_pool2d_f32)(&p, x, ref);
+        if (test_count_nonfinite(ref, ny) == 0) {   /* a window over padding only has no max */
+            void *dx = dbuf_upload(x, nx, t), *dy = dbuf_poisoned(ny, t);
+            cudaError_t e = (is_max ? kcuda_max_pool2d : kcuda_avg_pool2d)(&p, t, dx, dy, 0);
+            char what[160];
+            snprintf(what, sizeof(what), "%s pool %dx%d k%dx%d s%d,%d p%d,%d d%d,%d -> %dx%d", is_max ? "max" : "avg",
+                     p.h, p.w, p.kh, p.kw, p.stride_h, p.stride_w, p.pad_t, p.pad_l, p.dil_h, p.dil_w, p.oh, p.ow);
+            failed += !finish(what, dy, ref, ny, t, e);
+            dbuf_free(dx), dbuf_free(dy);
+            cases++;
+        }
+        free(x), free(ref);
+    }
+    TEST_FAIL_IF(failed, "%d pooling cases failed", failed);
+    return TEST_PASS;
+}
+
+TEST(cuda_op_global_avg_pool)
+{
+    CUDA_REQUIRE();
+    int failed = 0;
+    for (int i = 0; i < 12; i++) {
+        enum kcuda_dtype t = DTYPES[i % 2];
+        int n = test_rand_int(1, 9), c = test_rand_int(1, 70);
+        int64_t hw = i < 2 ? 49 : test_rand_int(1, 400);
+        float *x = rand_buf(n * c * hw, -2, 2, t), *ref = out_buf(n * c);
+        kref_global_avg_pool_f32(n, c, hw, x, ref);
+        void *dx = dbuf_upload(x, n * c * hw, t), *dy = dbuf_poisoned(n * c, t);
+        failed += !finish("global avg pool", dy, ref, n * c, t, kcuda_global_avg_pool(n, c, hw, t, dx, dy, 0));
+        dbuf_free(dx), dbuf_free(dy);
+        free(x), free(ref);
+    }
+    TEST_FAIL_IF(failed, "%d global pooling cases failed", failed);
+    return TEST_PASS;
+}
+
+/* ------------------------------------------------------------------ element-wise */
+
+TEST(cuda_op_channel_affine)
+{
+    CUDA_REQUIRE();
+    int failed = 0;
+    for (int i = 0; i < 8; i++) {
+        enum kcuda_dtype t = DTYPES[i % 2];
+        struct k_channel_affine p = {test_rand_int(1, 5), test_rand_int(1, 40), test_rand_int(1, 300)};
+        int64_t n = (int64_t)p.n * p.c * p.inner;
+        float *x = rand_buf(n, -3, 3, t), *sc = rand_buf(p.c, 0.5f, 2, KCUDA_F32), *sh = rand_buf(p.c, -1, 1, KCUDA_F32);
+        float *ref = out_buf(n);
+        kref_channel_affine_f32(&p, x, sc, sh, ref);
+        void *dx = dbuf_upload(x, n, t), *dy = dbuf_poisoned(n, t);
+        void *dsc = dbuf_upload(sc, p.c, KCUDA_F32), *dsh = dbuf_upload(sh, p.c, KCUDA_F32);
+        failed += !finish("channel affine", dy, ref, n, t, kcuda_channel_affine(&p, t, dx, dsc, dsh, dy, 0));
+        dbuf_free(dx), dbuf_free(dy), dbuf_free(dsc), dbuf_free(dsh);
+        free(x), free(sc), free(sh), free(ref);
+    }
+    TEST_FAIL_IF(failed, "%d affine cases failed", failed);
+    return TEST_PASS;
+}
+
+TEST(cuda_op_act)
+{
+    CUDA_REQUIRE();
+    int failed = 0;
+    for (int a = 0; a < K_ACT_COUNT; a++)
+        for (int i = 0; i < 2; i++) {
+            enum kcuda_dtype t = DTYPES[i];
+            /* one launch longer than the grid cap (65536 blocks of 256) runs the grid-stride loop */
+            int64_t n = a == K_ACT_RELU && i == 0 ? (int64_t)65536 * 256 + 1234 : test_rand_int(1, 5000);
+            float *x = rand_buf(n, -8, 8, t), *ref = out_buf(n);
+            kref_act_f32_n((enum k_act)a, n, x, ref);
+            void *dx = dbuf_upload(x, n, t), *dy = dbuf_poisoned(n, t);
+            char what[32];
+            snprintf(what, sizeof(what), "act %d n%lld", a, (long long)n);
+            failed += !finish(what, dy, ref, n, t, kcuda_act((enum k_act)a, n, t, dx, dy, 0));
+            /* in place, as the contract allows */
+            failed += !finish(what, dx, ref, n, t, kcuda_act((enum k_act)a, n, t, dx, dx, 0));
+            dbuf_free(dx), dbuf_free(dy);
+            free(x), free(ref);
+        }
+    TEST_FAIL_IF(failed, "%d activation cases failed", failed);
+    return TEST_PASS;
+}
+
+TEST(cuda_op_add)
+{
+    CUDA_REQUIRE();
+    int failed = 0;
+    for (int i = 0; i < 6; i++) {
+        enum kcuda_dtype t = DTYPES[i % 2];
+        int64_t n = test_rand_int(1, 20000);
+        float *a = rand_buf(n, -4, 4, t), *b = rand_buf(n, -4, 4, t), *ref = out_buf(n);
+        kref_add_f32(n, a, b, ref);
+        void *da = dbuf_upload(a, n, t), *db = dbuf_upload(b, n, t), *dy = dbuf_poisoned(n, t);
+        failed += !finish("add", dy, ref, n, t, kcuda_add(n, t, da, db, dy, 0));
+        dbuf_free(da), dbuf_free(db), dbuf_free(dy);
+        free(a), free(b), free(ref);
+    }
+    TEST_FAIL_IF(failed, "%d add cases failed", failed);
+    return TEST_PASS;
+}
+
+/* The cuDNN path's epilogue: y = act(y + bias[c] + residual), in place. */
+TEST(cuda_op_bias_act)
+{
+    CUDA_REQUIRE();
+    int failed = 0;
+    for (int i = 0; i < 8; i++) {
+        enum kcuda_dtype t = DTYPES[i % 2];
+        int n = test_rand_int(1, 4), c = test_rand_int(1, 40);
+        int64_t hw = test_rand_int(1, 200), count = n * c * hw;
+        enum k_act act = (enum k_act)test_rand_int(0, K_ACT_COUNT - 1);
+        bool use_res = i % 4 < 2;
+        float *y = rand_buf(count, -3, 3, t), *r = rand_buf(count, -1, 1, t), *b = rand_buf(c, -1, 1, KCUDA_F32);
+        float *ref = out_buf(count);
+        for (int64_t k = 0; k < count; k++)
+            ref[k] = kref_act_f32(act, (float)((double)y[k] + b[k / hw % c] + (use_res ? r[k] : 0.0)));
+        void *dy = dbuf_upload(y, count, t), *dr = dbuf_upload(r, count, t), *db = dbuf_upload(b, c, KCUDA_F32);
+        failed += !finish("bias act", dy, ref, count, t,
+                          kcuda_bias_act(n, c, hw, t, db, use_res ? dr : NULL, act, dy, 0));
+        dbuf_free(dy), dbuf_free(dr), dbuf_free(db);
+        free(y), free(r), free(b), free(ref);
+    }
+    TEST_FAIL_IF(failed, "%d bias+act cases failed", failed);
+    return TEST_PASS;
+}
+
+TEST(cuda_op_convert)
+{
+    CUDA_REQUIRE();
+    int64_t n = test_rand_int(1, 50000);
+    float *x = rand_buf(n, -70000, 70000, KCUDA_F32), *ref = out_buf(n), *out = out_buf(n);
+    memcpy(ref, x, sizeof(float) * (size_t)n);
+    round_to_half(ref, n);   /* out of half's range rounds to infinity, as on the host */
+    void *dx = dbuf_upload(x, n, KCUDA_F32), *dh = dbuf_poisoned(n, KCUDA_F16), *dy = dbuf_poisoned(n, KCUDA_F32);
+    cudaError_t e = kcuda_convert(n, KCUDA_F32, dx, KCUDA_F16, dh, 0);
+    if (e == cudaSuccess)
+        e = kcuda_convert(n, KCUDA_F16, dh, KCUDA_F32, dy, 0);
+    bool ok = e == cudaSuccess && dbuf_download(out, dy, n, KCUDA_F32);
+    int64_t differ = 0;
+    for (int64_t i = 0; ok && i < n; i++)
+        differ += memcmp(&out[i], &ref[i], sizeof(float)) != 0;
+    dbuf_free(dx), dbuf_free(dh), dbuf_free(dy);
+    free(x), free(ref), free(out);
+    TEST_FAIL_IF(!ok, "conversion failed: %s", cudaGetErrorString(e));
+    ASSERT_EQ_INT(differ, 0);
+    return TEST_PASS;
+}
+
+/* ------------------------------------------------------------------ softmax, concat */
+
+TEST(cuda_op_softmax)
+{
+    CUDA_REQUIRE();
+    int failed = 0;
+    for (int i = 0; i < 12; i++) {
+        enum kcuda_dtype t = DTYPES[i % 2];
+        struct k_softmax p = {test_rand_int(1, 300), test_rand_int(1, 100), i < 6 ? 1 : test_rand_int(2, 30)};
+        int64_t n = p.outer * p.axis_len * p.inner;
+        float *x = rand_buf(n, -10, 10, t), *ref = out_buf(n);
+        kref_softmax_f32(&p, x, ref);
+        void *dx = dbuf_upload(x, n, t), *dy = dbuf_poisoned(n, t);
+        failed += !finish("softmax", dy, ref, n, t, kcuda_softmax(&p, t, dx, dy, 0));
+        dbuf_free(dx), dbuf_free(dy);
+        free(x), free(ref);
+    }
+    TEST_FAIL_IF(failed, "%d softmax cases failed", failed);
+    return TEST_PASS;
+}
+
+TEST(cuda_op_concat)
+{
+    CUDA_REQUIRE();
+    int failed = 0;
+    for (int i = 0; i < 8; i++) {
+        enum kcuda_dtype t = DTYPES[i % 2];
+        struct k_concat p = {test_rand_int(1, 6), test_rand_int(1, 50), test_rand_int(1, i == 0 ? 16 : 5)};
+        int64_t lens[KCUDA_CONCAT_MAX], total = 0;
+        float *in[KCUDA_CONCAT_MAX];
+        const void *din[KCUDA_CONCAT_MAX];
+        for (int k = 0; k < p.count; k++) {
+            lens[k] = test_rand_int(1, 20);
+            total += lens[k];
+            in[k] = rand_buf(p.outer * lens[k] * p.inner, -1, 1, t);
+            din[k] = dbuf_upload(in[k], p.outer * lens[k] * p.inner, t);
+        }
+        int64_t n = p.outer * total * p.inner;
+        float *ref = out_buf(n);
+        kref_concat_f32(&p, (const float *const *)in, lens, ref);
+        void *dy = dbuf_poisoned(n, t);
+        failed += !finish("concat", dy, ref, n, t, kcuda_concat(&p, t, din, lens, dy, 0));
+        dbuf_free(dy);
+        for (int k = 0; k < p.count; k++) {
+            dbuf_free((void *)din[k]);
+            free(in[k]);
+        }
+        free(ref);
+    }
+    TEST_FAIL_IF(failed, "%d concat cases failed", failed);
+    return TEST_PASS;
+}
+
+/* ------------------------------------------------------------------ no GPU needed */
+
+/* The implicit GEMM's data contract emulated on the host, so CI checks it
+ * without a GPU: packed weights B[g][k][n] (Kpad x Npad per group) and the
+ * gather table {channel offset, dh, dw, 0} per k must reproduce kref's
+ * convolution when A(m, k) is read exactly as the kernel reads it. */
+TEST(cuda_pack_emulated)
+{
+    int failed = 0;
+    for (int it = 0; it < 40; it++) {
+        struct k_conv2d p = random_conv();
+        int cg = p.c / p.groups, n_cols = p.oc / p.groups, pixels = p.oh * p.ow;
+        int64_t nx = (int64_t)p.n * p.c * p.h * p.w, ny = (int64_t)p.n * p.oc * pixels;
+        float *x = rand_buf(nx, -1, 1, KCUDA_F32), *w = rand_buf((int64_t)p.oc * cg * p.kh * p.kw, -1, 1, KCUDA_F32);
+        float *ref = out_buf(ny), *y = out_buf(ny);
+        p.act = K_ACT_NONE;
+        kref_conv2d_f32(&p, x, w, NULL, NULL, ref);
+        size_t pe = kcuda_conv2d_packed_elems(&p), tb = kcuda_conv2d_table_bytes(&p);
+        float *packed = out_buf((int64_t)pe);
+        int *table = malloc(tb);
+        RT_ASSERT(table);
+        kcuda_conv2d_pack(&p, w, packed, table);
+        int kpad = (int)(tb / (4 * sizeof(int))), npad = (int)(pe / ((size_t)p.groups * (size_t)kpad));
+        for (int g = 0; g < p.groups; g++)
+            for (int m = 0; m < p.n * pixels; m++) {
+                int img = m / pixels, pix = m % pixels;
+                int ih0 = pix / p.ow * p.stride_h - p.pad_t, iw0 = pix % p.ow * p.stride_w - p.pad_l;
+                const float *xb = x + ((int64_t)img * p.c + g * cg) * p.h * p.w;
+                for (int n = 0; n < n_cols; n++) {
+                    double acc = 0;
+                    for (int k = 0; k < kpad; k++) {
+                        const int *t = table + 4 * k;
+                        int ih = ih0 + t[1], iw = iw0 + t[2];
+                        bool in = (unsigned)ih < (unsigned)p.h && (unsigned)iw < (unsigned)p.w;
+                        acc += (in ? xb[t[0] + ih * p.w + iw] : 0.0) * packed[((int64_t)g * kpad + k) * npad + n];
+                    }
+                    y[(int64_t)img * p.oc * pixels + (int64_t)(g * n_cols + n) * pixels + pix] = (float)acc;
+                }
+            }
+        failed += !cuda_check_close("emulated conv", y, ref, ny, KCUDA_F32);
+        free(x), free(w), free(ref), free(y), free(packed), free(table);
+    }
+    TEST_FAIL_IF(failed, "%d emulated convolutions differ from kref", failed);
+    return TEST_PASS;
+}

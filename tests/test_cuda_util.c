@@ -1,0 +1,106 @@
+/* test_cuda_util.c - device helpers for the CUDA tests (see test_cuda_util.h). */
+#include "test_cuda_util.h"
+
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *cuda_test_unusable(void)
+{
+    static int state;   /* 0 unknown, 1 usable, 2 not */
+    static char why[200];
+    if (state == 1)
+        return NULL;
+    if (state == 2)
+        return why;
+    state = 2;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        snprintf(why, sizeof(why), "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+        return why;
+    }
+    for (int d = 0; d < count; d++) {
+        struct cudaDeviceProp prop;
+        if (cudaGetDeviceProperties(&prop, d) != cudaSuccess || prop.major < 9)
+            continue;
+        if (cudaSetDevice(d) == cudaSuccess && kcuda_init() == cudaSuccess) {
+            printf("  (CUDA device %d: %s, sm_%d%d)\n", d, prop.name, prop.major, prop.minor);
+            state = 1;
+            return NULL;
+        }
+    }
+    snprintf(why, sizeof(why), "%d device(s), none sm_90 or newer and working", count);
+    return why;
+}
+
+void round_to_half(float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (float)(_Float16)x[i];
+}
+
+void *dbuf_upload(const float *host, int64_t n, enum kcuda_dtype t)
+{
+    size_t es = kcuda_dtype_size(t);
+    void *dev, *buf = malloc((size_t)n * es + 1);
+    RT_ASSERT(buf);
+    if (t == KCUDA_F16) {
+        _Float16 *h = buf;
+        for (int64_t i = 0; i < n; i++)
+            h[i] = (_Float16)host[i];
+    } else {
+        memcpy(buf, host, (size_t)n * es);
+    }
+    dev = dbuf_poisoned(n, t);
+    RT_ASSERT(cudaMemcpy(dev, buf, (size_t)n * es, cudaMemcpyHostToDevice) == cudaSuccess);
+    free(buf);
+    return dev;
+}
+
+void *dbuf_poisoned(int64_t n, enum kcuda_dtype t)
+{
+    size_t bytes = (size_t)(n + DBUF_GUARD) * kcuda_dtype_size(t);
+    void *dev = NULL;
+    RT_ASSERT(cudaMalloc(&dev, bytes) == cudaSuccess);
+    RT_ASSERT(cudaMemset(dev, 0xff, bytes) == cudaSuccess);
+    return dev;
+}
+
+bool dbuf_download(float *host, const void *dev, int64_t n, enum kcuda_dtype t)
+{
+    size_t es = kcuda_dtype_size(t), bytes = (size_t)(n + DBUF_GUARD) * es;
+    unsigned char *buf = malloc(bytes);
+    RT_ASSERT(buf);
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e == cudaSuccess)
+        e = cudaMemcpy(buf, dev, bytes, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        printf("  CUDA error: %s\n", cudaGetErrorString(e));
+        free(buf);
+        return false;
+    }
+    for (int64_t i = 0; i < n; i++)
+        host[i] = t == KCUDA_F16 ? (float)((const _Float16 *)(const void *)buf)[i] : ((const float *)(const void *)buf)[i];
+    bool guard_ok = true;
+    for (size_t i = (size_t)n * es; i < bytes; i++)
+        guard_ok &= buf[i] == 0xff;
+    if (!guard_ok)
+        printf("  a kernel wrote past the end of its output\n");
+    free(buf);
+    return guard_ok;
+}
+
+void dbuf_free(void *dev) { cudaFree(dev); }
+
+bool cuda_check_close(const char *what, const float *out, const float *ref, int64_t n, enum kcuda_dtype t)
+{
+    int64_t bad = test_count_nonfinite(out, n);
+    double e = test_rel_error(out, ref, n), tol = t == KCUDA_F16 ? 2e-3 : 1e-5;
+    bool ok = bad == 0 && e <= tol;
+    if (!ok || getenv("INFERD_TEST_VERBOSE"))
+        printf("  %s %s: rel error %.3g (tol %g), %lld of %lld not written or not finite\n", what,
+               t == KCUDA_F16 ? "f16" : "f32", e, tol, (long long)bad, (long long)n);
+    return ok;
+}

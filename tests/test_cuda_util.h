@@ -1,0 +1,53 @@
+/*
+ * test_cuda_util.h - shared by the CUDA tests (compiled only in CUDA
+ * builds): whether a device is usable, and device buffers with poison and
+ * guard elements for the kernel tests.
+ *
+ *     CUDA_REQUIRE();                                 // SKIPs with the reason
+ *     void *x = dbuf_upload(host, n, KCUDA_F16);       // host FP32 -> device
+ *     void *y = dbuf_poisoned(n, KCUDA_F16);           // NaN, plus a guard
+ *     ... kernel ...
+ *     dbuf_download(out, y, n, KCUDA_F16);             // -> FP32; false if the guard changed
+ */
+#ifndef TEST_CUDA_UTIL_H
+#define TEST_CUDA_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels/cuda/kcuda.h"
+#include "runtime/rt_status.h"
+#include "test.h"
+
+/* NULL when a CUDA device usable by this build is present (it is then the
+ * current device, kernels initialised); else why not. */
+const char *cuda_test_unusable(void);
+
+#define CUDA_REQUIRE()                                           \
+    do {                                                         \
+        const char *why_ = cuda_test_unusable();                 \
+        if (why_)                                                \
+            SKIP("no usable CUDA device: %s", why_);             \
+    } while (0)
+
+/* Device buffers of n elements of type t, freed with dbuf_free. Uploads take
+ * FP32 host data (rounded to half for F16). Poisoned buffers are all-ones
+ * bytes (NaN in both types); every buffer is followed by DBUF_GUARD
+ * poisoned elements, so any of them can be an output. */
+#define DBUF_GUARD 64
+void *dbuf_upload(const float *host, int64_t n, enum kcuda_dtype t);
+void *dbuf_poisoned(int64_t n, enum kcuda_dtype t);
+/* Copies n elements back as FP32 after a device synchronisation; false when
+ * a CUDA call failed or a guard element past n was written. */
+bool dbuf_download(float *host, const void *dev, int64_t n, enum kcuda_dtype t);
+void dbuf_free(void *dev);
+
+/* Rounds x to the nearest half in place (what an F16 kernel sees). */
+void round_to_half(float *x, int64_t n);
+
+/* Checks out (n values of an op in type t) against ref: every value written
+ * and finite, relative error within 1e-5 (F32) or 2e-3 (F16). Prints the
+ * error with `what`. */
+bool cuda_check_close(const char *what, const float *out, const float *ref, int64_t n, enum kcuda_dtype t);
+
+#endif /* TEST_CUDA_UTIL_H */

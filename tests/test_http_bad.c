@@ -1,0 +1,260 @@
+/*
+ * test_http_bad.c - every bad input of the HTTP issue, each answered with
+ * its exact status and followed by a check that the daemon still serves:
+ * empty and truncated bodies, wrong datatype / shape / element count,
+ * unknown model / version / input, a 2 GB Content-Length, JSON nested
+ * 100000 deep, text sent as an image, truncated PNG and JPEG, a 1x1 image,
+ * a header claiming 60000x60000, broken multipart, idle and slow clients.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "http_harness.h"
+#include "http_images.h"
+#include "test.h"
+#include "test_model_util.h"
+
+static const struct http_model_spec LENET = HTTP_MODEL_SPEC("lenet5");
+
+#define INFER "/v2/models/lenet5/infer"
+#define CLASSIFY "/v2/models/lenet5/classify"
+
+/* Asserts the status of a POST, then that the daemon still serves. */
+#define EXPECT_POST(d, path, ct, body, len, want) do {                              \
+        ASSERT_EQ_INT(http_status((d), "POST", (path), (ct), (body), (len)), (want)); \
+        ASSERT_TRUE(http_still_serves(d));                                          \
+    } while (0)
+
+static char *valid_request(void)
+{
+    static float x[784];
+    for (int i = 0; i < 784; i++)
+        x[i] = test_rand_float(-1, 2);
+    return http_infer_json(x, 1, NULL);
+}
+
+/* ------------------------------------------------------------ infer bodies */
+
+static enum test_result bad_infer_bodies(struct http_daemon *d)
+{
+    const char *json = "application/json";
+    EXPECT_POST(d, INFER, json, "", 0, 400);
+    EXPECT_POST(d, INFER, json, "{\"inputs\":[{\"name\":\"input\"", 27, 400);
+    EXPECT_POST(d, INFER, json, "[1,2,3]", 7, 400);
+    EXPECT_POST(d, INFER, json, "{\"inputs\":[]}", 13, 400);
+    EXPECT_POST(d, INFER, json, "{} trailing", 11, 400);
+
+    char *good = valid_request();
+    size_t n = strlen(good);
+    EXPECT_POST(d, INFER, json, good, n / 2, 400);   /* truncated */
+    static const struct { const char *from, *to; int status; } EDITS[] = {
+        {"\"FP32\"", "\"INT64\"", 400},          /* lossy datatype */
+        {"\"FP32\"", "\"BYTES\"", 400},
+        {"\"FP32\"", "\"FLOAT\"", 400},          /* no such datatype */
+        {"[1,1,28,28]", "[1,28,28]", 400},       /* rank */
+        {"[1,1,28,28]", "[1,1,28,27]", 400},     /* dimension */
+        {"[1,1,28,28]", "[2,1,28,28]", 400},     /* element count: 784 for 1568 */
+        {"[1,1,28,28]", "[0,1,28,28]", 400},
+        {"[1,1,28,28]", "[65,1,28,28]", 400},    /* above max_batch_size */
+        {"[1,1,28,28]", "[-1,1,28,28]", 400},
+        {"[1,1,28,28]", "[1.5,1,28,28]", 400},
+        {"\"data\":[", "\"data\":[\"x\",", 400}, /* not a number */
+        {"\"data\":[", "\"data\":[1,", 400},     /* 785 elements */
+        {"\"name\":\"input\"", "\"name\":\"image\"", 400},   /* unknown input */
+        {"]}", "],\"parameters\":{\"shared_memory_region\":\"r\"}}", 400},
+        {"}]}", "}],\"outputs\":[{\"name\":\"probs\"}]}", 400},  /* unknown output */
+        {"}]}", "}],\"outputs\":[{\"name\":\"logits\",\"parameters\":{\"classification\":0}}]}", 400},
+        {"}]}", "}],\"parameters\":{\"timeout\":-5}}", 400},
+        {"{\"inputs\"", "{\"id\":7,\"inputs\"", 400},
+    };
+    for (size_t i = 0; i < sizeof(EDITS) / sizeof(EDITS[0]); i++) {
+        char *bad = str_replace_once(good, EDITS[i].from, EDITS[i].to);
+        long status = http_status(d, "POST", INFER, json, bad, strlen(bad));
+        free(bad);
+        TEST_FAIL_IF(status != EDITS[i].status, "edit %zu (%s -> %s): status %ld, want %d", i,
+                     EDITS[i].from, EDITS[i].to, status, EDITS[i].status);
+    }
+    ASSERT_TRUE(http_still_serves(d));
+    /* The input twice; the input missing (only an unknown one given). */
+    char *twice = str_replace_once(good, "}]}", "},{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,1,28,28],\"data\":[]}]}");
+    EXPECT_POST(d, INFER, json, twice, strlen(twice), 400);
+    free(twice);
+
+    /* Unknown model and version: 404 on infer, classify and metadata. */
+    EXPECT_POST(d, "/v2/models/nope/infer", json, good, n, 404);
+    EXPECT_POST(d, "/v2/models/lenet5/versions/2/infer", json, good, n, 404);
+    EXPECT_POST(d, "/v2/models/lenet5/versions/1/infer", json, good, n, 200);
+    EXPECT_POST(d, "/v2/models/nope/classify", "image/png", "x", 1, 404);
+    free(good);
+
+    /* JSON nested 100000 deep is refused before parsing. */
+    size_t depth = 100000;
+    char *deep = malloc(2 * depth);
+    memset(deep, '[', depth);
+    memset(deep + depth, ']', depth);
+    EXPECT_POST(d, INFER, json, deep, 2 * depth, 400);
+    memset(deep, '{', 1);
+    for (size_t i = 0; i < depth; i++)
+        deep[i] = i % 2 ? '[' : '{';
+    EXPECT_POST(d, INFER, json, deep, depth, 400);
+    free(deep);
+    return TEST_PASS;
+}
+
+TEST(http_bad_infer_bodies) { return http_run(&LENET, 1, NULL, bad_infer_bodies); }
+
+/* ------------------------------------------------------------ transport */
+
+static enum test_result bad_transport(struct http_daemon *d)
+{
+    /* Content-Length of 2 GB: refused from the headers alone. */
+    int fd = http_raw_connect(d);
+    ASSERT_TRUE(fd >= 0);
+    const char big[] = "POST " INFER " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                       "Content-Length: 2147483648\r\n\r\n{\"inputs\":";
+    ASSERT_TRUE(http_raw_send(fd, big, sizeof(big) - 1));
+    int status = http_raw_status(fd, 5000);
+    close(fd);
+    ASSERT_EQ_INT(status, 413);
+    ASSERT_TRUE(http_still_serves(d));
+
+    /* A chunked body that grows past --max-body-bytes (64k here): discarded,
+     * answered 413 when it ends. */
+    fd = http_raw_connect(d);
+    ASSERT_TRUE(fd >= 0);
+    const char head[] = "POST " INFER " HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n";
+    bool sent = http_raw_send(fd, head, sizeof(head) - 1);
+    static char chunk[16 * 1024 + 16];
+    int hl = snprintf(chunk, sizeof(chunk), "%x\r\n", 16 * 1024);
+    memset(chunk + hl, ' ', 16 * 1024);
+    memcpy(chunk + hl + 16 * 1024, "\r\n", 2);
+    for (int i = 0; i < 6 && sent; i++)
+        sent = http_raw_send(fd, chunk, (size_t)hl + 16 * 1024 + 2);
+    sent = sent && http_raw_send(fd, "0\r\n\r\n", 5);
+    status = http_raw_status(fd, 5000);
+    close(fd);
+    ASSERT_EQ_INT(status, 413);
+    ASSERT_TRUE(http_still_serves(d));
+
+    /* Over --max-tensor-elements (4096 here): by the shape, and by sheer
+     * count of JSON values that are not numbers. */
+    static float x8[8 * 784];
+    char *eight = http_infer_json(x8, 8, NULL);
+    EXPECT_POST(d, INFER, "application/json", eight, strlen(eight), 413);
+    free(eight);
+    size_t n_strings = 10000, len = 0;
+    char *strings = malloc(n_strings * 4 + 256);
+    len += (size_t)sprintf(strings, "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\","
+                                    "\"shape\":[1,1,28,28],\"data\":[");
+    for (size_t i = 0; i < n_strings; i++)
+        len += (size_t)sprintf(strings + len, "%s\"\"", i ? "," : "");
+    len += (size_t)sprintf(strings + len, "]}]}");
+    EXPECT_POST(d, INFER, "application/json", strings, len, 413);
+    free(strings);
+
+    /* Not HTTP at all. */
+    fd = http_raw_connect(d);
+    ASSERT_TRUE(fd >= 0);
+    ASSERT_TRUE(http_raw_send(fd, "HELLO\r\n\r\n", 9));
+    status = http_raw_status(fd, 5000);
+    close(fd);
+    ASSERT_TRUE(status == 400 || status == 0);
+    ASSERT_TRUE(http_still_serves(d));
+
+    /* A client that sends headers announcing a body, then nothing: the
+     * daemon keeps serving others and closes it after --idle-timeout (1 s). */
+    fd = http_raw_connect(d);
+    ASSERT_TRUE(fd >= 0);
+    const char idle[] = "POST " INFER " HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n";
+    ASSERT_TRUE(http_raw_send(fd, idle, sizeof(idle) - 1));
+    ASSERT_TRUE(http_still_serves(d));
+    status = http_raw_status(fd, 4000);
+    close(fd);
+    ASSERT_EQ_INT(status, 0); /* closed, no answer */
+    ASSERT_TRUE(http_still_serves(d));
+
+    /* A body trickling in for longer than --request-timeout (2 s): the
+     * connection is closed (libmicrohttpd cannot answer mid-body). */
+    fd = http_raw_connect(d);
+    ASSERT_TRUE(fd >= 0);
+    const char slow[] = "POST " INFER " HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n";
+    sent = http_raw_send(fd, slow, sizeof(slow) - 1);
+    status = -1;
+    int rounds = 0;
+    for (; rounds < 20 && sent && status < 0; rounds++) {
+        usleep(300 * 1000);
+        sent = http_raw_send(fd, " ", 1);
+        status = http_raw_status(fd, 1);
+    }
+    close(fd);
+    ASSERT_TRUE(!sent || status == 0);
+    ASSERT_GE(rounds, 6);   /* not before the 2 s */
+    ASSERT_TRUE(rounds < 20);
+    ASSERT_TRUE(http_still_serves(d));
+    return TEST_PASS;
+}
+
+TEST(http_bad_transport)
+{
+    static const char *const LIMITS[] = {"--max-body-bytes", "64k", "--idle-timeout", "1",
+                                         "--request-timeout", "2", "--max-tensor-elements",
+                                         "4096", NULL};
+    return http_run(&LENET, 1, LIMITS, bad_transport);
+}
+
+/* ------------------------------------------------------------ images */
+
+static enum test_result bad_images(struct http_daemon *d)
+{
+    uint8_t px[28 * 28];
+    for (int i = 0; i < 28 * 28; i++)
+        px[i] = (uint8_t)test_rand_int(0, 255);
+    uint8_t *png, *jpeg, *tiny;
+    size_t png_len, jpeg_len, tiny_len;
+    ASSERT_TRUE(http_encode_png(px, 28, 28, &png, &png_len));
+    ASSERT_TRUE(http_encode_jpeg(px, 28, 28, 90, &jpeg, &jpeg_len));
+    ASSERT_TRUE(http_encode_png(px, 1, 1, &tiny, &tiny_len));
+    enum test_result r = TEST_FAIL;
+
+    EXPECT_POST(d, CLASSIFY, "image/png", png, png_len, 200);
+    EXPECT_POST(d, CLASSIFY, "image/jpeg", jpeg, jpeg_len, 200);
+    EXPECT_POST(d, CLASSIFY, "image/png", "", 0, 400);                       /* empty */
+    EXPECT_POST(d, CLASSIFY, "image/png", "this is not a picture", 21, 415); /* text as image */
+    EXPECT_POST(d, CLASSIFY, "text/plain", "this is not a picture", 21, 415);
+    EXPECT_POST(d, CLASSIFY, "image/png", png, png_len / 2, 400);            /* truncated PNG */
+    EXPECT_POST(d, CLASSIFY, "image/png", png, 40, 400);
+    EXPECT_POST(d, CLASSIFY, "image/jpeg", jpeg, jpeg_len / 2, 400);         /* truncated JPEG */
+    EXPECT_POST(d, CLASSIFY, "image/jpeg", jpeg, 200, 400);
+    EXPECT_POST(d, CLASSIFY, "image/png", tiny, tiny_len, 200);              /* 1x1 is an image */
+    ASSERT_TRUE(http_png_set_size(png, png_len, 60000, 60000));              /* claims 3.6 Gpx */
+    EXPECT_POST(d, CLASSIFY, "image/png", png, png_len, 413);
+    ASSERT_TRUE(http_jpeg_set_size(jpeg, jpeg_len, 60000, 60000));
+    EXPECT_POST(d, CLASSIFY, "image/jpeg", jpeg, jpeg_len, 413);
+    EXPECT_POST(d, CLASSIFY "?top_k=0", "image/png", tiny, tiny_len, 400);
+    EXPECT_POST(d, CLASSIFY "?top_k=abc", "image/png", tiny, tiny_len, 400);
+    EXPECT_POST(d, CLASSIFY "?top_k=100", "image/png", tiny, tiny_len, 200);  /* clamped */
+
+    /* Multipart: no boundary; a part that never ends; no parts; junk. */
+    const char *mp = "multipart/form-data; boundary=XyZ";
+    char body[512];
+    int n = snprintf(body, sizeof(body), "--XyZ\r\nContent-Disposition: form-data; name=\"image\"; "
+                                         "filename=\"a.png\"\r\nContent-Type: image/png\r\n\r\n");
+    memcpy(body + n, tiny, tiny_len);
+    size_t len = (size_t)n + tiny_len;
+    EXPECT_POST(d, CLASSIFY, "multipart/form-data", body, len, 400);
+    EXPECT_POST(d, CLASSIFY, mp, body, len, 400);                             /* unterminated */
+    memcpy(body + len, "\r\n--XyZ--\r\n", 11);
+    EXPECT_POST(d, CLASSIFY, mp, body, len + 11, 200);                        /* now complete */
+    EXPECT_POST(d, CLASSIFY, mp, "--XyZ--\r\n", 9, 400);
+    EXPECT_POST(d, CLASSIFY, mp, "no boundary line here", 21, 400);
+    EXPECT_POST(d, CLASSIFY, mp, "--XyZ\r\nContent-Type: image/png", 30, 400); /* headers never end */
+    EXPECT_POST(d, CLASSIFY, "multipart/form-data; boundary=\"unclosed", body, len + 11, 400);
+    r = TEST_PASS;
+    free(png);
+    free(jpeg);
+    free(tiny);
+    return r;
+}
+
+TEST(http_bad_images_and_multipart) { return http_run(&LENET, 1, NULL, bad_images); }

@@ -1,0 +1,185 @@
+/*
+ * test_http_parsers.c - unit tests of the daemon's request parsers, which
+ * see untrusted bytes: the JSON number fast path (bit-identical to strtod),
+ * the tensor data it takes out of a request, the JSON depth check and the
+ * multipart/form-data splitter.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/srv_json.h"
+#include "server/srv_json_numbers.h"
+#include "server/srv_multipart.h"
+#include "test.h"
+
+static bool same_bits(double a, double b) { return memcmp(&a, &b, sizeof(a)) == 0; }
+
+TEST(http_parser_json_number_equals_strtod)
+{
+    static const char *const FIXED[] = {
+        "0", "-0", "1", "-1", "0.1", "1e10", "1E-10", "123456789012345", "1234567890123456789",
+        "0.000001234", "3.4028234663852886e38", "1e-320", "2.2250738585072014e-308", "1e308",
+        "9007199254740993", "0.30000000000000004", "1.00000000000000000000001", "1e22", "1e23",
+        "4.9406564584124654e-324", "123.456e-7", "1e400", "-1e-400"};
+    for (size_t i = 0; i < sizeof(FIXED) / sizeof(FIXED[0]); i++) {
+        double got;
+        ASSERT_TRUE(srv_json_number(FIXED[i], strlen(FIXED[i]), &got));
+        TEST_FAIL_IF(!same_bits(got, strtod(FIXED[i], NULL)), "%s: %.17g vs strtod %.17g",
+                     FIXED[i], got, strtod(FIXED[i], NULL));
+    }
+    /* Random floats printed the ways clients print them. */
+    for (int i = 0; i < 200000; i++) {
+        char text[64];
+        double f = (double)(test_rand_float(-3, 3) * powf(10.0f, (float)test_rand_int(-12, 12)));
+        switch (i % 6) {
+        case 0: snprintf(text, sizeof(text), "%.9g", f); break;
+        case 1: snprintf(text, sizeof(text), "%.7g", f); break;
+        case 2: snprintf(text, sizeof(text), "%.17g", f); break;
+        case 3: snprintf(text, sizeof(text), "%f", f); break;
+        case 4: snprintf(text, sizeof(text), "%.3e", f); break;
+        default: snprintf(text, sizeof(text), "%.12f", f); break;
+        }
+        double got;
+        ASSERT_TRUE(srv_json_number(text, strlen(text), &got));
+        TEST_FAIL_IF(!same_bits(got, strtod(text, NULL)), "%s: %.17g vs strtod %.17g", text, got,
+                     strtod(text, NULL));
+    }
+    static const char *const NOT_NUMBERS[] = {"", "-", "+1", ".5", "1.", "01", "1e", "1e+",
+                                              "0x10", "nan", "inf", "1 ", "--1", "1.2.3", "true"};
+    for (size_t i = 0; i < sizeof(NOT_NUMBERS) / sizeof(NOT_NUMBERS[0]); i++) {
+        double v;
+        TEST_FAIL_IF(srv_json_number(NOT_NUMBERS[i], strlen(NOT_NUMBERS[i]), &v),
+                     "'%s' taken as a number", NOT_NUMBERS[i]);
+    }
+    return TEST_PASS;
+}
+
+/* Takes numbers from text (a copy) and returns what cJSON sees afterwards. */
+static char *take(const char *text, struct srv_json_numbers *n)
+{
+    char *copy = strdup(text);
+    srv_json_numbers_take(copy, strlen(copy), 1000, n);
+    return copy;
+}
+
+TEST(http_parser_json_numbers_take)
+{
+    struct srv_json_numbers n;
+    char *t = take("{\"id\":\"x\",\"inputs\":[{\"name\":\"a\",\"data\":[[1,2],[3,4.5e1]]},"
+                   "{\"data\":[true]},7,{\"data\":[-0.25],\"data\":[9]}]}", &n);
+    ASSERT_EQ_INT(n.count[0], 4);
+    ASSERT_TRUE(n.values[0][1] == 2 && n.values[0][3] == 45);
+    ASSERT_TRUE(n.values[1] == NULL);                 /* booleans stay for cJSON */
+    ASSERT_TRUE(n.values[2] == NULL);
+    ASSERT_EQ_INT(n.count[3], 1);                     /* the first "data", as cJSON picks */
+    ASSERT_TRUE(n.values[3][0] == -0.25);
+    struct rt_error err;
+    cJSON *root = srv_json_parse(t, strlen(t), 32, &err);
+    ASSERT_TRUE(root != NULL);                        /* still valid JSON */
+    const cJSON *in0 = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "inputs"), 0);
+    ASSERT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(in0, "data")), 0);
+    cJSON_Delete(root);
+    free(t);
+    srv_json_numbers_free(&n);
+
+    /* An escaped key that cJSON could read as "inputs" or "data" disables the take. */
+    t = take("{\"\\u0069nputs\":[{\"data\":[1]}],\"inputs\":[{\"data\":[2]}]}", &n);
+    ASSERT_TRUE(n.values[0] == NULL);
+    free(t);
+    t = take("{\"inputs\":[{\"d\\u0061ta\":[1],\"data\":[2]}]}", &n);
+    ASSERT_TRUE(n.values[0] == NULL);
+    free(t);
+    /* Over the element budget: left to the normal path. */
+    char big[8192];
+    int len = snprintf(big, sizeof(big), "{\"inputs\":[{\"data\":[");
+    for (int i = 0; i < 1001; i++)
+        len += snprintf(big + len, sizeof(big) - (size_t)len, "%s1", i ? "," : "");
+    snprintf(big + len, sizeof(big) - (size_t)len, "]}]}");
+    t = take(big, &n);
+    ASSERT_TRUE(n.values[0] == NULL);
+    free(t);
+    /* Malformed documents are left alone and never read past their end. */
+    static const char *const BROKEN[] = {"{\"inputs\":[{\"data\":[1,2", "{\"inputs\":[{\"data\"",
+                                         "{\"inputs\"", "{", "[", "{\"inputs\":[{\"data\":[1,]}]}",
+                                         "{\"inputs\":[{\"data\":[1 2]}]}"};
+    for (size_t i = 0; i < sizeof(BROKEN) / sizeof(BROKEN[0]); i++) {
+        t = take(BROKEN[i], &n);
+        ASSERT_TRUE(n.values[0] == NULL);
+        ASSERT_STR_EQ(t, BROKEN[i]);
+        free(t);
+    }
+    return TEST_PASS;
+}
+
+TEST(http_parser_json_depth)
+{
+    ASSERT_TRUE(srv_json_depth_ok("{\"a\":[[1]]}", 11, 3));
+    ASSERT_FALSE(srv_json_depth_ok("{\"a\":[[1]]}", 11, 2));
+    ASSERT_TRUE(srv_json_depth_ok("{\"a\":\"[[[[[\"}", 13, 1));      /* brackets in strings */
+    ASSERT_TRUE(srv_json_depth_ok("{\"a\\\"[[[\":1}", 13, 1));       /* escaped quote */
+    struct rt_error err;
+    ASSERT_TRUE(srv_json_parse("[[[[1]]]]", 9, 3, &err) == NULL);
+    ASSERT_STR_CONTAINS(err.msg, "nested deeper");
+    ASSERT_TRUE(srv_json_parse("{} x", 4, 3, &err) == NULL);
+    ASSERT_TRUE(srv_json_parse("", 0, 3, &err) == NULL);
+    return TEST_PASS;
+}
+
+static enum rt_status split(const char *ct, const char *body, struct srv_part *parts, int *n)
+{
+    char boundary[SRV_MULTIPART_BOUNDARY_MAX + 1];
+    struct rt_error err;
+    enum rt_status st = srv_multipart_boundary(ct, boundary, &err);
+    if (st != RT_OK)
+        return st;
+    return srv_multipart_parse((const uint8_t *)body, strlen(body), boundary, parts, 4, n, &err);
+}
+
+TEST(http_parser_multipart)
+{
+    struct srv_part p[4];
+    int n;
+    const char *two = "preamble\r\n--AaB03x\r\n"
+                      "Content-Disposition: form-data; name=\"image\"; filename=\"a.png\"\r\n"
+                      "Content-Type: image/png\r\n\r\nPNGDATA\r\n"
+                      "--AaB03x  \r\n\r\n\r\n--x\r\n"
+                      "--AaB03x--\r\nepilogue";
+    ASSERT_EQ_INT(split("multipart/form-data; boundary=AaB03x", two, p, &n), RT_OK);
+    ASSERT_EQ_INT(n, 2);
+    ASSERT_TRUE(p[0].len == 7 && memcmp(p[0].data, "PNGDATA", 7) == 0);
+    ASSERT_STR_EQ(p[0].name, "image");
+    ASSERT_STR_EQ(p[0].content_type, "image/png");
+    ASSERT_TRUE(p[1].len == 5 && memcmp(p[1].data, "\r\n--x", 5) == 0); /* no headers */
+    ASSERT_EQ_INT(split("multipart/form-data; charset=x; boundary=\"Aa B\"",
+                        "--Aa B\r\n\r\nz\r\n--Aa B--", p, &n), RT_OK);
+    ASSERT_TRUE(n == 1 && p[0].len == 1);
+
+    static const struct { const char *ct, *body; enum rt_status want; } BAD[] = {
+        {"multipart/form-data", "--b\r\n\r\nx\r\n--b--", RT_ERR_INVALID},        /* no boundary */
+        {"multipart/form-data; boundary=", "--\r\n", RT_ERR_INVALID},
+        {"multipart/form-data; boundary=\"b", "--b\r\n", RT_ERR_INVALID},
+        {"multipart/form-data; boundary=b", "--b\r\n\r\nnever ends", RT_ERR_INVALID},
+        {"multipart/form-data; boundary=b", "--b\r\nheaders never end", RT_ERR_INVALID},
+        {"multipart/form-data; boundary=b", "--b--", RT_ERR_INVALID},          /* no parts */
+        {"multipart/form-data; boundary=b", "no delimiter", RT_ERR_INVALID},
+        {"multipart/form-data; boundary=b", "--bX\r\n\r\nx\r\n--b--", RT_ERR_INVALID},
+        {"multipart/form-data; boundary=b",
+         "--b\r\n\r\n1\r\n--b\r\n\r\n2\r\n--b\r\n\r\n3\r\n--b\r\n\r\n4\r\n--b\r\n\r\n5\r\n--b--",
+         RT_ERR_TOO_LARGE},
+    };
+    for (size_t i = 0; i < sizeof(BAD) / sizeof(BAD[0]); i++)
+        TEST_FAIL_IF(split(BAD[i].ct, BAD[i].body, p, &n) != BAD[i].want, "case %zu", i);
+    /* Every truncation of a valid body fails cleanly (no reads past the end). */
+    size_t len = strlen(two);
+    for (size_t cut = 0; cut + 10 < len; cut++) {
+        char *t = malloc(cut + 1);
+        memcpy(t, two, cut);
+        t[cut] = '\0';
+        struct rt_error err;
+        int k;
+        enum rt_status st = srv_multipart_parse((const uint8_t *)t, cut, "AaB03x", p, 4, &k, &err);
+        free(t);
+        TEST_FAIL_IF(st == RT_OK, "truncated at %zu accepted", cut);
+    }
+    return TEST_PASS;
+}

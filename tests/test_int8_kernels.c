@@ -1,0 +1,458 @@
+/*
+ * test_int8_kernels.c - the CPU INT8 and FP16-rounding kernels
+ * (kernels/cpu/kcpu_q8.h) against the reference ones (kernels/ref/kref_q8.h)
+ * on random shapes and random data, under every instruction set this CPU
+ * has (scalar, AVX2, AVX-512 VNNI) and pools of 1 to 3 threads (and none).
+ *
+ * Integer results must be equal byte for byte. Every output buffer starts
+ * poisoned and is followed by guard bytes: a kernel must write every
+ * element and nothing past the end.
+ */
+#include <stdlib.h>
+
+#include "kernels/cpu/kcpu.h"
+#include "kernels/cpu/kcpu_impl.h"
+#include "kernels/cpu/kcpu_q8.h"
+#include "kernels/ref/kref_q8.h"
+#include "runtime/rt_status.h"
+#include "test.h"
+
+#define GUARD 61
+#define POISON 0x5a
+
+static void restore_isa(int *saved)
+{
+    kcpu_isa_set_for_testing((enum kcpu_isa)*saved);
+}
+
+#define FOR_EACH_ISA(isa)                                                                \
+    for (int saved_isa_ __attribute__((cleanup(restore_isa))) = (int)kcpu_isa(),         \
+             isa = KCPU_ISA_SCALAR;                                                      \
+         isa <= (int)kcpu_isa_hardware() && kcpu_isa_set_for_testing((enum kcpu_isa)isa) == 0; \
+         isa++)
+
+static int8_t *rand_q8(int64_t count)
+{
+    int8_t *x = malloc((size_t)(count > 0 ? count : 1));
+    RT_ASSERT(x);
+    for (int64_t i = 0; i < count; i++)
+        x[i] = (int8_t)test_rand_int(-127, 127);
+    return x;
+}
+
+/* bytes of poison followed by GUARD poison bytes */
+static void *poisoned(size_t bytes)
+{
+    uint8_t *y = malloc(bytes + GUARD);
+    RT_ASSERT(y);
+    memset(y, POISON, bytes + GUARD);
+    return y;
+}
+
+/* Both outputs written identically and the guards untouched. */
+#define CHECK_SAME(got, want, bytes, what)                                                       \
+    do {                                                                                         \
+        const uint8_t *g_ = (const uint8_t *)(got), *w_ = (const uint8_t *)(want);               \
+        for (size_t i_ = 0; i_ < (size_t)(bytes) + GUARD; i_++)                                  \
+            TEST_FAIL_IF(g_[i_] != w_[i_], "%s: byte %zu of %zu differs: %d vs %d (isa %s)",    \
+                         (what), i_, (size_t)(bytes), g_[i_], w_[i_], kcpu_isa_name(kcpu_isa())); \
+    } while (0)
+
+struct pools {
+    struct kcpu_pool *p[4];
+};
+
+static void pools_open(struct pools *ps)
+{
+    ps->p[0] = NULL;
+    for (int t = 1; t <= 3; t++)
+        ps->p[t] = kcpu_pool_create(t);
+}
+
+static void pools_close(struct pools *ps)
+{
+    for (int t = 1; t <= 3; t++)
+        kcpu_pool_free(ps->p[t]);
+}
+
+/* A random multiplier around realistic magnitudes, sometimes extreme. */
+static struct k_q8_mult rand_mult(void)
+{
+    struct k_q8_mult q = {(int32_t)((1u << 30) + (uint32_t)(test_rand_u64() % (1u << 30))), test_rand_int(28, 45)};
+    int r = test_rand_int(0, 19);
+    if (r == 0)
+        q.shift = test_rand_int(1, 10);      /* huge: saturates */
+    else if (r == 1)
+        q.shift = test_rand_int(55, 62);     /* tiny: rounds to 0 */
+    else if (r == 2)
+        q.m = 0;
+    return q;
+}
+
+/* A random epilogue for oc channels; out_i32 and residual chosen by the caller. */
+struct epi {
+    struct k_q8_epilogue e;
+    int32_t *bias;
+    struct k_q8_mult *mult;
+};
+
+static void epi_init(struct epi *ep, int oc, int out_i32)
+{
+    ep->bias = malloc(sizeof(int32_t) * (size_t)oc);
+    ep->mult = malloc(sizeof(struct k_q8_mult) * (size_t)oc);
+    RT_ASSERT(ep->bias && ep->mult);
+    for (int o = 0; o < oc; o++) {
+        ep->bias[o] = test_rand_int(-(1 << 18), 1 << 18);
+        ep->mult[o] = rand_mult();
+    }
+    if (test_rand_int(0, 9) == 0)
+        ep->bias[0] = test_rand_int(0, 1) ? K_Q8_BIAS_MAX : -K_Q8_BIAS_MAX;
+    int act = test_rand_int(0, 2);
+    ep->e = (struct k_q8_epilogue){.bias = ep->bias, .mult = ep->mult, .res_mult = rand_mult(),
+                                   .lo = act ? 0 : K_Q8_MIN, .hi = act == 2 ? test_rand_int(1, 127) : K_Q8_MAX,
+                                   .out_i32 = out_i32};
+}
+
+static void epi_free(struct epi *ep)
+{
+    free(ep->bias);
+    free(ep->mult);
+}
+
+static void random_conv(struct k_conv2d *p)
+{
+    memset(p, 0, sizeof(*p));
+    int kind = test_rand_int(0, 5);   /* 0 depthwise, 1 grouped, 2 direct 1x1, else dense */
+    p->groups = kind == 0 ? test_rand_int(1, 6) : kind == 1 ? test_rand_int(2, 3) : 1;
+    int cg = kind == 0 ? 1 : test_rand_int(1, 20);
+    int mg = kind == 0 ? test_rand_int(1, 2) : test_rand_int(1, 40);
+    p->c = cg * p->groups;
+    p->oc = mg * p->groups;
+    p->n = test_rand_int(1, 4);
+    for (;;) {
+        p->h = test_rand_int(1, 24);
+        p->w = test_rand_int(1, 24);
+        if (kind == 2) {
+            p->kh = p->kw = p->stride_h = p->stride_w = p->dil_h = p->dil_w = 1;
+        } else {
+            p->kh = test_rand_int(1, 5);
+            p->kw = test_rand_int(1, 5);
+            p->stride_h = test_rand_int(1, 3);
+            p->stride_w = test_rand_int(1, 3);
+            p->dil_h = test_rand_int(1, 2);
+            p->dil_w = test_rand_int(1, 2);
+            p->pad_t = test_rand_int(0, 2);
+            p->pad_l = test_rand_int(0, 2);
+        }
+        int pad_b = kind == 2 ? 0 : test_rand_int(0, 2), pad_r = kind == 2 ? 0 : test_rand_int(0, 2);
+        int sh = p->h + p->pad_t + pad_b - p->dil_h * (p->kh - 1) - 1;
+        int sw = p->w + p->pad_l + pad_r - p->dil_w * (p->kw - 1) - 1;
+        if (sh >= 0 && sw >= 0) {
+            p->oh = sh / p->stride_h + 1;
+            p->ow = sw / p->stride_w + 1;
+            return;
+        }
+    }
+}
+
+/* Runs one conv (or linear, when lin) case under every ISA and pool. */
+static enum test_result conv_case(const struct k_conv2d *p, const struct k_linear *lin, struct pools *ps)
+{
+    int64_t xn = lin ? (int64_t)lin->n * lin->k : (int64_t)p->n * p->c * p->h * p->w;
+    int64_t wn = lin ? (int64_t)lin->m * lin->k : (int64_t)p->oc * (p->c / p->groups) * p->kh * p->kw;
+    int64_t yn = lin ? (int64_t)lin->n * lin->m : (int64_t)p->n * p->oc * p->oh * p->ow;
+    int oc = lin ? lin->m : p->oc;
+    int out_i32 = test_rand_int(0, 4) == 0;
+    int has_res = !out_i32 && test_rand_int(0, 2) == 0;
+    int8_t *x = rand_q8(xn), *w = rand_q8(wn), *res = has_res ? rand_q8(yn) : NULL;
+    struct epi ep;
+    epi_init(&ep, oc, out_i32);
+    size_t esize = out_i32 ? 4 : 1, ybytes = (size_t)yn * esize;
+    void *want = poisoned(ybytes), *got = poisoned(ybytes);
+    size_t pbytes = lin ? kcpu_linear_q8_packed_bytes(lin) : kcpu_conv2d_q8_packed_bytes(p);
+    void *packed = aligned_alloc(64, (pbytes + 63) / 64 * 64);
+    size_t sbytes = lin ? kcpu_linear_q8_scratch_bytes(lin, 3) : kcpu_conv2d_q8_scratch_bytes(p, 3);
+    void *scratch = malloc(sbytes);
+    RT_ASSERT(packed && scratch);
+    if (lin) {
+        kcpu_linear_q8_pack(lin, w, packed);
+        kref_linear_q8(lin, x, w, &ep.e, res, want);
+    } else {
+        kcpu_conv2d_q8_pack(p, w, packed);
+        kref_conv2d_q8(p, x, w, &ep.e, res, want);
+    }
+    enum test_result r = TEST_PASS;
+    FOR_EACH_ISA(isa) {
+        struct kcpu_pool *pool = ps->p[test_rand_int(0, 3)];
+        memset(got, POISON, ybytes + GUARD);
+        if (lin)
+            kcpu_linear_q8(pool, lin, x, packed, &ep.e, res, got, scratch);
+        else
+            kcpu_conv2d_q8(pool, p, x, packed, &ep.e, res, got, scratch);
+        if (memcmp(got, want, ybytes + GUARD) != 0) {
+            const uint8_t *g = got, *wb = want;
+            size_t i = 0;
+            while (g[i] == wb[i])
+                i++;
+            if (lin)
+                test_fail_msg(__FILE__, __LINE__, "linear n=%d k=%d m=%d i32=%d res=%d: byte %zu of %zu differs (%d vs %d) under %s",
+                              lin->n, lin->k, lin->m, out_i32, has_res, i, ybytes, g[i], wb[i], kcpu_isa_name((enum kcpu_isa)isa));
+            else
+                test_fail_msg(__FILE__, __LINE__,
+                              "conv n=%d c=%d %dx%d oc=%d k=%dx%d s=%d,%d d=%d,%d pad=%d,%d g=%d -> %dx%d i32=%d res=%d: "
+                              "byte %zu of %zu differs (%d vs %d) under %s",
+                              p->n, p->c, p->h, p->w, p->oc, p->kh, p->kw, p->stride_h, p->stride_w, p->dil_h,
+                              p->dil_w, p->pad_t, p->pad_l, p->groups, p->oh, p->ow, out_i32, has_res, i, ybytes,
+                              g[i], wb[i], kcpu_isa_name((enum kcpu_isa)isa));
+            r = TEST_FAIL;
+            break;
+        }
+    }
+    free(x), free(w), free(res), free(want), free(got), free(packed), free(scratch);
+    epi_free(&ep);
+    return r;
+}
+
+TEST(int8_conv2d_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (int it = 0; it < 60 && r == TEST_PASS; it++) {
+        struct k_conv2d p;
+        random_conv(&p);
+        r = conv_case(&p, NULL, &ps);
+    }
+    pools_close(&ps);
+    return r;
+}
+
+/* The served models' layer shapes at batch 3: 3x3 pad 1, stride 2, 1x1 s2. */
+TEST(int8_conv2d_model_shapes)
+{
+    static const int shapes[][6] = {   /* c, hw, oc, k, stride, pad */
+        {1, 28, 16, 3, 1, 1}, {16, 28, 16, 3, 1, 1}, {16, 28, 32, 3, 2, 1}, {16, 28, 32, 1, 2, 0},
+        {32, 14, 32, 3, 1, 1}, {64, 7, 64, 3, 1, 1}, {1, 28, 6, 5, 1, 2}, {6, 14, 16, 5, 1, 0},
+        {64, 7, 64, 1, 1, 0},
+    };
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]) && r == TEST_PASS; i++) {
+        const int *s = shapes[i];
+        struct k_conv2d p = {.n = 3, .c = s[0], .h = s[1], .w = s[1], .oc = s[2], .kh = s[3], .kw = s[3],
+                             .stride_h = s[4], .stride_w = s[4], .pad_t = s[5], .pad_l = s[5],
+                             .dil_h = 1, .dil_w = 1, .groups = 1};
+        p.oh = p.ow = (s[1] + 2 * s[5] - s[3]) / s[4] + 1;
+        r = conv_case(&p, NULL, &ps);
+    }
+    pools_close(&ps);
+    return r;
+}
+
+TEST(int8_linear_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (int it = 0; it < 40 && r == TEST_PASS; it++) {
+        struct k_linear l = {.n = test_rand_int(1, 70), .k = test_rand_int(1, 300), .m = test_rand_int(1, 50)};
+        if (it == 0)
+            l = (struct k_linear){.n = 64, .k = 400, .m = 120};
+        r = conv_case(NULL, &l, &ps);
+    }
+    pools_close(&ps);
+    return r;
+}
+
+static void random_pool(struct k_pool2d *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->n = test_rand_int(1, 3);
+    p->c = test_rand_int(1, 5);
+    p->kh = test_rand_int(1, 4);
+    p->kw = test_rand_int(1, 4);
+    p->h = test_rand_int(p->kh, 15);
+    p->w = test_rand_int(p->kw, 15);
+    p->stride_h = test_rand_int(1, 3);
+    p->stride_w = test_rand_int(1, 3);
+    p->pad_t = test_rand_int(0, p->kh / 2);
+    p->pad_l = test_rand_int(0, p->kw / 2);
+    p->dil_h = p->dil_w = 1;
+    p->count_include_pad = test_rand_int(0, 1);
+    p->oh = (p->h + 2 * p->pad_t - p->kh) / p->stride_h + 1;
+    p->ow = (p->w + 2 * p->pad_l - p->kw) / p->stride_w + 1;
+}
+
+TEST(int8_pools_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    for (int it = 0; it < 40; it++) {
+        struct k_pool2d p;
+        random_pool(&p);
+        int64_t xn = (int64_t)p.n * p.c * p.h * p.w, yn = (int64_t)p.n * p.c * p.oh * p.ow;
+        struct k_q8_mult counts[17];
+        for (int c = 0; c <= p.kh * p.kw; c++)
+            counts[c] = rand_mult();
+        struct k_q8_mult gm = rand_mult();
+        int8_t *x = rand_q8(xn);
+        int8_t *w_max = poisoned((size_t)yn), *w_avg = poisoned((size_t)yn), *w_gl = poisoned((size_t)(p.n * p.c));
+        int8_t *g = poisoned((size_t)(yn + p.n * p.c));
+        kref_max_pool2d_q8(&p, x, w_max);
+        kref_avg_pool2d_q8(&p, counts, x, w_avg);
+        kref_global_avg_pool_q8(p.n, p.c, (int64_t)p.h * p.w, gm, x, w_gl);
+        FOR_EACH_ISA(isa) {
+            struct kcpu_pool *pool = ps.p[test_rand_int(0, 3)];
+            memset(g, POISON, (size_t)(yn + p.n * p.c) + GUARD);
+            kcpu_max_pool2d_q8(pool, &p, x, g);
+            CHECK_SAME(g, w_max, yn, "max pool");
+            memset(g, POISON, (size_t)yn + GUARD);
+            kcpu_avg_pool2d_q8(pool, &p, counts, x, g);
+            CHECK_SAME(g, w_avg, yn, "avg pool");
+            memset(g, POISON, (size_t)(p.n * p.c) + GUARD);
+            kcpu_global_avg_pool_q8(pool, p.n, p.c, (int64_t)p.h * p.w, gm, x, g);
+            CHECK_SAME(g, w_gl, p.n * p.c, "global avg pool");
+        }
+        free(x), free(w_max), free(w_avg), free(w_gl), free(g);
+    }
+    pools_close(&ps);
+    return TEST_PASS;
+}
+
+TEST(int8_elementwise_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    for (int it = 0; it < 12; it++) {
+        int64_t n = it == 0 ? 1 : test_rand_int(1, 70000);
+        int8_t *a = rand_q8(n), *b = rand_q8(n), lut[256];
+        float *f = malloc(sizeof(float) * (size_t)n);
+        RT_ASSERT(f);
+        for (int i = 0; i < 256; i++)
+            lut[i] = (int8_t)test_rand_int(-127, 127);
+        float scale = test_rand_float(1e-3f, 0.5f), inv = 1.0f / scale;
+        for (int64_t i = 0; i < n; i++)
+            f[i] = test_rand_float(-200 * scale, 200 * scale);
+        f[0] = NAN;
+        if (n > 2) {
+            f[1] = INFINITY;
+            f[2] = 2.5f * scale;
+        }
+        struct k_q8_mult ma = rand_mult(), mb = rand_mult();
+        int8_t *w_add = poisoned((size_t)n), *w_lut = poisoned((size_t)n), *w_q = poisoned((size_t)n);
+        float *w_dq = poisoned(sizeof(float) * (size_t)n), *g_dq = poisoned(sizeof(float) * (size_t)n);
+        int8_t *g = poisoned((size_t)n);
+        kref_add_q8(n, a, ma, b, mb, w_add);
+        kref_lut_q8(n, lut, a, w_lut);
+        kref_quantize_q8(n, f, inv, w_q);
+        kref_dequantize_q8(n, a, scale, w_dq);
+        FOR_EACH_ISA(isa) {
+            struct kcpu_pool *pool = ps.p[test_rand_int(0, 3)];
+            memset(g, POISON, (size_t)n + GUARD);
+            kcpu_add_q8(pool, n, a, ma, b, mb, g);
+            CHECK_SAME(g, w_add, n, "add");
+            memset(g, POISON, (size_t)n + GUARD);
+            kcpu_lut_q8(pool, n, lut, a, g);
+            CHECK_SAME(g, w_lut, n, "lut");
+            memset(g, POISON, (size_t)n + GUARD);
+            kcpu_quantize_q8(pool, n, f, inv, g);
+            CHECK_SAME(g, w_q, n, "quantize");
+            memset(g_dq, POISON, sizeof(float) * (size_t)n + GUARD);
+            kcpu_dequantize_q8(pool, n, a, scale, g_dq);
+            CHECK_SAME(g_dq, w_dq, sizeof(float) * (size_t)n, "dequantize");
+        }
+        free(a), free(b), free(f), free(w_add), free(w_lut), free(w_q), free(w_dq), free(g_dq), free(g);
+    }
+    pools_close(&ps);
+    return TEST_PASS;
+}
+
+TEST(int8_concat_and_dequant_i32_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    for (int it = 0; it < 20; it++) {
+        struct k_concat p = {.outer = test_rand_int(1, 6), .inner = test_rand_int(1, 40), .count = test_rand_int(1, 4)};
+        int64_t lens[4], total = 0;
+        int8_t *in[4];
+        struct k_q8_mult mults[4];
+        for (int i = 0; i < p.count; i++) {
+            lens[i] = test_rand_int(1, 5);
+            total += lens[i];
+            in[i] = rand_q8(p.outer * lens[i] * p.inner);
+            mults[i] = rand_mult();
+        }
+        mults[0] = (struct k_q8_mult){1 << 30, 30};   /* the identity */
+        int64_t yn = p.outer * total * p.inner;
+        int8_t *want = poisoned((size_t)yn), *got = poisoned((size_t)yn);
+        kref_concat_q8(&p, (const int8_t *const *)in, lens, mults, want);
+        int n = test_rand_int(1, 4), c = test_rand_int(1, 20);
+        int64_t inner = test_rand_int(1, 30), cnt = n * c * inner;
+        int32_t *x32 = malloc(sizeof(int32_t) * (size_t)cnt);
+        float *sc = malloc(sizeof(float) * (size_t)c);
+        RT_ASSERT(x32 && sc);
+        for (int64_t i = 0; i < cnt; i++)
+            x32[i] = (int32_t)(test_rand_u64() >> 33) - (1 << 30);
+        for (int i = 0; i < c; i++)
+            sc[i] = test_rand_float(1e-6f, 1e-2f);
+        float *wf = poisoned(sizeof(float) * (size_t)cnt), *gf = poisoned(sizeof(float) * (size_t)cnt);
+        kref_dequantize_i32(n, c, inner, x32, sc, wf);
+        FOR_EACH_ISA(isa) {
+            struct kcpu_pool *pool = ps.p[test_rand_int(0, 3)];
+            memset(got, POISON, (size_t)yn + GUARD);
+            kcpu_concat_q8(pool, &p, (const int8_t *const *)in, lens, mults, got);
+            CHECK_SAME(got, want, yn, "concat");
+            memset(gf, POISON, sizeof(float) * (size_t)cnt + GUARD);
+            kcpu_dequantize_i32(pool, n, c, inner, x32, sc, gf);
+            CHECK_SAME(gf, wf, sizeof(float) * (size_t)cnt, "dequantize i32");
+        }
+        for (int i = 0; i < p.count; i++)
+            free(in[i]);
+        free(want), free(got), free(x32), free(sc), free(wf), free(gf);
+    }
+    pools_close(&ps);
+    return TEST_PASS;
+}
+
+/* F16C against the scalar conversion of kernel_quant.h over a stride of all
+ * 2^32 bit patterns (every sign, exponent and rounding case), plus ties. */
+TEST(fp16_rounding_matches_f16c)
+{
+    enum { N = 1 << 16 };
+    float *x = malloc(sizeof(float) * N), *want = malloc(sizeof(float) * N);
+    float *got = poisoned(sizeof(float) * N);
+    RT_ASSERT(x && want);
+    struct kcpu_pool *pool = kcpu_pool_create(2);
+    uint32_t bits = (uint32_t)test_rand_u64();
+    for (int round = 0; round < 200; round++) {
+        for (int i = 0; i < N; i++, bits += 65521u * 997u + 13u)
+            x[i] = k_f32_from_bits(bits);
+        if (round == 0) {   /* exact ties at both exponent ends, overflow edge, subnormals */
+            static const uint32_t special[] = {0x3f801000u, 0x3f803000u, 0x477fefffu, 0x477ff000u, 0x33000000u,
+                                               0x33000001u, 0x387fc000u, 0x38800000u, 0x7fc00001u, 0xff800000u,
+                                               0x80000000u, 0x00000001u, 0x477fe000u, 0x3a001000u};
+            for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+                x[i] = k_f32_from_bits(special[i]);
+        }
+        kref_round_f16(N, x, want);
+        FOR_EACH_ISA(isa) {
+            int64_t n = N - test_rand_int(0, 17);
+            memset(got, POISON, sizeof(float) * N + GUARD);
+            kcpu_round_f16(test_rand_int(0, 1) ? pool : NULL, n, x, got);
+            for (int64_t i = 0; i < n; i++)
+                TEST_FAIL_IF(k_f32_bits(got[i]) != k_f32_bits(want[i]), "%s: 0x%08x -> 0x%08x, scalar 0x%08x",
+                             kcpu_isa_name((enum kcpu_isa)isa), k_f32_bits(x[i]), k_f32_bits(got[i]),
+                             k_f32_bits(want[i]));
+            TEST_FAIL_IF(((const uint8_t *)got)[n * 4] != POISON, "wrote past the end");
+        }
+    }
+    /* A few values by hand: 1 + 2^-11 is a tie that rounds to even (1). */
+    ASSERT_EQ_INT(k_f32_bits(k_f16_round(1.0f + 1.0f / 2048)), k_f32_bits(1.0f));
+    ASSERT_EQ_INT(k_f32_bits(k_f16_round(65520.0f)), k_f32_bits(INFINITY));
+    ASSERT_EQ_INT(k_f32_bits(k_f16_round(65519.0f)), k_f32_bits(65504.0f));
+    ASSERT_EQ_INT(k_f32_bits(k_f16_round(5.9604645e-08f)), k_f32_bits(5.9604645e-08f));
+    kcpu_pool_free(pool);
+    free(x), free(want), free(got);
+    return TEST_PASS;
+}
