@@ -33,7 +33,7 @@ OPT      := $(if $(filter 1,$(DEBUG)),-O0 -g3,-O2 -g)
 SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all,)
 CFLAGS   += $(CSTD) $(OPT) $(WARN) $(SANFLAGS) -pthread -MMD -MP -I. -fvisibility=hidden
 LDFLAGS  += $(SANFLAGS) -pthread
-LDLIBS   += -lm -lz -lpng -ljpeg -lcjson
+LDLIBS   += -lm -lz -lpng -ljpeg -lcjson -lprotobuf-c
 
 # Per-file instruction sets: foo_avx2.c and foo_avx512.c are compiled for that
 # ISA only and called after a run-time CPU check (kernels/cpu/kcpu_isa.c).
@@ -62,6 +62,13 @@ ifneq ($(CUDA_ON),1)
 endif
 LIB_SRC     := $(KERNEL_SRC) $(RUNTIME_SRC)
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# The ONNX loader's protobuf code is generated at build time from the
+# onnx.proto that Debian's libonnx-dev installs (never copied into the repo).
+ONNX_PROTO  := /usr/include/onnx/onnx.proto
+GEN         := $(BUILD)/gen
+ONNX_PB_C   := $(GEN)/onnx/onnx.pb-c.c
+ONNX_PB_OBJ := $(BUILD)/obj/gen/onnx.pb-c.o
+LIB_OBJ     += $(ONNX_PB_OBJ)
 LIB         := $(BUILD)/libinferd.a
 
 SERVER_SRC  := $(wildcard server/*.c)
@@ -108,7 +115,8 @@ help:
 # ---------------------------------------------------------------- deps
 # Debian packages the build and the tests need; only missing ones are installed.
 DEBS        := gcc make pkg-config zlib1g-dev libpng-dev libjpeg62-turbo-dev libcjson-dev \
-               libmicrohttpd-dev libcurl4-openssl-dev dataset-fashion-mnist curl
+               libmicrohttpd-dev libcurl4-openssl-dev dataset-fashion-mnist curl \
+               libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
 DEBS_PYTHON := python3-torch python3-numpy
 DEBS_CLIENT := gnuplot-nox python3  # loadgen --sweep plots, the Python example (both tested)
 DEBS_WRK    := wrk            # bench-loadgen's yardstick
@@ -148,6 +156,20 @@ $(BUILD)/obj/%.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  NVCC  $<"
 	@$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+
+$(ONNX_PB_C): $(ONNX_PROTO)
+	@mkdir -p $(dir $@)
+	@echo "  PROTOC-C $<"
+	@protoc-c --proto_path=$(dir $<) --c_out=$(dir $@) $<
+
+$(ONNX_PB_OBJ): $(ONNX_PB_C) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  CC    $<"
+	@$(CC) $(CFLAGS) -I$(GEN)/onnx -c $< -o $@
+
+# Only the loader sees the generated header; it must exist before they compile.
+$(BUILD)/obj/runtime/onnx_%.o: CFLAGS += -I$(GEN)
+$(BUILD)/obj/runtime/onnx_%.o: | $(ONNX_PB_C)
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@

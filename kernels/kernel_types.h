@@ -68,6 +68,23 @@ struct k_softmax {
     int64_t outer, axis_len, inner;
 };
 
+/* Element-wise binary op with numpy broadcasting (ONNX Add, Mul, ...). */
+enum k_binop { K_BIN_ADD = 0, K_BIN_SUB, K_BIN_MUL, K_BIN_DIV, K_BIN_MAX, K_BIN_MIN, K_BIN_COUNT };
+
+#define K_BINARY_MAX_DIMS 8
+
+/* y[s, i...] = a op b over n samples of an output of per-sample dims[rank]
+ * (rank 0: one element). Each operand is addressed by its element stride per
+ * output dim (0 along a broadcast dim) and per sample (0 for a constant that
+ * every sample shares). y is contiguous. */
+struct k_binary {
+    int n, rank;
+    enum k_binop op;
+    int64_t dims[K_BINARY_MAX_DIMS];
+    int64_t a_stride[K_BINARY_MAX_DIMS], b_stride[K_BINARY_MAX_DIMS];
+    int64_t a_sample, b_sample;
+};
+
 /* Concatenation along one axis: each input is [outer, len_i, inner]. */
 struct k_concat {
     int64_t outer, inner;

@@ -8,7 +8,10 @@
  * the outliers) into 128 levels and spreads each level's mass evenly over
  * its bins that are non-zero in P. The threshold with the smallest
  * KL(P || Q) wins: clipping outliers is worth it while it buys resolution
- * for the bulk of the distribution.
+ * for the bulk of the distribution. As in NVIDIA's pytorch-quantization,
+ * the first bin counts as much as the second: after a ReLU half of all
+ * values are exact zeros, and that spike would otherwise make every
+ * threshold look alike except the tiny ones that resolve it.
  */
 #include "rt_calib.h"
 
@@ -117,18 +120,22 @@ int rt_calib_entropy_bins(const uint64_t *hist, int n)
         return n;
     double *p = malloc(sizeof(double) * (size_t)n), *q = malloc(sizeof(double) * (size_t)n);
     double *beyond = malloc(sizeof(double) * ((size_t)n + 1));   /* mass of bins >= i */
-    if (!p || !q || !beyond) {
-        free(p), free(q), free(beyond);
+    double *h = malloc(sizeof(double) * (size_t)n);
+    if (!p || !q || !beyond || !h) {
+        free(p), free(q), free(beyond), free(h);
         return n;
     }
+    for (int i = 0; i < n; i++)
+        h[i] = (double)hist[i];
+    h[0] = h[1];
     beyond[n] = 0;
     for (int i = n - 1; i >= 0; i--)
-        beyond[i] = beyond[i + 1] + (double)hist[i];
+        beyond[i] = beyond[i + 1] + h[i];
     int best = n;
     double best_kl = INFINITY;
     for (int i = RT_CALIB_LEVELS; i <= n; i++) {
         for (int k = 0; k < i; k++)
-            p[k] = (double)hist[k];
+            p[k] = h[k];
         p[i - 1] += beyond[i];
         int merged = i / RT_CALIB_LEVELS;
         for (int j = 0; j < RT_CALIB_LEVELS; j++) {
@@ -136,19 +143,19 @@ int rt_calib_entropy_bins(const uint64_t *hist, int n)
             double sum = 0;
             int nonzero = 0;
             for (int k = start; k < stop; k++) {
-                sum += (double)hist[k];
+                sum += h[k];
                 nonzero += p[k] != 0;
             }
             for (int k = start; k < stop; k++)
                 q[k] = p[k] != 0 ? sum / nonzero : 0;
         }
         double kl = kl_divergence(p, q, i);
-        if (kl < best_kl) {
+        if (kl <= best_kl) {   /* ties: the widest range */
             best_kl = kl;
             best = i;
         }
     }
-    free(p), free(q), free(beyond);
+    free(p), free(q), free(beyond), free(h);
     return best;
 }
 

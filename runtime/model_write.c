@@ -235,10 +235,10 @@ static cJSON *write_nodes(struct wlist *l, const struct rt_graph *g, enum rt_pre
             ok = false;
             break;
         }
+        ok = cJSON_AddStringToObject(j, "name", n->name) && cJSON_AddStringToObject(j, "op", rt_op_name(n->op));
         cJSON *ins = cJSON_AddArrayToObject(j, "inputs"), *outs = cJSON_AddArrayToObject(j, "outputs");
         cJSON *weights = cJSON_AddObjectToObject(j, "weights"), *attrs = cJSON_AddObjectToObject(j, "attrs");
-        ok = ins && outs && weights && attrs && cJSON_AddStringToObject(j, "name", n->name) &&
-             cJSON_AddStringToObject(j, "op", rt_op_name(n->op));
+        ok = ok && ins && outs && weights && attrs;
         for (int k = 0; ok && k < n->n_inputs; k++)
             ok = cJSON_AddItemToArray(ins, cJSON_CreateString(g->tensors[n->inputs[k]].name));
         ok = ok && cJSON_AddItemToArray(outs, cJSON_CreateString(g->tensors[n->output].name)) &&
@@ -255,10 +255,87 @@ static cJSON *write_nodes(struct wlist *l, const struct rt_graph *g, enum rt_pre
     return nodes;
 }
 
+/* Sets root[key], keeping its place when present. */
 static bool set_item(cJSON *root, const char *key, cJSON *item)
 {
-    cJSON_DeleteItemFromObjectCaseSensitive(root, key);
+    if (!item)
+        return false;
+    if (cJSON_GetObjectItemCaseSensitive(root, key))
+        return cJSON_ReplaceItemInObjectCaseSensitive(root, key, item);
     return attach(root, key, item);
+}
+
+/* item on one line, with a space after each ':' and ',' outside strings. */
+static void print_compact(FILE *f, const cJSON *item)
+{
+    char *text = cJSON_PrintUnformatted(item);
+    bool in_string = false;
+    for (const char *c = text; c && *c; c++) {
+        fputc(*c, f);
+        if (in_string && *c == '\\' && c[1])
+            fputc(*++c, f);
+        else if (*c == '"')
+            in_string = !in_string;
+        else if (!in_string && (*c == ':' || *c == ','))
+            fputc(' ', f);
+    }
+    free(text);
+}
+
+/* The file's layout: one top-level field per line, one node per line, one
+ * activation scale per line. */
+static char *print_model(const cJSON *root)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    fputs("{", f);
+    for (const cJSON *it = root->child; it; it = it->next) {
+        cJSON *key = cJSON_CreateString(it->string);
+        fputs(it == root->child ? "\n  " : ",\n  ", f);
+        print_compact(f, key);
+        fputs(": ", f);
+        cJSON_Delete(key);
+        const cJSON *scales = cJSON_GetObjectItemCaseSensitive(it, "activation_scales");
+        if (strcmp(it->string, "nodes") == 0 && cJSON_IsArray(it)) {
+            fputs("[", f);
+            for (const cJSON *n = it->child; n; n = n->next) {
+                fputs(n == it->child ? "\n    " : ",\n    ", f);
+                print_compact(f, n);
+            }
+            fputs("\n  ]", f);
+        } else if (strcmp(it->string, "quantization") == 0 && cJSON_IsObject(scales)) {
+            fputs("{", f);
+            for (const cJSON *q = it->child; q; q = q->next) {
+                fprintf(f, "%s\n    \"%s\": ", q == it->child ? "" : ",", q->string);
+                if (q != scales) {
+                    print_compact(f, q);
+                    continue;
+                }
+                fputs("{", f);
+                for (const cJSON *v = scales->child; v; v = v->next) {
+                    cJSON *name = cJSON_CreateString(v->string);
+                    fputs(v == scales->child ? "\n      " : ",\n      ", f);
+                    print_compact(f, name);
+                    fputs(": ", f);
+                    print_compact(f, v);
+                    cJSON_Delete(name);
+                }
+                fputs("\n    }", f);
+            }
+            fputs("\n  }", f);
+        } else {
+            print_compact(f, it);
+        }
+    }
+    fputs("\n}\n", f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
 }
 
 static cJSON *quantization(const struct rt_graph *g, const struct rt_write_options *opt)
@@ -325,7 +402,7 @@ enum rt_status rt_model_write(const char *dir, const char *source_json, size_t s
         ok = set_item(root, "quantization", quantization(g, opt));
     if (ok && cfg->n_labels > 0)
         ok = set_item(root, "labels", cJSON_CreateString("labels.txt")) && write_labels(dir, cfg);
-    char *text = ok ? cJSON_Print(root) : NULL;
+    char *text = ok ? print_model(root) : NULL;
     char path[4096];
     snprintf(path, sizeof(path), "%s/model.safetensors", dir);
     if (!text)

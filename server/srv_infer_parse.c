@@ -411,6 +411,8 @@ enum rt_status srv_infer_parse(const struct rt_model_config *cfg, uint8_t *body,
                                struct srv_infer_req *q, struct rt_error *err)
 {
     memset(q, 0, sizeof(*q));
+    if (json_len == 0)
+        return rt_error_set(err, RT_ERR_INVALID, "empty request body");
     struct data_sources src = {.bin = {body + json_len, len - json_len}};
     if (!srv_json_depth_ok((const char *)body, json_len, lim->max_json_depth))
         return rt_error_set(err, RT_ERR_INVALID, "JSON nested deeper than %d levels",

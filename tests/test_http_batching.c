@@ -7,6 +7,7 @@
  */
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -229,7 +230,7 @@ TEST(http_queue_timeout_503)
 
 struct loader {
     const struct http_daemon *d;
-    volatile int *stop;
+    atomic_int *stop;
     int ok, rejected, refused, broken;
 };
 
@@ -240,7 +241,7 @@ static void *loader_main(void *arg)
     struct loader *l = arg;
     static float x[784];
     char *req = http_infer_json(x, 1, NULL);
-    while (!*l->stop) {
+    while (!atomic_load(l->stop)) {
         struct http_resp r;
         float got[10];
         http_post(l->d, "/v2/models/lenet5/infer", "application/json", req, strlen(req), &r);
@@ -273,7 +274,7 @@ TEST(http_sigterm_drains_under_load)
     struct http_daemon d;
     ASSERT_TRUE(http_daemon_start(&d, specs, 2, NULL));
     struct client *c = make_clients(&d, "slow", QUEUED, 1);
-    volatile int stop = 0;
+    atomic_int stop = 0;
     struct loader l[LOADERS];
     pthread_t lt[LOADERS], ct[QUEUED];
     for (int i = 0; i < LOADERS; i++) {
@@ -294,7 +295,7 @@ TEST(http_sigterm_drains_under_load)
     http_get(&d, "/v2/health/live", &after);  /* a new connection during the drain */
     http_resp_free(&after);
     int status = http_daemon_wait(&d, 20000);
-    stop = 1;
+    atomic_store(&stop, 1);
     for (int i = 0; c && i < QUEUED; i++)
         pthread_join(ct[i], NULL);
     for (int i = 0; i < LOADERS; i++)

@@ -38,6 +38,9 @@ int ctl_cmd_classify(int argc, char **argv);
 int ctl_cmd_infer(int argc, char **argv);
 int ctl_cmd_load(int argc, char **argv);
 int ctl_cmd_unload(int argc, char **argv);
+int ctl_cmd_quantize(int argc, char **argv);
+int ctl_cmd_convert(int argc, char **argv);
+int ctl_cmd_accuracy(int argc, char **argv);
 
 /* Prints "usage: inferctl NAME ARGS" and the help line of one command. */
 void ctl_print_command_usage(FILE *f, const char *name);

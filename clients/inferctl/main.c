@@ -31,6 +31,13 @@ static const struct ctl_command COMMANDS[] = {
      "run a JSON request file, or raw tensor data for the model's input"},
     {"load", ctl_cmd_load, "MODEL", "load a model (server started with --enable-model-control)"},
     {"unload", ctl_cmd_unload, "MODEL", "unload a model (same)"},
+    {"quantize", ctl_cmd_quantize,
+     "MODEL_DIR -o OUT_DIR [--method max|percentile|entropy] [--calib N] [--percentile P] [--threads N]",
+     "INT8-quantise an fp32 model (calibrated on training images), report top-1"},
+    {"convert", ctl_cmd_convert, "MODEL_DIR -o OUT_DIR [--precision fp16|fp32]",
+     "write an fp32 model folder at another float precision (batch norms folded)"},
+    {"accuracy", ctl_cmd_accuracy, "MODEL_DIR... [--calib N] [--threads N]",
+     "top-1 of fp32, fp16 and int8 (each calibration method) on the test set"},
     {"help", cmd_help, "[COMMAND]", "show this help, or one command's"},
 };
 #define N_COMMANDS (int)(sizeof(COMMANDS) / sizeof(COMMANDS[0]))

@@ -227,7 +227,9 @@ static enum icl_status exchange(struct icl_client *c, const char *method, const 
             oom |= !(tmp = curl_slist_append(headers, line)) || !(headers = tmp);
         }
     } else if (method && strcmp(method, "POST") == 0) {
+        /* an empty body given as data: without it curl would read stdin */
         curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
     }
     if (method && strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)

@@ -152,7 +152,7 @@ void lg_workload_free(struct lg_workload *w);
 
 /* What one level measured (threads' stats merged). */
 struct lg_stats {
-    struct lg_hist hist;     /* latency of measured requests that completed */
+    struct lg_hist hist;     /* latency of measured requests answered 2xx */
     uint64_t sent, completed, ok;           /* measured */
     uint64_t warm_sent, warm_completed, warm_ok;
     uint64_t status[LG_MAX_STATUS];         /* measured answers by HTTP status */

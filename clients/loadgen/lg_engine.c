@@ -115,7 +115,8 @@ static void count(struct worker *wk, struct conn *c, bool ok, int64_t now)
     st->ok += ok;
     if (now > st->last_ns)
         st->last_ns = now;
-    lg_hist_record(&st->hist, now - c->start_ns);
+    if (ok) /* errors are counted by kind; a fast 503 is no latency served */
+        lg_hist_record(&st->hist, now - c->start_ns);
 }
 
 static void fail(struct worker *wk, struct conn *c, enum failure why)
@@ -144,7 +145,9 @@ static void complete(struct worker *wk, struct conn *c)
         wk->stats.status[status > 0 && status < LG_MAX_STATUS ? status : 0]++;
     count(wk, c, ok, now_ns());
     c->reused = true;
-    if (c->http.close)
+    /* an answer before the whole request went out (an early 413, say) leaves
+     * the rest of the body unsent: the connection is out of step */
+    if (c->http.close || c->sent < c->req->len)
         conn_close(wk, c);
     release(wk, c);
 }

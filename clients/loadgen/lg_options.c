@@ -26,7 +26,7 @@ struct opt {
 
 static const struct opt OPTS[] = {
     {"url", OPT_STRING, OFF(url), ICL_DEFAULT_URL, 0, 0, "URL", "the server (loopback by default)"},
-    {"model", OPT_STRING, OFF(model), "lenet5", 0, 0, "NAME", "the model to load"},
+    {"model", OPT_STRING, OFF(model), "lenet5", 0, 0, "NAME", "the model to send requests to"},
     {"kind", OPT_KIND, OFF(kind), "classify", 0, 0, "KIND",
      "classify (image bodies), infer-json, infer-binary (tensors; the binary extension both "
      "ways), or live (GET /v2/health/live, to measure the tool itself)"},
@@ -52,7 +52,8 @@ static const struct opt OPTS[] = {
     {"threads", OPT_INT, OFF(threads), "0", 0, 1024, "N",
      "sending threads (0: one per core, at most one per connection)"},
     {"max-inflight", OPT_INT, OFF(max_inflight), "1024", 1, 100000, "N",
-     "open loop: requests outstanding at once (later arrivals wait, and their wait counts)"},
+     "open loop: requests outstanding at once, one connection each (later arrivals wait, "
+     "and their wait counts)"},
     {"timeout", OPT_DOUBLE, OFF(timeout_s), "10", 0.001, 3600, "SECONDS", "per request"},
     {"out", OPT_STRING, OFF(out), NULL, 0, 0, "PREFIX",
      "write PREFIX.json and PREFIX.csv (and PREFIX.png for a sweep)"},

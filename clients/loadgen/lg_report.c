@@ -45,7 +45,7 @@ void lg_report_text(FILE *f, const struct lg_config *cfg, const struct lg_worklo
             (unsigned long long)s->warm_completed);
     fprintf(f, "  throughput  %.1f req/s (%.1f ok/s) over %.2f s\n", rate(s->completed, s),
             rate(s->ok, s), lg_stats_elapsed_s(s));
-    fprintf(f, "  latency ms  mean %.3f", h->count ? ms((int64_t)(h->sum / (double)h->count)) : 0);
+    fprintf(f, "  latency ms  (2xx answers) mean %.3f", h->count ? ms((int64_t)(h->sum / (double)h->count)) : 0);
     for (int i = 0; i < N_PERCENTILES; i++)
         fprintf(f, "  %s %.3f", PERCENTILES[i].name, ms(lg_hist_percentile(h, PERCENTILES[i].p)));
     fprintf(f, "  max %.3f\n", ms(h->count ? h->max : 0));

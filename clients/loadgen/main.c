@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,6 +79,13 @@ int main(int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? 0 : rc;
     curl_global_init(CURL_GLOBAL_DEFAULT);
+    /* one descriptor per connection: the usual soft limit of 1024 is too few
+     * for large --concurrency or --max-inflight */
+    struct rlimit fds;
+    if (getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur < fds.rlim_max) {
+        fds.rlim_cur = fds.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &fds);
+    }
     struct lg_workload w;
     if ((rc = lg_workload_build(&cfg, &w)) != 0)
         return rc;

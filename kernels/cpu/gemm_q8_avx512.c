@@ -22,27 +22,31 @@ static inline __m512i broadcast_quad(const int8_t *a)
     return _mm512_set1_epi32(v);
 }
 
-/* acc[2 * i + h] = exact sums of row i, lanes 16h .. 16h + 15. */
+/* acc[2 * i + h] = exact sums of row i, lanes 16h .. 16h + 15. The 16
+ * accumulators are named variables: as an array GCC shuffled them between
+ * registers on every depth step. */
 static inline __attribute__((always_inline)) void
 tile(int64_t kq, const int8_t *a, const int8_t *b, const int32_t *wsum, int mr, __m512i *acc)
 {
-    __m512i c[2 * KQ8_MR];
-#pragma GCC unroll 16
-    for (int i = 0; i < 2 * KQ8_MR; i++)
-        c[i] = _mm512_setzero_si512();
+    __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
+            c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     for (int64_t q = 0; q < kq; q++) {
         __m512i b0 = _mm512_xor_si512(_mm512_loadu_si512(b), flip);
         __m512i b1 = _mm512_xor_si512(_mm512_loadu_si512(b + 64), flip);
-#pragma GCC unroll 8
-        for (int i = 0; i < KQ8_MR; i++) {
-            __m512i ai = broadcast_quad(a + 4 * i);
-            c[2 * i] = _mm512_dpbusd_epi32(c[2 * i], b0, ai);
-            c[2 * i + 1] = _mm512_dpbusd_epi32(c[2 * i + 1], b1, ai);
+#define ROW(i, x0, x1)                                      \
+        {                                                   \
+            __m512i ai = broadcast_quad(a + 4 * (i));       \
+            x0 = _mm512_dpbusd_epi32(x0, b0, ai);           \
+            x1 = _mm512_dpbusd_epi32(x1, b1, ai);           \
         }
+        ROW(0, c00, c01) ROW(1, c10, c11) ROW(2, c20, c21) ROW(3, c30, c31)
+        ROW(4, c40, c41) ROW(5, c50, c51) ROW(6, c60, c61) ROW(7, c70, c71)
+#undef ROW
         a += KQ8_PANEL_QUAD;
         b += KQ8_STRIP_QUAD;
     }
+    __m512i c[2 * KQ8_MR] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71};
     for (int i = 0; i < mr; i++) {
         __m512i corr = _mm512_set1_epi32(128 * wsum[i]);
         acc[2 * i] = _mm512_sub_epi32(c[2 * i], corr);
@@ -73,24 +77,68 @@ static inline struct mult_v mult_vec(struct k_q8_mult q)
     return v;
 }
 
-/* 16 outputs from 16 (acc + bias) lanes and 16 residual bytes. */
-static inline __m128i requant16(__m512i v, struct mult_v mv, int has_res, __m128i res, struct mult_v rv,
+/* 16 outputs, as int32 lanes, from 16 (acc + bias) lanes and 16 residual
+ * lanes. */
+static inline __m512i requant16(__m512i v, struct mult_v mv, int has_res, __m512i r, struct mult_v rv,
                                 __m512i lo, __m512i hi)
 {
     __m512i ev = apply_even(v, mv.m, mv.rnd, mv.sh), od = apply_odd(v, mv.m, mv.rnd, mv.sh);
     if (has_res) {
-        __m512i r = _mm512_cvtepi8_epi32(res);
         ev = _mm512_add_epi64(ev, apply_even(r, rv.m, rv.rnd, rv.sh));
         od = _mm512_add_epi64(od, apply_odd(r, rv.m, rv.rnd, rv.sh));
     }
     ev = _mm512_min_epi64(_mm512_max_epi64(ev, lo), hi);
     od = _mm512_min_epi64(_mm512_max_epi64(od, lo), hi);
-    return _mm512_cvtepi32_epi8(_mm512_mask_blend_epi32(0xAAAA, ev, _mm512_slli_epi64(od, 32)));
+    return _mm512_mask_blend_epi32(0xAAAA, ev, _mm512_slli_epi64(od, 32));
 }
 
-static inline __mmask32 low_mask(int n)
+static inline __mmask16 lanes_mask(int from, int to)
 {
-    return n >= 32 ? 0xffffffffu : (__mmask32)((1u << n) - 1);
+    return (__mmask16)(((1u << to) - 1) & ~((1u << from) - 1));
+}
+
+/* The residual lanes of one row: each run's bytes loaded from its own
+ * start and expanded into its lanes, so no address before a run is formed. */
+static void load_res(const int8_t *res, const struct kq8_strip *map, int whole, __m512i *r)
+{
+    if (whole) {
+        r[0] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)res));
+        r[1] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(res + 16)));
+        return;
+    }
+    r[0] = r[1] = _mm512_setzero_si512();
+    for (int k = 0; k < map->nruns; k++) {
+        const struct kq8_run *run = &map->runs[k];
+        for (int h = 0; h < 2; h++) {
+            int a = run->l0 > 16 * h ? run->l0 : 16 * h, b = run->l1 < 16 * h + 16 ? run->l1 : 16 * h + 16;
+            if (a >= b)
+                continue;
+            __m128i bytes = _mm_maskz_loadu_epi8(lanes_mask(0, b - a), res + run->off + (a - run->l0));
+            r[h] = _mm512_or_si512(r[h], _mm512_maskz_expand_epi32(lanes_mask(a - 16 * h, b - 16 * h),
+                                                                     _mm512_cvtepi8_epi32(bytes)));
+        }
+    }
+}
+
+/* Stores one row's int32 lanes as bytes: each run's lanes compressed down
+ * to lane 0 and stored at the run's start. */
+static void store_row(int8_t *y, const struct kq8_strip *map, int whole, const __m512i *v)
+{
+    if (whole) {
+        _mm_storeu_si128((__m128i *)y, _mm512_cvtepi32_epi8(v[0]));
+        _mm_storeu_si128((__m128i *)(y + 16), _mm512_cvtepi32_epi8(v[1]));
+        return;
+    }
+    for (int k = 0; k < map->nruns; k++) {
+        const struct kq8_run *run = &map->runs[k];
+        for (int h = 0; h < 2; h++) {
+            int a = run->l0 > 16 * h ? run->l0 : 16 * h, b = run->l1 < 16 * h + 16 ? run->l1 : 16 * h + 16;
+            if (a >= b)
+                continue;
+            __m512i packed = _mm512_maskz_compress_epi32(lanes_mask(a - 16 * h, b - 16 * h), v[h]);
+            _mm_mask_storeu_epi8(y + run->off + (a - run->l0), lanes_mask(0, b - a), _mm512_cvtepi32_epi8(packed));
+        }
+    }
 }
 
 static void store_tile(const struct kq8_block *b, const __m512i *acc, int i0, int mr,
@@ -109,44 +157,16 @@ static void store_tile(const struct kq8_block *b, const __m512i *acc, int i0, in
     const int whole = map->nruns == 1 && map->runs[0].l0 == 0 && map->runs[0].l1 == KQ8_NR;
     const __m512i lo = _mm512_set1_epi64(e->lo), hi = _mm512_set1_epi64(e->hi);
     const struct mult_v rv = mult_vec(e->res_mult);
-    int8_t *y = b->y;
     for (int i = 0; i < mr; i++) {
         int row = i0 + i;
         int64_t row_off = row * b->ldc;
-        __m512i bias = _mm512_set1_epi32(b->bias[row]);
+        __m512i bias = _mm512_set1_epi32(b->bias[row]), r[2] = {bias, bias}, q[2];
         struct mult_v mv = mult_vec(b->mult[row]);
-        /* A run may start mid-tile: bytes go through 64-byte buffers so no
-         * address before a run's start is ever formed. */
-        int8_t res[64] = {0}, out[64];
-        __m256i r32 = _mm256_setzero_si256();
-        if (b->res) {
-            if (whole) {
-                r32 = _mm256_loadu_si256((const __m256i *)(b->res + map->runs[0].off + row_off));
-            } else {
-                for (int k = 0; k < map->nruns; k++) {
-                    const struct kq8_run *run = &map->runs[k];
-                    __mmask32 mk = low_mask(run->l1 - run->l0);
-                    _mm256_mask_storeu_epi8(res + run->l0, mk,
-                                            _mm256_maskz_loadu_epi8(mk, b->res + run->off + row_off));
-                }
-                r32 = _mm256_loadu_si256((const __m256i *)res);
-            }
-        }
-        __m128i q0 = requant16(_mm512_add_epi32(acc[2 * i], bias), mv, b->res != NULL,
-                               _mm256_castsi256_si128(r32), rv, lo, hi);
-        __m128i q1 = requant16(_mm512_add_epi32(acc[2 * i + 1], bias), mv, b->res != NULL,
-                               _mm256_extracti128_si256(r32, 1), rv, lo, hi);
-        __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
-        if (whole) {
-            _mm256_storeu_si256((__m256i *)(y + map->runs[0].off + row_off), q);
-            continue;
-        }
-        _mm256_storeu_si256((__m256i *)out, q);
-        for (int k = 0; k < map->nruns; k++) {
-            const struct kq8_run *run = &map->runs[k];
-            _mm256_mask_storeu_epi8(y + run->off + row_off, low_mask(run->l1 - run->l0),
-                                    _mm256_loadu_si256((const __m256i *)(out + run->l0)));
-        }
+        if (b->res)
+            load_res(b->res + row_off + (whole ? map->runs[0].off : 0), map, whole, r);
+        q[0] = requant16(_mm512_add_epi32(acc[2 * i], bias), mv, b->res != NULL, r[0], rv, lo, hi);
+        q[1] = requant16(_mm512_add_epi32(acc[2 * i + 1], bias), mv, b->res != NULL, r[1], rv, lo, hi);
+        store_row((int8_t *)b->y + row_off + (whole ? map->runs[0].off : 0), map, whole, q);
     }
 }
 

@@ -124,14 +124,17 @@ int kcpu_im2col_strip_avx512(const struct k_conv2d *p, const struct kcpu_col_run
     return 0;
 }
 
-void kcpu_pad_row_avx512(const float *src, int w, int iw0, float *dst, int64_t len)
+void kcpu_pad_row_avx512(const float *src, int w, int iw0, int sw, float *dst, int64_t len)
 {
+    const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     for (int64_t t = 0; t < len; t += 16) {
-        /* Lanes t + L with 0 <= iw0 + t + L < w, within len. */
-        int64_t first = t + iw0;
-        uint32_t m = bits((int)kcpu_max64(-first, -1), (int)kcpu_min64(w - first, 17));
-        m &= bits(0, (int)kcpu_min64(len - t, 16));
-        __m512 v = _mm512_maskz_loadu_ps((__mmask16)m, at(src, first));
-        _mm512_mask_storeu_ps(dst + t, (__mmask16)bits(0, (int)kcpu_min64(len - t, 16)), v);
+        /* Input columns first + q, q in [0, 16 * sw), that exist. */
+        int64_t first = iw0 + t * sw;
+        uint32_t in = bits((int)kcpu_max64(-first, -1), (int)kcpu_min64(w - first, 33));
+        __mmask16 out = (__mmask16)bits(0, (int)kcpu_min64(len - t, 16));
+        __m512 v = _mm512_maskz_loadu_ps((__mmask16)in, at(src, first));
+        if (sw == 2)
+            v = _mm512_permutex2var_ps(v, evens, _mm512_maskz_loadu_ps((__mmask16)(in >> 16), at(src, first + 16)));
+        _mm512_mask_storeu_ps(dst + t, out, v);
     }
 }

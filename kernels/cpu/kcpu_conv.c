@@ -34,6 +34,8 @@
  * in L2 while every A panel passes over them. */
 #define COL_BUDGET (192 * 1024)
 #define MAX_CHUNK 1024  /* columns */
+/* Grid floats one pad task writes at least: copying is cheap per float. */
+#define PAD_TASK_FLOATS (64 * 1024)
 
 enum conv_path { PATH_DIRECT, PATH_IMPLICIT, PATH_IM2COL };
 
@@ -177,6 +179,7 @@ struct conv_job {
     int64_t chunk;             /* columns per task */
     int64_t chunks;            /* tasks per group */
     int64_t chunks_per_image;  /* direct path only */
+    int64_t pad_planes;        /* implicit: (channel, image) planes per pad task */
 };
 
 void kcpu_im2col_strip(const struct k_conv2d *p, const struct kcpu_col_run *runs, int nruns,
@@ -242,12 +245,10 @@ static int phase_used(int k, int dil, int stride, int ph)
 
 /* Implicit path, first pass: one (channel, image) of the padded grid, in
  * every stride phase a tap reads. */
-static void pad_task(void *arg, int64_t task, int thread)
+static void pad_plane(const struct conv_job *j, int64_t ch, int64_t img)
 {
-    const struct conv_job *j = arg;
     const struct k_conv2d *p = j->p;
     const struct conv_plan *c = &j->c;
-    int64_t ch = task / p->n, img = task % p->n;
     const float *src = j->x + (img * p->c + ch) * p->h * p->w;
     int avx512 = kcpu_isa() == KCPU_ISA_AVX512;
     for (int a = 0; a < p->stride_h; a++)
@@ -261,8 +262,8 @@ static void pad_task(void *arg, int64_t task, int thread)
                 int iw0 = b - p->pad_l;  /* input column of grid column 0 */
                 if (ih < 0 || ih >= p->h)
                     memset(dst, 0, (size_t)c->row_len * sizeof(float));
-                else if (p->stride_w == 1 && avx512)
-                    kcpu_pad_row_avx512(src + ih * p->w, p->w, iw0, dst, c->row_len);
+                else if (p->stride_w <= 2 && avx512)
+                    kcpu_pad_row_avx512(src + ih * p->w, p->w, iw0, p->stride_w, dst, c->row_len);
                 else
                     for (int64_t t = 0, iw = iw0; t < c->row_len; t++, iw += p->stride_w)
                         dst[t] = iw >= 0 && iw < p->w ? src[ih * p->w + iw] : 0.0f;
@@ -272,6 +273,14 @@ static void pad_task(void *arg, int64_t task, int thread)
                 memset(ph + used, 0, (size_t)(c->phase - used) * sizeof(float));
             }
         }
+}
+
+static void pad_task(void *arg, int64_t task, int thread)
+{
+    const struct conv_job *j = arg;
+    int64_t planes = (int64_t)j->p->c * j->p->n;
+    for (int64_t pl = task * j->pad_planes; pl < kcpu_min64(planes, (task + 1) * j->pad_planes); pl++)
+        pad_plane(j, pl / j->p->n, pl % j->p->n);
 }
 
 static void conv_task(void *arg, int64_t task, int thread)
@@ -343,14 +352,19 @@ void kcpu_conv2d_f32(struct kcpu_pool *pool, const struct k_conv2d *p,
                     j.boff[kk++] = ci * c->chan + phase * c->phase + dy / p->stride_h * c->row_len +
                                    dx / p->stride_w;
                 }
-        kcpu_pool_run(pool, (int64_t)p->c * p->n, pad_task, &j);
+        int64_t plane = c->img_rows * c->row_len * p->stride_h * p->stride_w;
+        j.pad_planes = kcpu_max64(1, PAD_TASK_FLOATS / kcpu_max64(1, plane));
+        kcpu_pool_run(pool, kcpu_ceil_div((int64_t)p->c * p->n, j.pad_planes), pad_task, &j);
     } else {
         j.cols = base;
     }
-    /* Aim for four tasks per thread, but never exceed the scratch chunk. */
+    /* Aim for four tasks per thread, none smaller than KCPU_MIN_TASK_MACS,
+     * and never exceed the scratch chunk. */
     int64_t units = c->path == PATH_DIRECT ? (int64_t)p->groups * p->n : p->groups;
     int64_t want = kcpu_ceil_div(4 * kcpu_pool_threads(pool), units);
-    int64_t chunk = kcpu_ceil_div(kcpu_ceil_div(c->cols, want), KCPU_NR) * KCPU_NR;
+    int64_t chunk = kcpu_max64(kcpu_ceil_div(c->cols, want),
+                               KCPU_MIN_TASK_MACS / kcpu_max64(1, c->mg * c->kg));
+    chunk = kcpu_ceil_div(chunk, KCPU_NR) * KCPU_NR;
     j.chunk = kcpu_min64(max_chunk(c), kcpu_max64(KCPU_NR, chunk));
     if (c->path == PATH_DIRECT) {
         j.chunks_per_image = kcpu_ceil_div(c->cols, j.chunk);

@@ -20,6 +20,11 @@
 #define KCPU_MR 8   /* rows of a packed A panel: element (i, kk) at kk * KCPU_MR + i */
 #define KCPU_NR 32  /* columns of a B strip */
 
+/* Least multiply-adds worth a task of their own: waking a sleeping worker
+ * costs microseconds (far more on a loaded machine), so small layers, as
+ * at batch 1, stay on the calling thread. */
+#define KCPU_MIN_TASK_MACS (256 * 1024)
+
 /* One block of work for a GEMM microkernel loop.
  *
  * B element (kk, j0 + t) is at b[(t / KCPU_NR) * b_strip + row(kk) + t % KCPU_NR]
@@ -103,9 +108,10 @@ void kcpu_im2col_strip(const struct k_conv2d *p, const struct kcpu_col_run *runs
 int kcpu_im2col_strip_avx512(const struct k_conv2d *p, const struct kcpu_col_run *runs, int nruns,
                              float *dst);
 
-/* dst[t] = src[iw0 + t] for t < len where 0 <= iw0 + t < w, else 0: one
- * row of a convolution's zero-padded input grid. */
-void kcpu_pad_row_avx512(const float *src, int w, int iw0, float *dst, int64_t len);
+/* dst[t] = src[iw0 + t * sw] for t < len where 0 <= iw0 + t * sw < w, else
+ * 0: one row of a stride phase of a convolution's zero-padded input grid.
+ * sw is 1 or 2. */
+void kcpu_pad_row_avx512(const float *src, int w, int iw0, int sw, float *dst, int64_t len);
 
 /* Vectorised element-wise loops; y may alias x, a or b element for element. */
 void kcpu_act_scalar(enum k_act act, int64_t count, const float *x, float *y);
@@ -124,7 +130,7 @@ enum kcpu_isa kcpu_isa_hardware(void);
  * weights stay valid across the switch. */
 int kcpu_isa_set_for_testing(enum kcpu_isa isa);
 
-/* Scalar activation shared by the plain-C paths and vector tails. */
+/* Scalar activation of the plain-C paths (libm, so also the accuracy anchor). */
 static inline float kcpu_act1(enum k_act act, float x)
 {
     switch (act) {

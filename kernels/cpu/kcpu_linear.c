@@ -101,6 +101,8 @@ void kcpu_linear_f32(struct kcpu_pool *pool, const struct k_linear *p,
     int64_t want_runs = kcpu_ceil_div(2 * threads, j.panels);
     if (kcpu_ceil_div(j.strips, spt) < want_runs)
         spt = kcpu_max64(1, kcpu_ceil_div(j.strips, want_runs));
+    int64_t strip_macs = kcpu_min64(p->n, KCPU_MR) * kcpu_max64(1, p->k) * KCPU_NR;
+    spt = kcpu_max64(spt, kcpu_min64(j.strips, kcpu_ceil_div(KCPU_MIN_TASK_MACS, strip_macs)));
     j.strips_per_task = spt;
     kcpu_pool_run(pool, j.panels * kcpu_ceil_div(j.strips, spt), linear_task, &j);
 }

@@ -109,11 +109,18 @@ static int64_t thread_bytes(int64_t kq)
     return (strips + maps + 4 * KQ8_NR + 63) / 64 * 64;
 }
 
+/* Planes (unless direct), the tap offset table, per-thread areas. */
+static int64_t planes_bytes(const struct k_conv2d *p, const struct geom *d)
+{
+    return d->direct ? 0 : (p->n * d->img_stride + 63) / 64 * 64;
+}
+
+static int64_t koff_bytes(const struct geom *d) { return (d->kg * 8 + 63) / 64 * 64; }
+
 size_t kcpu_conv2d_q8_scratch_bytes(const struct k_conv2d *p, int threads)
 {
     struct geom d = geom_of(p);
-    int64_t planes = d.direct ? 0 : (p->n * d.img_stride + 63) / 64 * 64;
-    return (size_t)(planes + threads * thread_bytes(d.kq) + 64);
+    return (size_t)(planes_bytes(p, &d) + koff_bytes(&d) + threads * thread_bytes(d.kq) + 64);
 }
 
 struct conv_job {
@@ -124,6 +131,7 @@ struct conv_job {
     const struct k_q8_epilogue *e;
     const int8_t *res;
     void *y;
+    const int64_t *koff;       /* per depth index k: its plane slice, from a group's first plane */
     uint8_t *scratch;          /* per-thread areas */
     int64_t chunk_strips, chunks;
 };
@@ -139,21 +147,41 @@ static void planes_task(void *arg, int64_t task, int thread)
     for (int a = 0; a < p->stride_h; a++)
         for (int b = 0; b < p->stride_w; b++) {
             int8_t *pl = base + (a * p->stride_w + b) * d->plane;
+            /* plane columns c with input column c * stride_w + b - pad_l inside [0, w) */
+            int64_t first = b >= p->pad_l ? 0 : kcpu_ceil_div(p->pad_l - b, p->stride_w);
+            int64_t last = kcpu_min64(d->wq, kcpu_ceil_div(p->w + p->pad_l - b, p->stride_w));
             for (int64_t r = 0; r < d->hq; r++) {
                 int8_t *dst = pl + r * d->wq;
                 int64_t ih = r * p->stride_h + a - p->pad_t;
-                if (ih < 0 || ih >= p->h) {
+                if (ih < 0 || ih >= p->h || first >= last) {
                     memset(dst, 0, (size_t)d->wq);
                     continue;
                 }
-                const int8_t *row = src + ih * p->w;
-                for (int64_t c = 0; c < d->wq; c++) {
-                    int64_t iw = c * p->stride_w + b - p->pad_l;
-                    dst[c] = iw >= 0 && iw < p->w ? row[iw] : 0;
+                const int8_t *row = src + ih * p->w + first * p->stride_w + b - p->pad_l;
+                memset(dst, 0, (size_t)first);
+                if (p->stride_w == 1) {
+                    memcpy(dst + first, row, (size_t)(last - first));
+                } else {
+                    for (int64_t c = first; c < last; c++, row += p->stride_w)
+                        dst[c] = *row;
                 }
+                memset(dst + last, 0, (size_t)(d->wq - last));
             }
             memset(pl + d->hq * d->wq, 0, (size_t)(d->plane - d->hq * d->wq));
         }
+}
+
+/* koff[k] for every depth index k = (ci, ki, kj): the plane and offset
+ * its slices start at, relative to the group's first plane. */
+static void tap_offsets(const struct k_conv2d *p, const struct geom *d, int64_t *koff)
+{
+    for (int64_t k = 0, ci = 0; ci < d->cg; ci++)
+        for (int ki = 0; ki < p->kh; ki++)
+            for (int kj = 0; kj < p->kw; kj++, k++) {
+                int64_t rr = (int64_t)ki * p->dil_h, cc = (int64_t)kj * p->dil_w;
+                int64_t ph = (rr % p->stride_h) * p->stride_w + cc % p->stride_w;
+                koff[k] = (ci * d->nph + ph) * d->plane + (rr / p->stride_h) * d->wq + cc / p->stride_w;
+            }
 }
 
 /* Packs columns [c0, c0 + lanes) of group g into one strip. */
@@ -161,11 +189,10 @@ static void pack_strip(const struct conv_job *j, int64_t g, int64_t c0, int lane
                        int8_t *dst)
 {
     static const int8_t zeros[KQ8_NR];
-    const struct k_conv2d *p = j->p;
     const struct geom *d = &j->d;
     int64_t img0 = c0 / d->cols_img, local0 = c0 % d->cols_img;
     int single = lanes == KQ8_NR && local0 + KQ8_NR <= d->cols_img;
-    int taps = p->kh * p->kw;
+    const int8_t *group = j->planes + g * d->cg * d->nph * d->plane;
     for (int64_t q = 0; q < d->kq; q++) {
         const int8_t *rows[4];
         for (int t = 0; t < 4; t++) {
@@ -174,11 +201,7 @@ static void pack_strip(const struct conv_job *j, int64_t g, int64_t c0, int lane
                 rows[t] = zeros;
                 continue;
             }
-            int64_t ci = k / taps, r = k % taps;
-            int64_t rr = (r / p->kw) * p->dil_h, cc = (r % p->kw) * p->dil_w;
-            int64_t ph = (rr % p->stride_h) * p->stride_w + cc % p->stride_w;
-            int64_t off = (rr / p->stride_h) * d->wq + cc / p->stride_w;
-            const int8_t *chan = j->planes + ((g * d->cg + ci) * d->nph + ph) * d->plane + off;
+            const int8_t *chan = group + j->koff[k];
             if (single) {
                 rows[t] = chan + img0 * d->img_stride + local0;
                 continue;
@@ -205,18 +228,24 @@ static void map_strip(const struct conv_job *j, int64_t g, int64_t c0, int lanes
     const struct k_conv2d *p = j->p;
     const struct geom *d = &j->d;
     int64_t ohw = (int64_t)p->oh * p->ow;
+    int64_t img = c0 / d->cols_img, loc = c0 % d->cols_img, oh = loc / d->wq, ow = loc % d->wq;
     m->nruns = 0;
     for (int t = 0; t < lanes; t++) {
-        int64_t col = c0 + t, img = col / d->cols_img, loc = col % d->cols_img;
-        int64_t oh = loc / d->wq, ow = loc % d->wq;
-        if (ow >= p->ow)
-            continue;
-        int64_t off = (img * p->oc + g * d->mg) * ohw + oh * p->ow + ow;
-        struct kq8_run *last = m->nruns ? &m->runs[m->nruns - 1] : NULL;
-        if (last && last->l1 == t && last->off + (t - last->l0) == off)
-            last->l1 = t + 1;
-        else
-            m->runs[m->nruns++] = (struct kq8_run){t, t + 1, off};
+        if (ow < p->ow) {
+            int64_t off = (img * p->oc + g * d->mg) * ohw + oh * p->ow + ow;
+            struct kq8_run *last = m->nruns ? &m->runs[m->nruns - 1] : NULL;
+            if (last && last->l1 == t && last->off + (t - last->l0) == off)
+                last->l1 = t + 1;
+            else
+                m->runs[m->nruns++] = (struct kq8_run){t, t + 1, off};
+        }
+        if (++ow == d->wq) {   /* next output row, next image */
+            ow = 0;
+            if (++oh == p->oh) {
+                oh = 0;
+                img++;
+            }
+        }
     }
 }
 
@@ -257,14 +286,13 @@ void kcpu_conv2d_q8(struct kcpu_pool *pool, const struct k_conv2d *p, const int8
         return;
     j.wsum = (const int32_t *)(j.a + p->groups * panel_bytes(j.d.panels, j.d.kq));
     uint8_t *s = (uint8_t *)kcpu_align64(scratch);
-    if (j.d.direct) {
-        j.planes = x;
-    } else {
-        j.planes = (const int8_t *)s;
-        s += (p->n * j.d.img_stride + 63) / 64 * 64;
+    j.planes = j.d.direct ? x : (const int8_t *)s;
+    s += planes_bytes(p, &j.d);
+    if (!j.d.direct)
         kcpu_pool_run(pool, (int64_t)p->n * p->c, planes_task, &j);
-    }
-    j.scratch = s;
+    tap_offsets(p, &j.d, (int64_t *)s);
+    j.koff = (const int64_t *)s;
+    j.scratch = s + koff_bytes(&j.d);
     /* Aim for four tasks per thread, within the per-task strip budget. */
     int64_t strips = kcpu_ceil_div(j.d.cols, KQ8_NR);
     int64_t want = kcpu_ceil_div(4 * kcpu_pool_threads(pool), p->groups);

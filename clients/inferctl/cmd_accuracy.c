@@ -1,0 +1,157 @@
+/*
+ * cmd_accuracy.c - "inferctl accuracy MODEL_DIR...": the precision report
+ * of docs/quantization.md (make accuracy). For each FP32 model: top-1 on
+ * the whole Fashion-MNIST test set in FP32, FP16 (inferctl convert) and
+ * INT8 with each calibration method (one calibration run, three scale
+ * choices), and how many predictions each differs from FP32 on. The
+ * variants are written to a temporary folder and removed afterwards.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "quant_tools.h"
+#include "runtime/rt_image.h"
+
+bool ctl_predict(const char *dir, const struct rt_dataset *test, int threads, uint8_t *pred)
+{
+    struct ctl_model m;
+    if (!ctl_model_open(dir, RT_BACKEND_CPU, threads, &m))
+        return false;
+    struct rt_preprocess pre = m.cfg->pre;   /* dataset images are already upright, 28x28 */
+    pre.invert = false;
+    pre.resize_shorter = 0;
+    int batch = m.cfg->max_batch_size;
+    size_t in_elems = (size_t)m.cfg->inputs[m.input].sample_elems;
+    float *x = malloc(sizeof(float) * (size_t)batch * in_elems), *outs[RT_MAX_IO] = {0};
+    bool ok = x && ctl_outputs_alloc(&m, batch, outs);
+    for (int start = 0; ok && start < test->count; start += batch) {
+        int n = test->count - start < batch ? test->count - start : batch;
+        for (int i = 0; ok && i < n; i++) {
+            struct rt_image img = {test->cols, test->rows, 1,
+                                   test->images + (size_t)(start + i) * (size_t)(test->rows * test->cols)};
+            struct rt_error err = {0};
+            ok = rt_image_preprocess(&img, &pre, x + (size_t)i * in_elems, &err) == RT_OK;
+            if (!ok)
+                fprintf(stderr, "inferctl: preprocessing: %s\n", err.msg);
+        }
+        ok = ok && ctl_run_chunks(&m, n, batch, x, outs);
+        for (int i = 0; ok && i < n; i++)
+            pred[start + i] = (uint8_t)ctl_argmax(outs[0] + (size_t)i * (size_t)m.classes, m.classes);
+    }
+    if (x)
+        ctl_outputs_free(&m, outs);
+    free(x);
+    ctl_model_close(&m);
+    return ok;
+}
+
+double ctl_top1(const struct rt_dataset *test, const uint8_t *pred)
+{
+    int correct = 0;
+    for (int i = 0; i < test->count; i++)
+        correct += pred[i] == test->labels[i];
+    return 100.0 * correct / test->count;
+}
+
+int ctl_disagree(const uint8_t *a, const uint8_t *b, int n)
+{
+    int d = 0;
+    for (int i = 0; i < n; i++)
+        d += a[i] != b[i];
+    return d;
+}
+
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[4096];
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (unlink(path) != 0)
+            remove_tree(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+static void row(const char *model, const char *precision, const char *calib, const struct rt_dataset *test,
+                const uint8_t *pred, const uint8_t *fp32)
+{
+    double top1 = ctl_top1(test, pred), base = ctl_top1(test, fp32);
+    int d = ctl_disagree(pred, fp32, test->count);
+    printf("| %s | %s | %s | %.2f | %+.2f | %d (%.2f%%) |\n", model, precision, calib, top1, top1 - base, d,
+           100.0 * d / test->count);
+    fflush(stdout);
+}
+
+/* All rows of one model; variants go under tmp. */
+static bool model_rows(const char *dir, const char *tmp, const struct rt_dataset *test, int calib, int threads)
+{
+    char name[RT_NAME_MAX], path[4096];
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
+    const char *slash = memrchr(dir, '/', len);
+    snprintf(name, sizeof(name), "%.*s", (int)(len - (slash ? (size_t)(slash + 1 - dir) : 0)), slash ? slash + 1 : dir);
+    uint8_t *fp32 = malloc((size_t)test->count), *pred = malloc((size_t)test->count);
+    bool ok = fp32 && pred && ctl_predict(dir, test, threads, fp32);
+    if (ok)
+        row(name, "fp32", "-", test, fp32, fp32);
+    snprintf(path, sizeof(path), "%s/%s-fp16", tmp, name);
+    ok = ok && ctl_convert(dir, RT_PRECISION_FP16, path) && ctl_predict(path, test, threads, pred);
+    if (ok)
+        row(name, "fp16", "-", test, pred, fp32);
+    struct ctl_calibration c = {0};
+    ok = ok && ctl_calibrate(dir, calib, threads, &c);
+    for (int m = RT_CALIB_MAX; ok && m <= RT_CALIB_ENTROPY; m++) {
+        char label[64];
+        snprintf(path, sizeof(path), "%s/%s-int8-%s", tmp, name, rt_calib_method_name((enum rt_calib_method)m));
+        snprintf(label, sizeof(label), "%s%s, %d images", rt_calib_method_name((enum rt_calib_method)m),
+                 m == RT_CALIB_PERCENTILE ? " 99.99" : "", c.images);
+        ok = ctl_write_int8(&c, (enum rt_calib_method)m, 99.99, path) && ctl_predict(path, test, threads, pred);
+        if (ok)
+            row(name, "int8", label, test, pred, fp32);
+    }
+    if (c.model)
+        ctl_calibration_free(&c);
+    free(fp32), free(pred);
+    return ok;
+}
+
+int ctl_cmd_accuracy(int argc, char **argv)
+{
+    int calib = CTL_CALIB_DEFAULT, threads = 0;
+    const struct ctl_option opts[] = {
+        {"calib", CTL_OPT_INT, &calib, 1, 60000},
+        {"threads", CTL_OPT_INT, &threads, 0, 4096},
+    };
+    char **pos = NULL;
+    int npos = 0;
+    int rc = ctl_positional("accuracy", argc, argv, opts, 2, 1, 64, &pos, &npos);
+    if (rc != CTL_EXIT_OK)
+        return rc < 0 ? CTL_EXIT_OK : rc;
+    struct rt_dataset test;
+    struct rt_error err = {0};
+    char tmp[] = "/tmp/inferd-accuracy-XXXXXX";
+    if (rt_dataset_load_fashion_mnist("test", &test, &err) != RT_OK || !mkdtemp(tmp)) {
+        fprintf(stderr, "inferctl accuracy: %s\n", err.status != RT_OK ? err.msg : "cannot make a temporary folder");
+        free(pos);
+        return CTL_EXIT_ERROR;
+    }
+    printf("Top-1 on the Fashion-MNIST test set (%d images), CPU backend.\n\n", test.count);
+    printf("| model | precision | calibration | top-1 (%%) | vs fp32 (points) | predictions differing from fp32 |\n");
+    printf("| --- | --- | --- | --- | --- | --- |\n");
+    rc = CTL_EXIT_OK;
+    for (int i = 0; i < npos && rc == CTL_EXIT_OK; i++)
+        rc = model_rows(pos[i], tmp, &test, calib, threads) ? CTL_EXIT_OK : CTL_EXIT_ERROR;
+    remove_tree(tmp);
+    rt_dataset_free(&test);
+    free(pos);
+    return rc;
+}
