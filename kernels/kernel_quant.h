@@ -69,7 +69,7 @@ K_QASSERT(sizeof(struct k_q8_mult) == 8, "two int32 fields, no padding");
 struct k_q8_epilogue {
     const int32_t *bias;             /* [oc], never NULL (zeros for no bias) */
     const struct k_q8_mult *mult;    /* [oc] */
-    struct k_q8_mult res_mult;       /* residual scale / output scale */
+    struct k_q8_mult res_mult;       /* residual scale / output scale; read only with a residual */
     int32_t lo, hi;                  /* within [-127, 127] */
     int32_t out_i32;
 };

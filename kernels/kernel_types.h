@@ -91,4 +91,30 @@ struct k_concat {
     int count;                 /* number of inputs */
 };
 
+/* Matrix product y = alpha * op(A) . op(B) over n samples, numpy-broadcast
+ * over rank leading (batch) dims of the output dims[rank]; op() transposes
+ * when trans_a / trans_b. Per matrix: op(A) is [m, k], op(B) [k, cols]; A is
+ * stored [m, k] ([k, m] when trans_a), B [k, cols] ([cols, k] when trans_b).
+ * a_stride / b_stride: element offset of the operand's matrix per step of
+ * each batch dim (0 along a broadcast dim); a_sample / b_sample per sample.
+ * y is contiguous [n, dims..., m, cols]. */
+struct k_matmul {
+    int n, rank;
+    int64_t dims[K_BINARY_MAX_DIMS];
+    int64_t a_stride[K_BINARY_MAX_DIMS], b_stride[K_BINARY_MAX_DIMS];
+    int64_t a_sample, b_sample;
+    int64_t m, k, cols;
+    int trans_a, trans_b;
+    float alpha;
+};
+
+/* Batch normalisation (inference) with per-sample parameters: each of n
+ * samples holds x [in_n, c, inner] and its own scale, bias, mean, var [c];
+ * y = (x - mean) / sqrt(var + eps) * scale + bias. */
+struct k_batch_norm {
+    int n;
+    int64_t in_n, c, inner;
+    float eps;
+};
+
 #endif /* KERNEL_TYPES_H */

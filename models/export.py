@@ -8,6 +8,13 @@ docs/model-format.md) and the test fixture tests/data/<name>.fixture.safetensors
 "logits" F32 [256,10] for the first 256 test images, "predictions" U8 [10000] for
 the whole test set, metadata {"accuracy", "model"}.
 
+It also writes the same weights as ONNX through torch.onnx.export, a folder
+inferd loads natively (docs/onnx.md): tests/data/onnx/<name>/{model.onnx,
+model.json (serving settings only), labels.txt}, kept apart from the shipped
+folder, whose model.json holds the graph. From an existing folder's weights:
+
+    /usr/bin/python3 models/export.py --model lenet5 --onnx-from model_repository/lenet5
+
 The graph is written by hand per net (one function per architecture walking its
 modules), not by a generic tracer: the node list is small and this keeps the
 file readable. batch_norm stays a separate node; the C loader folds it.
@@ -32,6 +39,7 @@ import nets  # noqa: E402
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_FIXTURE_DIR = os.path.join(REPO_ROOT, "tests", "data")
 FIXTURE_LOGITS = 256
+ONNX_OPSET = 13
 
 # ---------------------------------------------------------------------------
 # safetensors writer
@@ -217,8 +225,10 @@ def resnet_mini_graph(m):
 GRAPHS = {"lenet5": lenet5_graph, "resnet-mini": resnet_mini_graph}
 
 
-def build_from_state_dict(model_name, sd):
-    """Build the module matching a saved state_dict (resnet-mini widths are read from it)."""
+def build_from_state_dict(model_name, sd, strict=True):
+    """Build the module matching a saved state_dict (resnet-mini widths are read from it).
+    strict=False accepts a state_dict without num_batches_tracked (the
+    safetensors files skip it; it plays no part in inference)."""
     if model_name == "resnet-mini":
         widths = (
             sd["conv1.weight"].shape[0],
@@ -228,7 +238,9 @@ def build_from_state_dict(model_name, sd):
         m = nets.ResNetMini(widths=widths)
     else:
         m = nets.build(model_name)
-    m.load_state_dict(sd)
+    missing, unexpected = m.load_state_dict(sd, strict=strict)
+    if unexpected or any(not k.endswith("num_batches_tracked") for k in missing):
+        raise ValueError(f"state_dict mismatch: missing {missing}, unexpected {unexpected}")
     return m
 
 
@@ -311,6 +323,43 @@ def check_graph(nodes, tensors):
 
 
 # ---------------------------------------------------------------------------
+# ONNX
+# ---------------------------------------------------------------------------
+
+
+def export_onnx(model, name, out_dir, quiet=False):
+    """Write out_dir/{model.onnx, model.json, labels.txt}: the graph and weights
+    by torch.onnx.export with a dynamic batch dimension, model.json with the
+    serving settings only (the graph comes from the ONNX file)."""
+    model = model.cpu().float().eval()
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "model.onnx")
+    x = torch.zeros(1, 1, fm.IMAGE_SIZE, fm.IMAGE_SIZE)
+    with torch.no_grad():
+        torch.onnx.export(model, x, path + ".tmp", input_names=["input"], output_names=["logits"],
+                          dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
+                          opset_version=ONNX_OPSET, do_constant_folding=True)
+    os.replace(path + ".tmp", path)
+    cfg = model_config(name, [])
+    for key in ("inputs", "outputs", "nodes"):
+        del cfg[key]
+    with open(os.path.join(out_dir, "model.json"), "w") as f:
+        f.write(json.dumps(cfg, indent=2) + "\n")
+    with open(os.path.join(out_dir, "labels.txt"), "w") as f:
+        f.write("\n".join(fm.CLASS_NAMES) + "\n")
+    if not quiet:
+        print(f"exported {name} as ONNX (opset {ONNX_OPSET}) -> {path}")
+
+
+def model_from_folder(model_name, folder):
+    """The nn.Module with the weights of folder/model.safetensors."""
+    from verify_export import read_safetensors  # noqa: E402 (sibling script)
+    tensors, _, _ = read_safetensors(os.path.join(folder, "model.safetensors"))
+    sd = {k: torch.from_numpy(np.array(v)) for k, v in tensors.items()}
+    return build_from_state_dict(model_name, sd, strict=False)
+
+
+# ---------------------------------------------------------------------------
 # fixture
 # ---------------------------------------------------------------------------
 
@@ -358,17 +407,27 @@ def export(model, model_name, out_dir, fixture_dir=DEFAULT_FIXTURE_DIR, name=Non
         print(f"exported {name}: {len(nodes)} nodes, {len(tensors)} tensors, "
               f"{param_bytes} param bytes -> {out_dir}")
         print(f"fixture {fixture}: test accuracy {acc:.4f} ({correct}/{len(labels)})")
+    export_onnx(model, name, os.path.join(fixture_dir, "onnx", name), quiet=quiet)
     return acc
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True, choices=sorted(GRAPHS))
-    ap.add_argument("--weights", required=True, help="state_dict saved by train.py (torch.save)")
-    ap.add_argument("--out", required=True, help="model folder, e.g. model_repository/lenet5")
+    ap.add_argument("--weights", help="state_dict saved by train.py (torch.save)")
+    ap.add_argument("--out", help="model folder, e.g. model_repository/lenet5")
     ap.add_argument("--fixture-dir", default=DEFAULT_FIXTURE_DIR)
+    ap.add_argument("--onnx-from", metavar="FOLDER",
+                    help="only write the ONNX copy, from FOLDER/model.safetensors")
     args = ap.parse_args(argv)
     torch.set_num_threads(2)
+    if args.onnx_from:
+        name = os.path.basename(os.path.normpath(args.onnx_from))
+        model = model_from_folder(args.model, args.onnx_from)
+        export_onnx(model, name, os.path.join(args.fixture_dir, "onnx", name))
+        return
+    if not args.weights or not args.out:
+        ap.error("--weights and --out are required (or --onnx-from)")
     sd = torch.load(args.weights, map_location="cpu")
     model = build_from_state_dict(args.model, sd)
     export(model, args.model, args.out, args.fixture_dir)

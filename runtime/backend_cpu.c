@@ -38,6 +38,83 @@ static bool cpu_supports_step(struct rt_backend *b, const struct rt_plan *p, con
     return s->op < RT_OP_COUNT && s->op != RT_OP_FLATTEN && s->op != RT_OP_RESHAPE;
 }
 
+/* ---- ops whose weights are run-time tensors (ONNX weights as graph inputs) */
+
+static struct k_matmul step_matmul(const struct rt_plan *p, const struct rt_step *s, int batch)
+{
+    const struct rt_graph *g = p->g;
+    const struct rt_matmul_attrs *at = &s->node->a.matmul;
+    const struct rt_tensor *a = &g->tensors[s->in[0]], *b = &g->tensors[s->in[1]], *y = &g->tensors[s->out];
+    int ra = a->shape.rank - 1, rb = b->shape.rank - 1, ry = y->shape.rank - 1;
+    struct k_matmul k = {.n = batch, .rank = ry - 2, .a_sample = a->sample_elems, .b_sample = b->sample_elems,
+                         .m = y->shape.dims[ry - 1], .cols = y->shape.dims[ry],
+                         .k = a->shape.dims[at->trans_a ? ra - 1 : ra],
+                         .trans_a = at->trans_a, .trans_b = at->trans_b, .alpha = at->alpha};
+    const int64_t *dims[2] = {a->shape.dims + 1, b->shape.dims + 1};
+    int bat[2] = {ra - 2, rb - 2};
+    int64_t *stride[2] = {k.a_stride, k.b_stride};
+    int64_t mat[2] = {a->shape.dims[ra - 1] * a->shape.dims[ra], b->shape.dims[rb - 1] * b->shape.dims[rb]};
+    for (int o = 0; o < 2; o++) {
+        int64_t step = mat[o];
+        for (int d = k.rank - 1; d >= 0; d--) {
+            int src = d - (k.rank - bat[o]);
+            int64_t len = src >= 0 ? dims[o][src] : 1;
+            stride[o][d] = len == 1 ? 0 : step;
+            step *= len;
+        }
+    }
+    for (int d = 0; d < k.rank; d++)
+        k.dims[d] = y->shape.dims[d + 1];
+    return k;
+}
+
+/* One sample's convolution: n = the sample's images. */
+static struct k_conv2d step_conv2d_dyn(const struct rt_plan *p, const struct rt_step *s)
+{
+    const struct rt_graph *g = p->g;
+    const struct rt_shape *x = &g->tensors[s->in[0]].shape, *y = &g->tensors[s->out].shape;
+    const struct rt_shape *w = &g->tensors[s->in[1]].shape;
+    const struct rt_conv_attrs *a = &s->node->a.conv;
+    return (struct k_conv2d){
+        .n = (int)x->dims[1], .c = (int)x->dims[2], .h = (int)x->dims[3], .w = (int)x->dims[4],
+        .oc = (int)y->dims[2], .oh = (int)y->dims[3], .ow = (int)y->dims[4],
+        .kh = (int)w->dims[3], .kw = (int)w->dims[4],
+        .stride_h = a->stride[0], .stride_w = a->stride[1], .pad_t = a->pad[0], .pad_l = a->pad[1],
+        .dil_h = a->dilation[0], .dil_w = a->dilation[1], .groups = a->groups, .act = K_ACT_NONE,
+    };
+}
+
+/* Scratch: the sample's weights packed, then the kernel's own scratch. */
+static size_t conv2d_dyn_packed_bytes(const struct k_conv2d *k)
+{
+    return (kcpu_conv2d_packed_floats(k) * sizeof(float) + 63) & ~(size_t)63;
+}
+
+static void run_conv2d_dyn(struct cpu_session *cs, const struct rt_plan *p, const struct rt_step *s, int batch,
+                           const struct rt_step_io *io)
+{
+    const struct rt_graph *g = p->g;
+    struct k_conv2d k = step_conv2d_dyn(p, s);
+    float *packed = cs->scratch;
+    void *rest = (char *)cs->scratch + conv2d_dyn_packed_bytes(&k);
+    int64_t xs = g->tensors[s->in[0]].sample_elems, ws = g->tensors[s->in[1]].sample_elems;
+    int64_t ys = g->tensors[s->out].sample_elems, bs = s->n_in > 2 ? g->tensors[s->in[2]].sample_elems : 0;
+    const float *x = io->in[0], *w = io->in[1], *b = s->n_in > 2 ? io->in[2] : NULL;
+    float *y = io->out;
+    for (int i = 0; i < batch; i++) {
+        kcpu_conv2d_pack(&k, w + i * ws, packed);
+        kcpu_conv2d_f32(cs->pool, &k, x + i * xs, packed, b ? b + i * bs : NULL, NULL, y + i * ys, rest);
+    }
+}
+
+static struct k_batch_norm step_batch_norm_dyn(const struct rt_plan *p, const struct rt_step *s, int batch)
+{
+    const struct rt_tensor *x = &p->g->tensors[s->in[0]];
+    int64_t in_n = x->shape.dims[1], c = x->shape.dims[2];
+    return (struct k_batch_norm){.n = batch, .in_n = in_n, .c = c, .inner = x->sample_elems / (in_n * c),
+                                 .eps = s->node->a.eps};
+}
+
 static void *alloc_aligned(size_t bytes)
 {
     size_t rounded = (bytes + 63) & ~(size_t)63;
@@ -110,6 +187,9 @@ static enum rt_status cpu_session_create(struct rt_backend *b, const struct rt_p
         } else if (s->op == RT_OP_LINEAR) {
             struct k_linear k = rt_step_linear(p, s, max_batch);
             need = kcpu_linear_scratch_bytes(&k, cb->threads);
+        } else if (s->op == RT_OP_CONV2D_DYN) {
+            struct k_conv2d k = step_conv2d_dyn(p, s);
+            need = conv2d_dyn_packed_bytes(&k) + kcpu_conv2d_scratch_bytes(&k, cb->threads);
         }
         if (need > scratch)
             scratch = need;
@@ -187,6 +267,30 @@ static enum rt_status run_f32(void *ctx, const struct rt_plan *p, const struct r
     case RT_OP_ADD:
         kcpu_add_f32(cs->pool, count, x, io->in[1], y);
         return RT_OK;
+    case RT_OP_BINARY: {
+        struct k_binary k = rt_step_binary(p, s, batch);
+        const float *c = s->node->w[RT_W_WEIGHT].data;
+        const float *a = x, *b = s->n_in > 1 ? io->in[1] : c;
+        if (s->n_in == 1 && s->node->a.binary.const_left) {
+            b = x;
+            a = c;
+        }
+        kcpu_binary_f32(cs->pool, &k, a, b, y);
+        return RT_OK;
+    }
+    case RT_OP_MATMUL: {
+        struct k_matmul k = step_matmul(p, s, batch);
+        kcpu_matmul_f32(cs->pool, &k, x, io->in[1], y);
+        return RT_OK;
+    }
+    case RT_OP_CONV2D_DYN:
+        run_conv2d_dyn(cs, p, s, batch, io);
+        return RT_OK;
+    case RT_OP_BATCH_NORM_DYN: {
+        struct k_batch_norm k = step_batch_norm_dyn(p, s, batch);
+        kcpu_batch_norm_f32(cs->pool, &k, x, io->in[1], io->in[2], io->in[3], io->in[4], y);
+        return RT_OK;
+    }
     case RT_OP_SOFTMAX:
     case RT_OP_CONCAT: {
         const struct rt_shape *sh = &g->tensors[s->out].shape;
@@ -242,7 +346,34 @@ static enum rt_status cpu_run_step(void *ctx, const struct rt_plan *p, const str
     return st;
 }
 
+/* Samples per pass such that the busiest step's activations (inputs,
+ * residual, output) stay within about half of a 2 MiB L2: running a batch
+ * of 64 as passes of a few samples is faster than one pass whose tensors
+ * spill to L3 and memory. INFERD_CPU_BATCH_CHUNK overrides it (tuning). */
+static int cpu_batch_chunk(struct rt_backend *b, const struct rt_plan *p)
+{
+    const char *env = getenv("INFERD_CPU_BATCH_CHUNK");
+    long forced = env ? strtol(env, NULL, 10) : 0;
+    if (forced > 0 && forced <= RT_MAX_BATCH)
+        return (int)forced;
+    const struct rt_graph *g = p->g;
+    int64_t most = 1;   /* bytes: INT8 tensors take a quarter of FP32's */
+    for (int i = 0; i < p->n_steps; i++) {
+        const struct rt_step *s = &p->steps[i];
+        int64_t bytes = g->tensors[s->out].sample_elems * (int64_t)rt_dtype_size(g->tensors[s->out].dtype);
+        for (int k = 0; k < s->n_in; k++)
+            bytes += g->tensors[s->in[k]].sample_elems * (int64_t)rt_dtype_size(g->tensors[s->in[k]].dtype);
+        if (s->residual >= 0)
+            bytes += g->tensors[s->residual].sample_elems * (int64_t)rt_dtype_size(g->tensors[s->residual].dtype);
+        if (bytes > most)
+            most = bytes;
+    }
+    int64_t chunk = (1 << 20) / most;
+    return chunk < 1 ? 1 : chunk > RT_MAX_BATCH ? RT_MAX_BATCH : (int)chunk;
+}
+
 static const struct rt_backend_iface CPU_IFACE = {
+    .batch_chunk = cpu_batch_chunk,
     .name = "cpu",
     .free = cpu_free,
     .supports_step = cpu_supports_step,

@@ -109,10 +109,17 @@ enum rt_status rt_cpu_q8_run(struct kcpu_pool *pool, void *scratch, const struct
         const struct rt_tensor *in = &g->tensors[s->in[0]];
         if (in->dtype == RT_DTYPE_I8) {
             kcpu_dequantize_q8(pool, count, x, q->scale, io->out);
-        } else {
-            int64_t c = in->shape.dims[1];
-            kcpu_dequantize_i32(pool, batch, (int)c, in->sample_elems / c, io->in[0], q->chan_scale, io->out);
+            return RT_OK;
         }
+        /* I32 accumulators: a conv's channels are dim 1 of NCHW, a linear
+         * layer's the last dim of [N, ..., M] */
+        int64_t c = in->shape.dims[1], inner = in->sample_elems / c, rows = batch;
+        if (g->nodes[in->producer].op == RT_OP_LINEAR) {
+            c = in->shape.dims[in->shape.rank - 1];
+            inner = 1;
+            rows = batch * (in->sample_elems / c);
+        }
+        kcpu_dequantize_i32(pool, (int)rows, (int)c, inner, io->in[0], q->chan_scale, io->out);
         return RT_OK;
     }
     case RT_OP_RELU:

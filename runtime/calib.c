@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rt_graph.h"
+
 static const char *const NAMES[] = {"max", "percentile", "entropy"};
 
 bool rt_calib_method_parse(const char *name, enum rt_calib_method *out)
@@ -169,4 +171,17 @@ float rt_calib_scale(const struct rt_calib *c, int t, enum rt_calib_method m, do
         threshold = ct->max_abs * bins / RT_CALIB_BINS;
     }
     return threshold > 0 ? (float)(threshold / 127.0) : 1.0f / 127.0f;
+}
+
+void rt_calib_scales(const struct rt_calib *c, const struct rt_graph *g, enum rt_calib_method m,
+                     double percentile, float *scales)
+{
+    for (int t = 0; t < g->n_tensors; t++)
+        scales[t] = t < c->n && rt_calib_seen(c, t) ? rt_calib_scale(c, t, m, percentile) : 0;
+    /* in node order, so chains (pool -> flatten) inherit from the start */
+    for (int i = 0; i < g->n_nodes; i++) {
+        enum rt_op op = g->nodes[i].op;
+        if (op == RT_OP_MAX_POOL2D || op == RT_OP_FLATTEN || op == RT_OP_RESHAPE)
+            scales[g->nodes[i].output] = scales[g->nodes[i].inputs[0]];
+    }
 }

@@ -180,9 +180,12 @@ static enum rt_status infer_pool(const struct rt_node *n, const struct rt_shape 
     const struct rt_pool_attrs *a = &n->a.pool;
     if (x->rank != 4)
         return node_error(err, n, "input must be [N, C, H, W]");
-    if (a->pad[0] * 2 > a->kernel[0] || a->pad[1] * 2 > a->kernel[1] || a->pad[2] * 2 > a->kernel[0] ||
-        a->pad[3] * 2 > a->kernel[1])
-        return node_error(err, n, "padding must be at most half the kernel");
+    /* so that no window lies wholly in the padding (PyTorch asks for at most
+     * half the kernel, ONNX for less than all of it) */
+    int64_t span_h = (int64_t)a->dilation[0] * (a->kernel[0] - 1) + 1;
+    int64_t span_w = (int64_t)a->dilation[1] * (a->kernel[1] - 1) + 1;
+    if (a->pad[0] >= span_h || a->pad[2] >= span_h || a->pad[1] >= span_w || a->pad[3] >= span_w)
+        return node_error(err, n, "padding must be smaller than the kernel");
     int64_t oh = window_out(x->dims[2], a->pad[0], a->pad[2], a->kernel[0], a->dilation[0], a->stride[0], a->ceil_mode);
     int64_t ow = window_out(x->dims[3], a->pad[1], a->pad[3], a->kernel[1], a->dilation[1], a->stride[1], a->ceil_mode);
     if (oh < 1 || ow < 1)
@@ -202,6 +205,92 @@ static bool same_shape(const struct rt_shape *a, const struct rt_shape *b)
     return true;
 }
 
+/* numpy broadcasting of the per-sample dims (after the batch) of x and of
+ * the second operand: the activation input 1, or the constant weight. */
+static enum rt_status infer_binary(const struct rt_graph *g, const struct rt_node *n, const struct rt_shape *x,
+                                   struct rt_shape *out, struct rt_error *err)
+{
+    const struct rt_weight *c = &n->w[RT_W_WEIGHT];
+    const struct rt_shape *y = c->data ? NULL : &g->tensors[n->inputs[1]].shape;
+    int rx = x->rank - 1, ry = y ? y->rank - 1 : c->shape.rank;
+    const int64_t *dx = x->dims + 1, *dy = y ? y->dims + 1 : c->shape.dims;
+    if ((unsigned)n->a.binary.op >= K_BIN_COUNT)
+        return node_error(err, n, "unknown binary operation");
+    int r = rx > ry ? rx : ry;
+    if (r + 1 > RT_MAX_DIMS)
+        return node_error(err, n, "broadcast result has too many dimensions");
+    out->rank = r + 1;
+    out->dims[0] = -1;
+    for (int i = 0; i < r; i++) {
+        int64_t a = i - (r - rx) >= 0 ? dx[i - (r - rx)] : 1;
+        int64_t b = i - (r - ry) >= 0 ? dy[i - (r - ry)] : 1;
+        if (a != b && a != 1 && b != 1)
+            return node_error(err, n, "operand shapes do not broadcast");
+        out->dims[i + 1] = a == 1 ? b : a;
+    }
+    return RT_OK;
+}
+
+/* matmul: per-sample [..., M, K] . [..., K, N] (either transposed), the
+ * leading dims broadcast as numpy does. */
+static enum rt_status infer_matmul(const struct rt_graph *g, const struct rt_node *n, const struct rt_shape *x,
+                                   struct rt_shape *out, struct rt_error *err)
+{
+    const struct rt_shape *y = &g->tensors[n->inputs[1]].shape;
+    const struct rt_matmul_attrs *a = &n->a.matmul;
+    int rx = x->rank - 1, ry = y->rank - 1;
+    if (rx < 2 || ry < 2)
+        return node_error(err, n, "operands must be per-sample [..., M, K] and [..., K, N]");
+    int64_t m = x->dims[a->trans_a ? rx : rx - 1], k = x->dims[a->trans_a ? rx - 1 : rx];
+    int64_t k2 = y->dims[a->trans_b ? ry : ry - 1], nn = y->dims[a->trans_b ? ry - 1 : ry];
+    if (k != k2)
+        return node_error(err, n, "inner dimensions differ");
+    int bx = rx - 2, by = ry - 2, r = bx > by ? bx : by;
+    if (r + 3 > RT_MAX_DIMS || r > K_BINARY_MAX_DIMS)
+        return node_error(err, n, "too many dimensions");
+    out->rank = r + 3;
+    out->dims[0] = -1;
+    for (int i = 0; i < r; i++) {
+        int64_t da = i - (r - bx) >= 0 ? x->dims[1 + i - (r - bx)] : 1;
+        int64_t db = i - (r - by) >= 0 ? y->dims[1 + i - (r - by)] : 1;
+        if (da != db && da != 1 && db != 1)
+            return node_error(err, n, "batch dimensions do not broadcast");
+        out->dims[1 + i] = da == 1 ? db : da;
+    }
+    out->dims[r + 1] = m;
+    out->dims[r + 2] = nn;
+    return RT_OK;
+}
+
+/* conv2d_dyn: x per-sample [N, C, H, W], weight [OC, C/groups, KH, KW],
+ * bias [OC]. */
+static enum rt_status infer_conv_dyn(const struct rt_graph *g, const struct rt_node *n, const struct rt_shape *x,
+                                     struct rt_shape *out, struct rt_error *err)
+{
+    const struct rt_conv_attrs *a = &n->a.conv;
+    const struct rt_shape *w = &g->tensors[n->inputs[1]].shape;
+    if (x->rank != 5)
+        return node_error(err, n, "input must be per-sample [N, C, H, W]");
+    if (w->rank != 5)
+        return node_error(err, n, "weight must be per-sample [OC, C/groups, KH, KW]");
+    int64_t c = x->dims[2], oc = w->dims[1];
+    if (a->groups < 1 || c % a->groups != 0 || oc % a->groups != 0 || w->dims[2] != c / a->groups)
+        return node_error(err, n, "weight shape does not match input channels and groups");
+    if (oc < 1 || w->dims[3] < 1 || w->dims[4] < 1 || w->dims[3] > 1024 || w->dims[4] > 1024 || oc > (1 << 20))
+        return node_error(err, n, "weight has an empty or absurd dimension");
+    if (n->n_inputs == 3) {
+        const struct rt_shape *b = &g->tensors[n->inputs[2]].shape;
+        if (b->rank != 2 || b->dims[1] != oc)
+            return node_error(err, n, "bias must be per-sample [OC]");
+    }
+    int64_t oh = window_out(x->dims[3], a->pad[0], a->pad[2], (int)w->dims[3], a->dilation[0], a->stride[0], false);
+    int64_t ow = window_out(x->dims[4], a->pad[1], a->pad[3], (int)w->dims[4], a->dilation[1], a->stride[1], false);
+    if (oh < 1 || ow < 1)
+        return node_error(err, n, "kernel larger than the padded input");
+    *out = (struct rt_shape){5, {-1, x->dims[1], oc, oh, ow}};
+    return RT_OK;
+}
+
 static int normalise_axis(int axis, int rank)
 {
     return axis < 0 ? axis + rank : axis;
@@ -212,20 +301,36 @@ enum rt_status rt_graph_infer_node(const struct rt_graph *g, const struct rt_nod
 {
     const struct rt_shape *x = &g->tensors[n->inputs[0]].shape;
     int want_inputs = n->op == RT_OP_ADD ? 2 : n->op == RT_OP_CONCAT ? -1 : 1;
+    if (n->op == RT_OP_BINARY)
+        want_inputs = n->w[RT_W_WEIGHT].data ? 1 : 2;
+    if (n->op == RT_OP_MATMUL)
+        want_inputs = 2;
+    if (n->op == RT_OP_BATCH_NORM_DYN)
+        want_inputs = 5;
+    if (n->op == RT_OP_CONV2D_DYN) {
+        if (n->n_inputs != 2 && n->n_inputs != 3)
+            return node_error(err, n, "takes an input, a weight and an optional bias");
+        want_inputs = -1;
+    }
+    if (want_inputs > 2 && n->n_inputs != want_inputs)
+        return node_error(err, n, "takes an input and four parameters");
     if (want_inputs > 0 && n->n_inputs != want_inputs)
         return node_error(err, n, want_inputs == 2 ? "takes two inputs" : "takes one input");
     switch (n->op) {
     case RT_OP_CONV2D:
         return infer_conv(n, x, out, err);
     case RT_OP_LINEAR: {
+        /* [N, ..., K] -> [N, ..., M], as torch.nn.Linear and ONNX MatMul
+         * with a constant right operand: each row of K is one product */
         const struct rt_weight *w = &n->w[RT_W_WEIGHT];
-        if (x->rank != 2)
-            return node_error(err, n, "input must be [N, K] (add a flatten)");
-        if (w->shape.rank != 2 || w->shape.dims[1] != x->dims[1] || w->shape.dims[0] < 1)
+        if (x->rank < 2)
+            return node_error(err, n, "input must be [N, ..., K]");
+        if (w->shape.rank != 2 || w->shape.dims[1] != x->dims[x->rank - 1] || w->shape.dims[0] < 1)
             return node_error(err, n, "weight must be [M, K] with K the input features");
         if (n->w[RT_W_BIAS].data && !weight_is(&n->w[RT_W_BIAS], 1, &w->shape.dims[0]))
             return node_error(err, n, "bias must be [M]");
-        *out = (struct rt_shape){2, {-1, w->shape.dims[0]}};
+        *out = *x;
+        out->dims[x->rank - 1] = w->shape.dims[0];
         return RT_OK;
     }
     case RT_OP_BATCH_NORM:
@@ -313,6 +418,22 @@ enum rt_status rt_graph_infer_node(const struct rt_graph *g, const struct rt_nod
         *out = *x;
         return RT_OK;
     }
+    case RT_OP_BINARY:
+        return infer_binary(g, n, x, out, err);
+    case RT_OP_MATMUL:
+        return infer_matmul(g, n, x, out, err);
+    case RT_OP_CONV2D_DYN:
+        return infer_conv_dyn(g, n, x, out, err);
+    case RT_OP_BATCH_NORM_DYN:
+        if (x->rank < 3)
+            return node_error(err, n, "input must be per-sample [N, C, ...]");
+        for (int k = 1; k < 5; k++) {
+            const struct rt_shape *p = &g->tensors[n->inputs[k]].shape;
+            if (p->rank != 2 || p->dims[1] != x->dims[2])
+                return node_error(err, n, "parameters must be per-sample [C] with C the input channels");
+        }
+        *out = *x;
+        return RT_OK;
     case RT_OP_COUNT:
         break;
     }

@@ -196,7 +196,7 @@ static enum rt_status lower_int8(struct rt_graph *g, const char *label, struct r
         cap += (size_t)g->nodes[i].n_inputs + 2;
     size_t tcap = (size_t)g->n_tensors * 3 + 1;   /* every tensor gains at most two twins */
     struct lower l = {.g = g, .label = label, .err = err};
-    l.nodes = calloc(cap, sizeof(*l.nodes));
+    l.nodes = calloc(cap + 1, sizeof(*l.nodes));
     l.twin_q8 = malloc(sizeof(int) * tcap);
     l.twin_f32 = malloc(sizeof(int) * tcap);
     bool *int8_reader = calloc(tcap, sizeof(bool));

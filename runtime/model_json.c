@@ -206,6 +206,17 @@ static enum rt_status parse_preprocess(struct ctx *c, const cJSON *p, struct rt_
         return fail(c, where, "'scale' must be a number");
     if (scale)
         pre->scale = (float)scale->valuedouble;
+    /* v / 255 and v * float(1/255) differ in the last bit for half of the
+     * byte values: "divisor" lets a model ask for torchvision's division. */
+    const cJSON *divisor = cJSON_GetObjectItemCaseSensitive(p, "divisor");
+    pre->divisor = 0.0f;
+    if (divisor && (!cJSON_IsNumber(divisor) || !isfinite(divisor->valuedouble) || divisor->valuedouble <= 0 ||
+                    divisor->valuedouble > 1e30))
+        return fail(c, where, "'divisor' must be a positive number");
+    if (divisor && scale)
+        return fail(c, where, "give 'scale' or 'divisor', not both");
+    if (divisor)
+        pre->divisor = (float)divisor->valuedouble;
     const char *keys[2] = {"mean", "std"};
     float *dst[2] = {pre->mean, pre->std};
     for (int k = 0; k < 2; k++) {
@@ -429,7 +440,8 @@ static enum rt_status parse_node(struct ctx *c, const cJSON *j, int index, struc
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(j, "op");
     if (!cJSON_IsString(op))
         return fail(c, n->name, "missing 'op'");
-    if (!rt_op_from_name(op->valuestring, &n->op) || n->op == RT_OP_QUANTIZE || n->op == RT_OP_DEQUANTIZE)
+    if (!rt_op_from_name(op->valuestring, &n->op) || n->op == RT_OP_QUANTIZE || n->op == RT_OP_DEQUANTIZE ||
+        n->op == RT_OP_BINARY || n->op == RT_OP_MATMUL || n->op == RT_OP_CONV2D_DYN || n->op == RT_OP_BATCH_NORM_DYN)
         return rt_error_set(c->err, RT_ERR_BAD_MODEL, "%s: %s: unknown op '%.40s'", c->label, n->name,
                             op->valuestring);
     const cJSON *ins = cJSON_GetObjectItemCaseSensitive(j, "inputs");
@@ -500,46 +512,69 @@ static enum rt_status parse_nodes(struct ctx *c, const cJSON *nodes, struct rt_m
     return RT_OK;
 }
 
-enum rt_status rt_model_json_parse(const char *text, size_t len, const char *label,
-                                   const struct rt_safetensors *st, struct rt_model_config *cfg,
-                                   struct rt_graph *g, char *labels_file, struct rt_error *err)
+/* The whole document; serving_only: the graph and the model's edges came
+ * from model.onnx (cfg->inputs and g already filled), so model.json may
+ * hold only serving settings. */
+static enum rt_status parse_doc(struct ctx *c, struct rt_model_config *cfg, const char *text, size_t len,
+                                bool serving_only, char *labels_file)
 {
-    struct ctx c = {label, st, err, cfg, g};
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!root)
-        return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: not valid JSON", label);
+        return rt_error_set(c->err, RT_ERR_BAD_MODEL, "%s: not valid JSON", c->label);
     enum rt_status s = RT_OK;
     int version = 0;
     if (!cJSON_IsObject(root))
-        s = fail(&c, "top level", "must be an object");
-    else if (!get_int(&c, root, "format_version", 1, 1, 0, &version, "format_version") || version != 1)
-        s = fail(&c, "format_version", "must be 1");
+        s = fail(c, "top level", "must be an object");
+    else if (!get_int(c, root, "format_version", 1, 1, 0, &version, "format_version") || version != 1)
+        s = fail(c, "format_version", "must be 1");
+    static const char *const GRAPH_KEYS[] = {"inputs", "outputs", "nodes"};
+    for (int k = 0; k < 3 && s == RT_OK && serving_only; k++) {
+        if (cJSON_GetObjectItemCaseSensitive(root, GRAPH_KEYS[k]))
+            s = fail(c, GRAPH_KEYS[k], "comes from model.onnx; model.json beside it holds serving settings only");
+    }
     if (s == RT_OK) {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
         if (name && !copy_name(cfg->name, sizeof(cfg->name), name))
-            s = fail(&c, "name", "must be a string of 1 to 63 characters");
+            s = fail(c, "name", "must be a string of 1 to 63 characters");
     }
     if (s == RT_OK)
-        s = parse_serving(&c, root, cfg);
-    if (s == RT_OK)
-        s = parse_io(&c, cJSON_GetObjectItemCaseSensitive(root, "inputs"), "inputs", cfg->inputs, &cfg->n_inputs);
-    if (s == RT_OK)
-        s = parse_io(&c, cJSON_GetObjectItemCaseSensitive(root, "outputs"), "outputs", cfg->outputs,
+        s = parse_serving(c, root, cfg);
+    if (s == RT_OK && !serving_only)
+        s = parse_io(c, cJSON_GetObjectItemCaseSensitive(root, "inputs"), "inputs", cfg->inputs, &cfg->n_inputs);
+    if (s == RT_OK && !serving_only)
+        s = parse_io(c, cJSON_GetObjectItemCaseSensitive(root, "outputs"), "outputs", cfg->outputs,
                      &cfg->n_outputs);
     if (s == RT_OK)
-        s = parse_preprocess(&c, cJSON_GetObjectItemCaseSensitive(root, "preprocessing"), cfg);
-    if (s == RT_OK)
-        s = parse_nodes(&c, cJSON_GetObjectItemCaseSensitive(root, "nodes"), cfg, g);
+        s = parse_preprocess(c, cJSON_GetObjectItemCaseSensitive(root, "preprocessing"), cfg);
+    if (s == RT_OK && !serving_only)
+        s = parse_nodes(c, cJSON_GetObjectItemCaseSensitive(root, "nodes"), cfg, c->g);
     if (s == RT_OK && cfg->precision == RT_PRECISION_INT8)
-        s = rt_model_json_quantization(cJSON_GetObjectItemCaseSensitive(root, "quantization"), label, g, err);
+        s = rt_model_json_quantization(cJSON_GetObjectItemCaseSensitive(root, "quantization"), c->label, c->g,
+                                       c->err);
     if (s == RT_OK) {
         const cJSON *labels = cJSON_GetObjectItemCaseSensitive(root, "labels");
         labels_file[0] = '\0';
         if (labels && (!copy_name(labels_file, RT_NAME_MAX, labels) || strchr(labels_file, '/') ||
                        strcmp(labels_file, "..") == 0 || strcmp(labels_file, ".") == 0))
-            s = fail(&c, "labels", "must be a file name inside the model folder");
+            s = fail(c, "labels", "must be a file name inside the model folder");
     }
     cJSON_Delete(root);
     return s;
+}
+
+enum rt_status rt_model_json_parse(const char *text, size_t len, const char *label,
+                                   const struct rt_safetensors *st, struct rt_model_config *cfg,
+                                   struct rt_graph *g, char *labels_file, struct rt_error *err)
+{
+    struct ctx c = {label, st, err, cfg, g};
+    return parse_doc(&c, cfg, text, len, false, labels_file);
+}
+
+enum rt_status rt_model_json_parse_serving(const char *text, size_t len, const char *label,
+                                           struct rt_model_config *cfg, struct rt_graph *g, char *labels_file,
+                                           struct rt_error *err)
+{
+    struct ctx c = {label, NULL, err, cfg, g};
+    return parse_doc(&c, cfg, text, len, true, labels_file);
 }

@@ -57,11 +57,12 @@ static bool used(const struct wlist *l, const char *name)
 static const char *unique_name(struct wlist *l, const char *base, bool with_scale)
 {
     size_t len = strlen(base) + 24;
-    char *name = malloc(len), *scale = malloc(len + 8);
-    if (!name || !scale || !own(l, name)) {
-        free(scale);
+    char *name = malloc(len);
+    if (!own(l, name))
         return NULL;
-    }
+    char *scale = malloc(len + 8);
+    if (!scale)
+        return NULL;
     for (int k = 1;; k++) {
         if (k == 1)
             snprintf(name, len, "%s", base);
@@ -122,7 +123,7 @@ static bool write_weight(struct wlist *l, const struct rt_node *n, int role, con
         ok = own(l, q) & own(l, scale) & own(l, scale_name);
         if (ok) {
             rt_q8_quantize_weights(data, oc, count / oc, q, scale);
-            sprintf(scale_name, "%s_scale", name);
+            snprintf(scale_name, strlen(name) + 8, "%s_scale", name);
             ok = add(l, name, RT_DTYPE_I8, shape, q) &&
                  add(l, scale_name, RT_DTYPE_F32, (struct rt_shape){1, {oc}}, scale);
         }
@@ -375,7 +376,7 @@ static bool write_labels(const char *dir, const struct rt_model_config *cfg)
     if (!text)
         return false;
     for (int i = 0; i < cfg->n_labels; i++)
-        at += sprintf(at, "%s\n", cfg->labels[i]);
+        at += snprintf(at, len - (size_t)(at - text), "%s\n", cfg->labels[i]);
     *at = '\0';
     bool ok = write_text(dir, "labels.txt", text);
     free(text);

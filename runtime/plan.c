@@ -222,10 +222,50 @@ struct k_conv2d rt_step_conv2d(const struct rt_plan *p, const struct rt_step *s,
     };
 }
 
+/* A rank > 2 input [N, ..., K] is N * ... rows of K. */
 struct k_linear rt_step_linear(const struct rt_plan *p, const struct rt_step *s, int batch)
 {
-    const struct rt_shape *x = &p->g->tensors[s->in[0]].shape, *y = &p->g->tensors[s->out].shape;
-    return (struct k_linear){.n = batch, .k = (int)x->dims[1], .m = (int)y->dims[1], .act = s->act};
+    const struct rt_tensor *x = &p->g->tensors[s->in[0]], *y = &p->g->tensors[s->out];
+    int64_t k = x->shape.dims[x->shape.rank - 1];
+    return (struct k_linear){.n = (int)(batch * (x->sample_elems / k)), .k = (int)k,
+                             .m = (int)y->shape.dims[y->shape.rank - 1], .act = s->act};
+}
+
+struct k_binary rt_step_binary(const struct rt_plan *p, const struct rt_step *s, int batch)
+{
+    const struct rt_graph *g = p->g;
+    const struct rt_node *nd = s->node;
+    const struct rt_tensor *y = &g->tensors[s->out], *x = &g->tensors[s->in[0]];
+    const struct rt_tensor *x1 = s->n_in > 1 ? &g->tensors[s->in[1]] : NULL;
+    const struct rt_shape *c = &nd->w[RT_W_WEIGHT].shape;
+    struct k_binary k = {.n = batch, .rank = y->shape.rank - 1, .op = nd->a.binary.op,
+                         .a_sample = x->sample_elems, .b_sample = x1 ? x1->sample_elems : 0};
+    /* each operand's per-sample dims (a tensor's after its batch dim, all of
+     * the constant's), right-aligned against the output's */
+    const int64_t *dims[2] = {x->shape.dims + 1, x1 ? x1->shape.dims + 1 : c->dims};
+    int rank[2] = {x->shape.rank - 1, x1 ? x1->shape.rank - 1 : c->rank};
+    int64_t *stride[2] = {k.a_stride, k.b_stride};
+    for (int o = 0; o < 2; o++) {
+        int64_t step = 1;
+        for (int d = k.rank - 1; d >= 0; d--) {
+            int src = d - (k.rank - rank[o]);
+            int64_t len = src >= 0 ? dims[o][src] : 1;
+            stride[o][d] = len == 1 ? 0 : step;
+            step *= len;
+        }
+    }
+    for (int d = 0; d < k.rank; d++)
+        k.dims[d] = y->shape.dims[d + 1];
+    if (s->n_in == 1 && nd->a.binary.const_left) {
+        for (int d = 0; d < k.rank; d++) {
+            int64_t t = k.a_stride[d];
+            k.a_stride[d] = k.b_stride[d];
+            k.b_stride[d] = t;
+        }
+        k.b_sample = k.a_sample;
+        k.a_sample = 0;
+    }
+    return k;
 }
 
 struct k_pool2d rt_step_pool2d(const struct rt_plan *p, const struct rt_step *s, int batch)

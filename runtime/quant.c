@@ -42,10 +42,10 @@ int32_t rt_q8_bias(double bias, double acc_scale)
     return v > K_Q8_BIAS_MAX ? K_Q8_BIAS_MAX : (int32_t)v;
 }
 
-int8_t rt_q8_round(double v, double scale)
+int32_t rt_q8_round(double v, double scale)
 {
     double q = round(v / scale);
-    return (int8_t)(q != q ? 0 : q < K_Q8_MIN ? K_Q8_MIN : q > K_Q8_MAX ? K_Q8_MAX : q);
+    return (int32_t)(q != q ? 0 : q < K_Q8_MIN ? K_Q8_MIN : q > K_Q8_MAX ? K_Q8_MAX : q);
 }
 
 static double act_f64(enum k_act act, double x)
@@ -71,7 +71,7 @@ static double act_f64(enum k_act act, double x)
 void rt_q8_lut(enum k_act act, double s_in, double s_out, int8_t lut[256])
 {
     for (int q = -128; q < 128; q++)
-        lut[q + 128] = rt_q8_round(act_f64(act, q * s_in), s_out);
+        lut[q + 128] = (int8_t)rt_q8_round(act_f64(act, q * s_in), s_out);
 }
 
 void rt_q8_quantize_weights(const float *w, int64_t oc, int64_t per_oc, int8_t *q, float *scale)
@@ -84,7 +84,7 @@ void rt_q8_quantize_weights(const float *w, int64_t oc, int64_t per_oc, int8_t *
         float s = (float)(top / 127.0);
         scale[o] = s > 0 ? s : 1.0f;   /* an all-zero (or all-denormal) row quantises to zeros */
         for (int64_t k = 0; k < per_oc; k++)
-            q[o * per_oc + k] = rt_q8_round(row[k], scale[o]);
+            q[o * per_oc + k] = (int8_t)rt_q8_round(row[k], scale[o]);
     }
 }
 

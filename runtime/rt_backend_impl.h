@@ -49,6 +49,11 @@ struct rt_backend_iface {
                                const struct rt_step_io *io, struct rt_error *err);
     /* Waits for all queued work; copy_out data is valid afterwards. */
     enum rt_status (*sync)(void *ctx, struct rt_error *err);
+
+    /* Optional: the largest batch one pass should run; the executor splits
+     * bigger batches into passes of this size. NULL: the whole batch at once.
+     * (The CPU keeps each pass's activations in cache this way.) */
+    int (*batch_chunk)(struct rt_backend *b, const struct rt_plan *p);
 };
 
 struct rt_backend {

@@ -55,6 +55,13 @@ bool rt_calib_seen(const struct rt_calib *c, int t);
  * A tensor that was always 0 gets 1 / 127. */
 float rt_calib_scale(const struct rt_calib *c, int t, enum rt_calib_method m, double percentile);
 
+/* Scales for every tensor of graph g the statistics cover (0 for the
+ * others), with max pooling, flatten and reshape outputs given their
+ * input's scale, as the INT8 plan requires. */
+struct rt_graph;
+void rt_calib_scales(const struct rt_calib *c, const struct rt_graph *g, enum rt_calib_method m,
+                     double percentile, float *scales);
+
 /* Thresholds in bins (the threshold is bins * bin_width), exposed for
  * tests: the bin count whose upper edge reaches the percentile, and the
  * KL-optimal bin count in [RT_CALIB_LEVELS, n]. */

@@ -16,7 +16,9 @@
 
 /* One list gives the op enum, the model.json names and the weight roles.
  * quantize / dequantize are the runtime's own (INT8 models' float edges,
- * inserted by rt_graph_apply_precision); model.json may not name them. */
+ * inserted by rt_graph_apply_precision); model.json may not name them.
+ * binary (broadcasting add, sub, mul, div, max, min) comes from ONNX models
+ * only (onnx_*.c): model.json may not name it either. */
 #define RT_OP_LIST(X)                        \
     X(RT_OP_CONV2D, "conv2d")                \
     X(RT_OP_LINEAR, "linear")                \
@@ -35,7 +37,11 @@
     X(RT_OP_CONCAT, "concat")                \
     X(RT_OP_SOFTMAX, "softmax")              \
     X(RT_OP_QUANTIZE, "quantize")            \
-    X(RT_OP_DEQUANTIZE, "dequantize")
+    X(RT_OP_DEQUANTIZE, "dequantize")        \
+    X(RT_OP_BINARY, "binary")                \
+    X(RT_OP_MATMUL, "matmul")                \
+    X(RT_OP_CONV2D_DYN, "conv2d_dyn")        \
+    X(RT_OP_BATCH_NORM_DYN, "batch_norm_dyn")
 
 enum rt_op {
 #define RT_OP_ENUM(e, name) e,
@@ -64,6 +70,28 @@ struct rt_conv_attrs {
     int stride[2], pad[4] /* top, left, bottom, right */, dilation[2], groups;
 };
 
+/* binary: the second operand is input 1, or the constant w[RT_W_WEIGHT]
+ * (no batch dim, broadcast against each sample) when the node has one input;
+ * const_left puts that constant on the left (it matters for sub and div). */
+struct rt_binary_attrs {
+    enum k_binop op;
+    bool const_left;
+};
+
+/* matmul: y = alpha * op(input 0) . op(input 1), two run-time tensors whose
+ * per-sample dims are [..., M, K] and [..., K, N] (transposed when trans_a /
+ * trans_b), numpy-broadcast over the leading dims (ONNX MatMul, Gemm).
+ * conv2d_dyn: conv2d whose weight [OC, C/groups, KH, KW] and optional bias
+ * [OC] are inputs 1 and 2 (one per sample), input 0 per-sample [N, C, H, W],
+ * output [N, OC, OH, OW]; attrs in a.conv. batch_norm_dyn: batch_norm with
+ * scale, bias, mean, var as inputs 1-4 (per-sample [C]), input 0 per-sample
+ * [N, C, ...]; eps in a.eps. These three come from the ONNX loader only
+ * (weights computed at run time); model.json refuses them. */
+struct rt_matmul_attrs {
+    bool trans_a, trans_b;
+    float alpha;
+};
+
 struct rt_pool_attrs {
     int kernel[2], stride[2], pad[4], dilation[2];
     bool ceil_mode, count_include_pad;
@@ -79,6 +107,8 @@ struct rt_node {
     union {
         struct rt_conv_attrs conv;
         struct rt_pool_attrs pool;
+        struct rt_binary_attrs binary;
+        struct rt_matmul_attrs matmul;
         float eps;                    /* batch_norm */
         bool gelu_tanh;               /* gelu approximate="tanh" */
         int axis;                     /* softmax, concat (normalised >= 1) */

@@ -49,7 +49,9 @@ enum rt_status rt_image_check_size(int64_t width, int64_t height, const struct r
         return rt_error_set(err, RT_ERR_TOO_LARGE,
                             "image is %" PRId64 "x%" PRId64 ", sides are limited to %" PRId64,
                             width, height, b->max_side);
-    if (width * height > b->max_pixels)
+    const int64_t dims[2] = {width, height};
+    int64_t pixels;
+    if (!rt_dims_product(dims, 2, &pixels) || pixels > b->max_pixels)
         return rt_error_set(err, RT_ERR_TOO_LARGE,
                             "image is %" PRId64 "x%" PRId64 ", limited to %" PRId64 " pixels",
                             width, height, b->max_pixels);
@@ -177,7 +179,7 @@ enum rt_status rt_image_preprocess(const struct rt_image *img, const struct rt_p
     const int w = img->width, h = img->height;
     const uint8_t *src = img->pixels;
     uint8_t *converted = NULL;
-    float *window = NULL;    /* [H][W][ch]: the resized centre crop */
+    uint8_t *window = NULL;  /* [H][W][ch]: the resized centre crop */
     enum rt_status st = RT_OK;
 
     if (img->channels != ch) {
@@ -194,7 +196,7 @@ enum rt_status rt_image_preprocess(const struct rt_image *img, const struct rt_p
         goto done;
     const int cx = crop_offset(rw, W), cy = crop_offset(rh, H);
     if (rw != w || rh != h) {
-        if (!(window = malloc((size_t)W * (size_t)H * (size_t)ch * sizeof(float)))) {
+        if (!(window = malloc((size_t)W * (size_t)H * (size_t)ch))) {
             st = rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory resizing an image");
             goto done;
         }
@@ -202,9 +204,9 @@ enum rt_status rt_image_preprocess(const struct rt_image *img, const struct rt_p
             goto done;
     }
 
-    /* (v * scale - mean) / std as three float32 operations in this order,
-     * as torchvision's ToTensor (v / 255, which scale stands for) then
-     * Normalize compute it. */
+    /* (v / divisor - mean) / std, or (v * scale - mean) / std, as three
+     * float32 operations in this order, as torchvision's ToTensor (v / 255)
+     * then Normalize compute it. */
     const size_t plane = (size_t)W * (size_t)H;
     for (int y = 0; y < H; y++) {
         for (int x = 0; x < W; x++) {
@@ -219,7 +221,7 @@ enum rt_status rt_image_preprocess(const struct rt_image *img, const struct rt_p
                                : 0.0f;
                 if (pre->invert)
                     v = 255.0f - v;
-                float t = v * pre->scale;
+                float t = pre->divisor > 0.0f ? v / pre->divisor : v * pre->scale;
                 t = t - pre->mean[c];
                 out[(size_t)c * plane + (size_t)y * (size_t)W + (size_t)x] = t / pre->std[c];
             }

@@ -38,13 +38,13 @@ enum rt_status rt_image_decode_pnm(const uint8_t *data, size_t len, const struct
                                    struct rt_image *out, struct rt_error *err);
 
 /* Resamples an 8-bit HWC image (in_w x in_h x ch) to out_w x out_h with
- * PIL's bilinear filter and writes only the window [crop_x, crop_x + crop_w) x
- * [crop_y, crop_y + crop_h) of the result to out (crop_w x crop_h x ch floats,
- * HWC).
+ * PIL's bilinear filter, 8-bit results included, and writes only the window
+ * [crop_x, crop_x + crop_w) x [crop_y, crop_y + crop_h) of the result to out
+ * (crop_w x crop_h x ch bytes, HWC).
  * Window pixels outside the resized image are 0 (torchvision pads a centre
  * crop larger than the image with zeros). */
 enum rt_status rt_image_resize(const uint8_t *in, int in_w, int in_h, int ch, int out_w, int out_h,
-                               int crop_x, int crop_y, int crop_w, int crop_h, float *out,
+                               int crop_x, int crop_y, int crop_w, int crop_h, uint8_t *out,
                                struct rt_error *err);
 
 #endif /* RT_IMAGE_IMPL_H */

@@ -139,7 +139,9 @@ enum rt_status rt_image_decode_pnm(const uint8_t *data, size_t len, const struct
 
     /* Refuse short data before allocating: a raw raster needs every byte, a
      * plain one at least a digit and a separator per sample. */
-    size_t samples = (size_t)width * height * (size_t)channels;
+    size_t samples;
+    if (!rt_mul_size((size_t)width * (size_t)height, (size_t)channels, &samples)) /* sides checked */
+        return rt_error_set(err, RT_ERR_TOO_LARGE, "PNM image size overflows");
     size_t remaining = (size_t)(c.end - c.p);
     size_t need = 0;
     if (plain) {

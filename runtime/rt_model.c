@@ -12,6 +12,7 @@
 #include "rt_backend_impl.h"
 #include "rt_model_impl.h"
 #include "rt_model_json.h"
+#include "rt_onnx.h"
 #include "rt_quant.h"
 
 #define MAX_MODEL_JSON (64u * 1024u * 1024u)
@@ -27,6 +28,7 @@ struct rt_model {
     int input_tensor[RT_MAX_IO];
     int output_tensor[RT_MAX_IO];
     int prepared_steps;           /* steps whose prep the backend must release */
+    int batch_chunk;              /* rt_session_run runs at most this many samples per pass */
     bool unfused;                 /* rt_load_options */
 };
 
@@ -151,22 +153,43 @@ static enum rt_status load(struct rt_model *m, const char *dir, struct rt_error 
     if (strlen(dir) > sizeof(path) - 64)
         return rt_error_set(err, RT_ERR_INVALID, "model path too long");
 
-    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
-    snprintf(label, sizeof(label), "%s/model.safetensors", name);
-    enum rt_status s = rt_safetensors_open(path, label, &m->st, err);
-    if (s != RT_OK)
-        return s;
-
+    enum rt_status s;
     char *json;
     size_t len;
-    snprintf(path, sizeof(path), "%s/model.json", dir);
-    snprintf(label, sizeof(label), "%s/model.json", name);
-    if ((s = read_file(path, label, MAX_MODEL_JSON, &json, &len, err)) != RT_OK)
-        return s;
-    s = rt_model_json_parse(json, len, label, &m->st, &m->cfg, &m->g, labels_file, err);
-    free(json);
-    if (s != RT_OK)
-        return s;
+    struct stat sb;
+    snprintf(path, sizeof(path), "%s/model.onnx", dir);
+    if (stat(path, &sb) == 0) {
+        /* graph and weights from model.onnx; model.json, when there, holds serving settings */
+        snprintf(label, sizeof(label), "%s/model.onnx", name);
+        if ((s = rt_onnx_load(path, label, &m->cfg, &m->g, err)) != RT_OK)
+            return s;
+        snprintf(path, sizeof(path), "%s/model.json", dir);
+        snprintf(label, sizeof(label), "%s/model.json", name);
+        s = read_file(path, label, MAX_MODEL_JSON, &json, &len, err);
+        if (s == RT_ERR_NOT_FOUND) {
+            static const char DEFAULTS[] = "{\"format_version\": 1}";
+            s = rt_model_json_parse_serving(DEFAULTS, sizeof(DEFAULTS) - 1, label, &m->cfg, &m->g, labels_file, err);
+        } else if (s == RT_OK) {
+            s = rt_model_json_parse_serving(json, len, label, &m->cfg, &m->g, labels_file, err);
+            free(json);
+        }
+        if (s != RT_OK)
+            return s;
+        snprintf(label, sizeof(label), "%s/model.onnx", name);
+    } else {
+        snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+        snprintf(label, sizeof(label), "%s/model.safetensors", name);
+        if ((s = rt_safetensors_open(path, label, &m->st, err)) != RT_OK)
+            return s;
+        snprintf(path, sizeof(path), "%s/model.json", dir);
+        snprintf(label, sizeof(label), "%s/model.json", name);
+        if ((s = read_file(path, label, MAX_MODEL_JSON, &json, &len, err)) != RT_OK)
+            return s;
+        s = rt_model_json_parse(json, len, label, &m->st, &m->cfg, &m->g, labels_file, err);
+        free(json);
+        if (s != RT_OK)
+            return s;
+    }
     if (m->cfg.name[0] == '\0')
         snprintf(m->cfg.name, sizeof(m->cfg.name), "%s", name);
     else if (strcmp(m->cfg.name, name) != 0)
@@ -187,6 +210,12 @@ static enum rt_status load(struct rt_model *m, const char *dir, struct rt_error 
         snprintf(label, sizeof(label), "%s/%s", name, labels_file);
         if ((s = load_labels(path, label, &m->cfg, err)) != RT_OK)
             return s;
+    }
+    m->batch_chunk = m->cfg.max_batch_size;
+    if (m->backend->iface->batch_chunk) {
+        int chunk = m->backend->iface->batch_chunk(m->backend, &m->plan);
+        if (chunk >= 1 && chunk < m->batch_chunk)
+            m->batch_chunk = chunk;
     }
     return prepare_plan(m, err);
 }
@@ -325,7 +354,22 @@ static enum rt_status run(struct rt_session *s, int batch, const float *const *i
 enum rt_status rt_session_run(struct rt_session *s, int batch, const float *const *inputs, float *const *outputs,
                               struct rt_error *err)
 {
-    return run(s, batch, inputs, outputs, NULL, err);
+    const struct rt_model *m = s->m;
+    if (batch < 1 || batch > m->cfg.max_batch_size)
+        return rt_error_set(err, RT_ERR_INVALID, "batch size %d outside [1, %d]", batch, m->cfg.max_batch_size);
+    const float *in[RT_MAX_IO];
+    float *out[RT_MAX_IO];
+    for (int start = 0; start < batch; start += m->batch_chunk) {
+        int n = batch - start < m->batch_chunk ? batch - start : m->batch_chunk;
+        for (int i = 0; i < m->cfg.n_inputs; i++)
+            in[i] = inputs[i] + (size_t)start * (size_t)m->cfg.inputs[i].sample_elems;
+        for (int i = 0; i < m->cfg.n_outputs; i++)
+            out[i] = outputs[i] + (size_t)start * (size_t)m->cfg.outputs[i].sample_elems;
+        enum rt_status st = run(s, n, in, out, NULL, err);
+        if (st != RT_OK)
+            return st;
+    }
+    return RT_OK;
 }
 
 enum rt_status rt_session_run_observed(struct rt_session *s, int batch, const float *const *inputs,
@@ -339,7 +383,7 @@ enum rt_status rt_session_run_observed(struct rt_session *s, int batch, const fl
     }
     if (batch < 1 || batch > s->m->cfg.max_batch_size)
         return rt_error_set(err, RT_ERR_INVALID, "batch size %d outside [1, %d]", batch, s->m->cfg.max_batch_size);
-    struct observer ob = {fn, user, malloc(sizeof(float) * (size_t)most * (size_t)batch)};
+    struct observer ob = {fn, user, malloc(sizeof(float) * ((size_t)most * (size_t)batch + 1))};
     if (!ob.host)
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
     enum rt_status st = run(s, batch, inputs, outputs, &ob, err);

@@ -77,6 +77,7 @@ struct rt_preprocess {
     bool invert;
     int resize_shorter;      /* 0: resize straight to width x height */
     float scale;
+    float divisor;           /* > 0: v / divisor (torchvision's ToTensor) replaces v * scale */
     float mean[3], std[3];
 };
 
@@ -114,7 +115,10 @@ struct rt_model_config {
 
 /* Loads model.json + model.safetensors (+ labels) from dir, validates the
  * files and the graph, folds batch norms, plans execution and prepares the
- * weights for backend b. Errors name the file and the tensor or node. */
+ * weights for backend b. Errors name the file and the tensor or node.
+ * When dir holds model.onnx, the graph and weights come from it instead
+ * (docs/onnx.md) and model.json, optional then, holds serving settings;
+ * RT_ERR_UNSUPPORTED names what of a valid ONNX model inferd cannot run. */
 enum rt_status rt_model_load(const char *dir, struct rt_backend *b, struct rt_model **out,
                              struct rt_error *err);
 void rt_model_free(struct rt_model *m);

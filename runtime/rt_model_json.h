@@ -15,6 +15,15 @@ enum rt_status rt_model_json_parse(const char *text, size_t len, const char *lab
                                    const struct rt_safetensors *st, struct rt_model_config *cfg,
                                    struct rt_graph *g, char *labels_file, struct rt_error *err);
 
+/* model.json beside a model.onnx: serving settings only (format_version,
+ * name, precision, batching, instances, preprocessing, labels, and the
+ * quantization section of an int8 model). cfg's inputs and outputs and the
+ * graph g come from the ONNX file, already parsed; "inputs", "outputs" and
+ * "nodes" are refused. */
+enum rt_status rt_model_json_parse_serving(const char *text, size_t len, const char *label,
+                                           struct rt_model_config *cfg, struct rt_graph *g, char *labels_file,
+                                           struct rt_error *err);
+
 /* Precision rules for weights (model_json_quant.c). Binds safetensors
  * tensor t as weight `role` of node n (w->name already set): F32 always;
  * F16 in fp16 models (converted to float, owned by g); I8 only as the

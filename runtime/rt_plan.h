@@ -58,5 +58,8 @@ static inline size_t rt_plan_offset(const struct rt_plan *p, int t, int batch)
 struct k_conv2d rt_step_conv2d(const struct rt_plan *p, const struct rt_step *s, int batch);
 struct k_linear rt_step_linear(const struct rt_plan *p, const struct rt_step *s, int batch);
 struct k_pool2d rt_step_pool2d(const struct rt_plan *p, const struct rt_step *s, int batch);
+/* a is the left operand: input 0, or the constant weight when const_left;
+ * b the right one: input 1, the constant, or input 0 when const_left. */
+struct k_binary rt_step_binary(const struct rt_plan *p, const struct rt_step *s, int batch);
 
 #endif /* RT_PLAN_H */

@@ -44,7 +44,7 @@ struct k_q8_mult rt_q8_mult(double M);
 /* round_half_away(bias / acc_scale), clamped to +-K_Q8_BIAS_MAX. */
 int32_t rt_q8_bias(double bias, double acc_scale);
 /* round_half_away(v / scale) clamped to [-127, 127]. */
-int8_t rt_q8_round(double v, double scale);
+int32_t rt_q8_round(double v, double scale);
 /* lut[q + 128] = rt_q8_round(act(q * s_in), s_out), act in double. */
 void rt_q8_lut(enum k_act act, double s_in, double s_out, int8_t lut[256]);
 /* Symmetric per-output-channel weight quantisation of w [oc, per_oc]:

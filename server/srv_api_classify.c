@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "runtime/rt_checked.h"
 #include "runtime/rt_image.h"
 #include "srv_clock.h"
 #include "srv_handlers.h"
@@ -165,11 +166,14 @@ static bool collect_parts(struct srv_request *r, struct classify_ctx *c)
 static bool prepare_inputs(struct srv_request *r, struct classify_ctx *c)
 {
     const struct rt_model_config *cfg = c->model->cfg;
-    size_t elems = (size_t)cfg->inputs[0].sample_elems;
-    c->input = malloc((size_t)c->n_images * elems * sizeof(float));
-    for (int i = 0; i < cfg->n_outputs; i++)
-        c->outputs[i] = malloc((size_t)c->n_images * (size_t)cfg->outputs[i].sample_elems *
-                               sizeof(float));
+    size_t elems = (size_t)cfg->inputs[0].sample_elems, bytes;
+    size_t per_image = (size_t)c->n_images * sizeof(float); /* n_images <= max_batch_size */
+    if (rt_mul_size(per_image, elems, &bytes))
+        c->input = malloc(bytes);
+    for (int i = 0; i < cfg->n_outputs; i++) {
+        if (rt_mul_size(per_image, (size_t)cfg->outputs[i].sample_elems, &bytes))
+            c->outputs[i] = malloc(bytes);
+    }
     for (int i = 0; i < cfg->n_outputs; i++) {
         if (!c->input || !c->outputs[i]) {
             srv_reply_error(r, 503, "out of memory");

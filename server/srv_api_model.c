@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "srv_clock.h"
 #include "srv_handlers.h"
@@ -178,11 +179,33 @@ void srv_handle_model_stats(struct srv_request *r)
     srv_reply_json(r, 200, &b);
 }
 
+/* Whether a presented token equals the key, in time that depends only on
+ * their lengths (no early exit a client could time byte by byte). */
+static bool same_secret(const char *given, const char *key)
+{
+    size_t gl = strlen(given), kl = strlen(key);
+    unsigned char diff = gl != kl;
+    for (size_t i = 0; i < kl; i++)
+        diff |= (unsigned char)(key[i] ^ (i < gl ? given[i] : 0));
+    return diff == 0;
+}
+
+/* Model control is off unless enabled, and with --api-key needs the token. */
 static bool model_control_allowed(struct srv_request *r)
 {
-    if (r->srv->cfg.enable_model_control)
+    if (!r->srv->cfg.enable_model_control) {
+        srv_reply_error(r, 403,
+                        "model control is disabled (start inferd with --enable-model-control)");
+        return false;
+    }
+    const char *key = r->srv->cfg.api_key;
+    if (!key[0])
         return true;
-    srv_reply_error(r, 403, "model control is disabled (start inferd with --enable-model-control)");
+    const char *auth = srv_request_header(r, "Authorization");
+    if (auth && strncasecmp(auth, "Bearer ", 7) == 0 && same_secret(auth + 7, key))
+        return true;
+    srv_reply_header(r, "WWW-Authenticate", "Bearer");
+    srv_reply_error(r, 401, "model control needs 'Authorization: Bearer' with the server's key");
     return false;
 }
 

@@ -6,8 +6,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/rt_checked.h"
 #include "srv_clock.h"
 #include "srv_log.h"
+
+/* Fault injection for the tests (CI has no GPU and plenty of memory):
+ * INFERD_FAULT=arena-oom fails every batch as if its arena could not be
+ * allocated; INFERD_FAULT=device-error fails it as a CUDA error that
+ * poisons the context would. Read once per batcher, never on the hot path. */
+enum fault { FAULT_NONE = 0, FAULT_ARENA_OOM, FAULT_DEVICE_ERROR };
+
+static enum fault fault_from_env(void)
+{
+    const char *f = getenv("INFERD_FAULT");
+    if (!f)
+        return FAULT_NONE;
+    if (strcmp(f, "arena-oom") == 0)
+        return FAULT_ARENA_OOM;
+    if (strcmp(f, "device-error") == 0)
+        return FAULT_DEVICE_ERROR;
+    return FAULT_NONE;
+}
 
 struct worker {
     struct srv_batcher *b;
@@ -31,6 +50,7 @@ struct srv_batcher {
     bool stopping;
     int n_workers;
     struct worker *workers;
+    enum fault fault;
 };
 
 /* ------------------------------------------------------------ forming batches */
@@ -145,7 +165,13 @@ static void run_batch(struct worker *w, struct srv_job **jobs, int n_jobs, int r
     }
     int64_t t1 = srv_now_ns();
     struct rt_error err = {RT_OK, ""};
-    enum rt_status st = rt_session_run(w->session, rows, in, out, &err);
+    enum rt_status st;
+    if (b->fault == FAULT_ARENA_OOM)
+        st = rt_error_set(&err, RT_ERR_NO_MEMORY, "out of memory for the batch arena (injected)");
+    else if (b->fault == FAULT_DEVICE_ERROR)
+        st = rt_error_set(&err, RT_ERR_DEVICE, "CUDA error: an illegal memory access (injected)");
+    else
+        st = rt_session_run(w->session, rows, in, out, &err);
     int64_t t2 = srv_now_ns();
     if (st == RT_OK && n_jobs > 1) {
         for (int i = 0; i < cfg->n_outputs; i++) {
@@ -238,14 +264,15 @@ static enum rt_status worker_init(struct worker *w, const struct rt_model *model
     w->jobs = calloc(max, sizeof(*w->jobs));
     if (!w->jobs)
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for the batch");
+    size_t bytes;
     for (int i = 0; i < cfg->n_inputs; i++) {
-        w->in[i] = malloc(max * (size_t)cfg->inputs[i].sample_elems * sizeof(float));
-        if (!w->in[i])
+        if (!rt_mul_size(max * sizeof(float), (size_t)cfg->inputs[i].sample_elems, &bytes) ||
+            !(w->in[i] = malloc(bytes)))
             return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for the batch");
     }
     for (int i = 0; i < cfg->n_outputs; i++) {
-        w->out[i] = malloc(max * (size_t)cfg->outputs[i].sample_elems * sizeof(float));
-        if (!w->out[i])
+        if (!rt_mul_size(max * sizeof(float), (size_t)cfg->outputs[i].sample_elems, &bytes) ||
+            !(w->out[i] = malloc(bytes)))
             return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for the batch");
     }
     return RT_OK;
@@ -273,6 +300,7 @@ enum rt_status srv_batcher_create(const struct rt_model *model, const struct srv
     b->cfg = cfg;
     b->opt = *opt;
     b->stats = stats;
+    b->fault = fault_from_env();
     b->n_workers = cfg->instance_count > 0 ? cfg->instance_count : 1;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

@@ -14,12 +14,6 @@ void srv_buf_free(struct srv_buf *b)
     *b = (struct srv_buf){0};
 }
 
-void srv_buf_reset(struct srv_buf *b)
-{
-    b->len = 0;
-    b->failed = false;
-}
-
 bool srv_buf_reserve(struct srv_buf *b, size_t extra)
 {
     if (b->failed)
@@ -119,7 +113,7 @@ void srv_buf_json_strn(struct srv_buf *b, const char *s, size_t n)
 
 void srv_buf_json_str(struct srv_buf *b, const char *s) { srv_buf_json_strn(b, s, strlen(s)); }
 
-int srv_format_float(char *out, size_t cap, float v)
+static int format_float(char *out, size_t cap, float v)
 {
     if (!isfinite(v))
         return snprintf(out, cap, "null");
@@ -135,10 +129,8 @@ int srv_format_float(char *out, size_t cap, float v)
 void srv_buf_json_float(struct srv_buf *b, float v)
 {
     char tmp[40];
-    int n = srv_format_float(tmp, sizeof(tmp), v);
+    int n = format_float(tmp, sizeof(tmp), v);
     srv_buf_append(b, tmp, (size_t)n);
 }
 
 void srv_buf_json_i64(struct srv_buf *b, int64_t v) { srv_buf_printf(b, "%" PRId64, v); }
-
-void srv_buf_json_u64(struct srv_buf *b, uint64_t v) { srv_buf_printf(b, "%" PRIu64, v); }

@@ -21,7 +21,6 @@ struct srv_buf {
 
 /* A zeroed struct is an empty buffer; free releases whatever it holds. */
 void srv_buf_free(struct srv_buf *b);
-void srv_buf_reset(struct srv_buf *b);
 bool srv_buf_reserve(struct srv_buf *b, size_t extra);
 void srv_buf_append(struct srv_buf *b, const void *data, size_t n);
 void srv_buf_puts(struct srv_buf *b, const char *s);
@@ -37,9 +36,5 @@ void srv_buf_json_strn(struct srv_buf *b, const char *s, size_t n);
 /* Shortest decimal that reads back as the same float; null for NaN/inf. */
 void srv_buf_json_float(struct srv_buf *b, float v);
 void srv_buf_json_i64(struct srv_buf *b, int64_t v);
-void srv_buf_json_u64(struct srv_buf *b, uint64_t v);
-
-/* Formats v like srv_buf_json_float into out (>= 32 bytes); returns length. */
-int srv_format_float(char *out, size_t cap, float v);
 
 #endif /* SRV_BUF_H */

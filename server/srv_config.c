@@ -47,8 +47,12 @@ static const struct srv_option OPTIONS[] = {
      "error, warn, info (start-up, errors) or debug (every request)"},
     {"enable-model-control", OPT_BOOL, OFF(enable_model_control), "false", 0, 0, NULL, NULL,
      "allow POST /v2/repository/index and .../load, .../unload"},
+    {"exit-on-error", OPT_BOOL, OFF(exit_on_error), "true", 0, 0, NULL, NULL,
+     "exit when a model fails to load at start-up; false serves the others (not ready)"},
     {"batching", OPT_BOOL, OFF(batching), "true", 0, 0, NULL, NULL,
      "dynamic batching; false runs every request alone (for comparison)"},
+    {"no-ui", OPT_BOOL, OFF(no_ui), "false", 0, 0, NULL, NULL,
+     "do not serve the web page (GET / and /ui/...: 404)"},
     {"max-body-bytes", OPT_SIZE, OFF(max_body_bytes), "64M", 1024, 4 * GIB, NULL, "BYTES",
      "largest request body accepted (413 above); k, M, G suffixes"},
     {"max-image-pixels", OPT_SIZE, OFF(max_image_pixels), "16M", 1, 1024 * 1024 * 1024, NULL, "N",
@@ -63,6 +67,14 @@ static const struct srv_option OPTIONS[] = {
      "longest a client may take to send one request body (408 above)"},
     {"max-connections", OPT_INT, OFF(max_connections), "1024", 1, 1000000, NULL, "N",
      "most simultaneous client connections"},
+    {"max-connections-per-ip", OPT_INT, OFF(max_connections_per_ip), "256", 0, 1000000, NULL, "N",
+     "most simultaneous connections from one client address (0: no per-address limit)"},
+    {"api-key", OPT_STRING, OFF(api_key), "", 0, 0, NULL, "KEY",
+     "when set, model control needs the header 'Authorization: Bearer KEY' (401 otherwise)"},
+    {"tls-cert", OPT_STRING, OFF(tls_cert), "", 0, 0, NULL, "FILE",
+     "PEM certificate: serve HTTPS (with --tls-key)"},
+    {"tls-key", OPT_STRING, OFF(tls_key), "", 0, 0, NULL, "FILE",
+     "PEM private key of --tls-cert"},
     {"drain-timeout", OPT_INT, OFF(drain_timeout_s), "30", 0, 86400, NULL, "SECONDS",
      "on SIGTERM, how long to wait for accepted requests before giving up"},
     {"port-file", OPT_STRING, OFF(port_file), "", 0, 0, NULL, "FILE",
@@ -124,7 +136,7 @@ static bool set_option(struct srv_config *cfg, const struct srv_option *o, const
             snprintf(err, err_len, "--%s: value too long", o->name);
             return false;
         }
-        strcpy(field, text);
+        memcpy(field, text, strlen(text) + 1);
         return true;
     case OPT_INT:
     case OPT_SIZE: {

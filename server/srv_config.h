@@ -29,7 +29,9 @@ struct srv_config {
     int64_t http_threads;         /* libmicrohttpd thread pool; 0 = cores */
     int log_level;                /* enum srv_log_level */
     bool enable_model_control;
+    bool exit_on_error;           /* a model failing to load at start-up ends inferd */
     bool batching;                /* false: every request runs alone */
+    bool no_ui;                   /* true: no web page at / and /ui/ */
     int64_t max_body_bytes;
     int64_t max_image_pixels;
     int64_t max_tensor_elements;
@@ -37,6 +39,10 @@ struct srv_config {
     int64_t idle_timeout_s;       /* connection idle timeout */
     int64_t request_timeout_s;    /* whole-request receive timeout */
     int64_t max_connections;
+    int64_t max_connections_per_ip; /* 0: no per-address limit */
+    char api_key[SRV_CONFIG_STR_MAX]; /* "" : model control needs no token */
+    char tls_cert[SRV_CONFIG_STR_MAX]; /* PEM files; both "" : plain HTTP */
+    char tls_key[SRV_CONFIG_STR_MAX];
     int64_t drain_timeout_s;
     char port_file[SRV_CONFIG_STR_MAX];
     char config_file[SRV_CONFIG_STR_MAX];

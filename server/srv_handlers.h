@@ -29,6 +29,9 @@ void srv_handle_classify(struct srv_request *r);
 /* srv_metrics.c. */
 void srv_handle_metrics(struct srv_request *r);
 
+/* srv_api_ui.c: the web page, GET / and GET /ui/{file} (404 with --no-ui). */
+void srv_handle_ui(struct srv_request *r);
+
 /* The ready model the route names (checking {version}), referenced; on
  * failure answers the request (404 / 503) and returns NULL. */
 struct srv_model *srv_request_model(struct srv_request *r);

@@ -29,7 +29,7 @@ struct srv_http;
 struct srv_route;
 
 #define SRV_REQ_ID_MAX 72
-#define SRV_MAX_RESP_HEADERS 4
+#define SRV_MAX_RESP_HEADERS 6
 
 struct srv_request {
     struct srv_server *srv;
@@ -49,12 +49,14 @@ struct srv_request {
     struct srv_buf resp;
     struct {
         const char *name;
-        char value[48];
+        const char *value;          /* copy[], or a string that outlives the request */
+        char copy[48];
     } headers[SRV_MAX_RESP_HEADERS];
     int n_headers;
     /* Deferred handling. */
     pthread_mutex_t mu;
     bool pending, done, suspended, queued;
+    bool orphaned;                  /* connection gone while deferred work ran */
     void (*finish)(struct srv_request *r);
     void *ctx;                      /* handler state, freed by ctx_free */
     void (*ctx_free)(void *ctx);
@@ -81,6 +83,9 @@ void srv_reply_error(struct srv_request *r, int status, const char *fmt, ...)
 /* Status from srv_http_status(err->status), err->msg as the message. */
 void srv_reply_rt_error(struct srv_request *r, const struct rt_error *err);
 void srv_reply_header(struct srv_request *r, const char *name, const char *value);
+/* The same without a copy, for long constant values (a Content-Security-Policy):
+ * value must live as long as the request (a literal, an embedded table). */
+void srv_reply_header_static(struct srv_request *r, const char *name, const char *value);
 
 /* A request header or query argument, or NULL. */
 const char *srv_request_header(struct srv_request *r, const char *name);

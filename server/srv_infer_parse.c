@@ -264,8 +264,8 @@ static bool parse_input(const cJSON *in, int position, const struct rt_model_con
         return false;
     if (shm)
         return rt_error_set(err, RT_ERR_INVALID, "shared memory inputs are not supported"), false;
-    q->inputs[idx] = malloc((size_t)elems * sizeof(float));
-    if (!q->inputs[idx])
+    size_t in_bytes;
+    if (!rt_mul_size((size_t)elems, sizeof(float), &in_bytes) || !(q->inputs[idx] = malloc(in_bytes)))
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for input '%s'", io->name),
                false;
     if (bsize) {
@@ -434,9 +434,9 @@ enum rt_status srv_infer_parse(const struct rt_model_config *cfg, uint8_t *body,
     cJSON_Delete(root);
     srv_json_numbers_free(&src.nums);
     for (int i = 0; ok && i < cfg->n_outputs; i++) {
-        size_t bytes;
-        if (!rt_mul_size((size_t)q->rows * (size_t)cfg->outputs[i].sample_elems, sizeof(float),
-                         &bytes) ||
+        size_t elems, bytes;
+        if (!rt_mul_size((size_t)q->rows, (size_t)cfg->outputs[i].sample_elems, &elems) ||
+            !rt_mul_size(elems, sizeof(float), &bytes) ||
             !(q->outputs[i] = malloc(bytes))) {
             rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for the outputs");
             ok = false;

@@ -1,4 +1,4 @@
-/* srv_log.c - timestamped, levelled log lines on stderr (see srv_log.h). */
+/* srv_log.c - timestamped, levelled, escaped log lines on stderr (see srv_log.h). */
 #include "srv_log.h"
 
 #include <stdarg.h>
@@ -30,13 +30,23 @@ void srv_log(enum srv_log_level level, const char *req_id, const char *fmt, ...)
                   LEVEL_TAGS[level]);
     if (req_id)
         n += snprintf(line + n, sizeof(line) - (size_t)n, "[req %s] ", req_id);
+    char msg[768];
     va_list ap;
     va_start(ap, fmt);
-    int m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    int m = vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    size_t len = (size_t)n + (m > 0 ? (size_t)m : 0);
-    if (len > sizeof(line) - 2)
-        len = sizeof(line) - 2;
+    /* Messages carry client bytes (paths, names): anything but printable
+     * ASCII is written as \xNN, so no one can forge or break a log line. */
+    size_t len = (size_t)n;
+    size_t mlen = m < 0 ? 0 : (size_t)m < sizeof(msg) ? (size_t)m : sizeof(msg) - 1;
+    for (size_t i = 0; i < mlen && len + 4 < sizeof(line) - 1; i++) {
+        unsigned char c = (unsigned char)msg[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            line[len++] = (char)c;
+        } else {
+            len += (size_t)snprintf(line + len, 5, "\\x%02x", c);
+        }
+    }
     line[len++] = '\n';
     /* One write per line keeps lines whole when threads log at once. */
     ssize_t w = write(STDERR_FILENO, line, len);

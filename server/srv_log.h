@@ -27,6 +27,5 @@ void srv_log(enum srv_log_level level, const char *req_id, const char *fmt, ...)
 #define srv_log_error(...) srv_log(SRV_LOG_ERROR, NULL, __VA_ARGS__)
 #define srv_log_warn(...) srv_log(SRV_LOG_WARN, NULL, __VA_ARGS__)
 #define srv_log_info(...) srv_log(SRV_LOG_INFO, NULL, __VA_ARGS__)
-#define srv_log_debug(...) srv_log(SRV_LOG_DEBUG, NULL, __VA_ARGS__)
 
 #endif /* SRV_LOG_H */

@@ -4,10 +4,11 @@
  *
  * Start-up order: parse settings, create the backend, open the repository,
  * start HTTP (live answers from here on; ready does not yet), load every
- * model, then wait. SIGTERM or SIGINT (or a device error that poisons the
- * backend) starts the drain: mark draining (health turns 503, new requests
- * are refused), stop accepting connections, wait until every accepted
- * request is answered, then stop. Exit status 0 after a clean drain, 1 when
+ * model (one failing ends start-up unless --exit-on-error false), then
+ * wait. SIGTERM or SIGINT (or a device error that poisons the backend)
+ * starts the drain: mark draining (health turns 503, new requests are
+ * refused), stop accepting connections, wait until every accepted request
+ * is answered, then stop. Exit status 0 after a clean drain, 1 when
  * start-up or the drain failed or the device broke, 2 for bad flags.
  */
 #include <errno.h>
@@ -130,6 +131,10 @@ int main(int argc, char **argv)
         srv_log_warn("cannot write --port-file: %s", strerror(errno));
 
     bool ok = srv_repo_load_all(server.repo, &err) == RT_OK;
+    if (!ok && !cfg->exit_on_error) {
+        srv_log_warn("serving without it, not ready (--exit-on-error false): %s", err.msg);
+        ok = true;
+    }
     if (ok) {
         atomic_store(&server.models_loaded, true);
         srv_log_info("ready");

@@ -2,13 +2,16 @@
  * srv_metrics.c - GET /metrics in the Prometheus text format (version 0.0.4).
  *
  * Triton's metric names where Triton has the metric (so its dashboards
- * work), inferd_ for the rest: latency and batch-size histograms, in-flight
- * requests, model load time, HTTP responses by code.
+ * work: request counts and durations, queue depth, GPU memory and
+ * utilisation on the CUDA backend), inferd_ for the rest: latency and
+ * batch-size histograms, in-flight requests, model load time, HTTP
+ * responses by code.
  */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/rt_gpu_info.h"
 #include "srv_handlers.h"
 
 struct model_view {
@@ -78,6 +81,36 @@ static void histogram(struct srv_buf *b, const char *name, const char *help,
     }
 }
 
+/* Triton's GPU gauges, when the models run on a GPU. */
+static void write_gpu(struct srv_buf *b, struct srv_server *srv)
+{
+    int n = strcmp(rt_backend_name(srv->backend), "cuda") == 0 ? rt_gpu_count() : 0;
+    uint64_t used[16], total[16];
+    double util[16];
+    bool known[16];
+    for (int d = 0; d < n && d < 16; d++)
+        known[d] = rt_gpu_info(d, &used[d], &total[d], &util[d]);
+    if (n <= 0)
+        return;
+    family(b, "nv_gpu_memory_used_bytes", "gauge", "GPU used memory, in bytes");
+    for (int d = 0; d < n && d < 16; d++) {
+        if (known[d])
+            srv_buf_printf(b, "nv_gpu_memory_used_bytes{gpu=\"%d\"} %llu\n", d,
+                           (unsigned long long)used[d]);
+    }
+    family(b, "nv_gpu_memory_total_bytes", "gauge", "GPU total memory, in bytes");
+    for (int d = 0; d < n && d < 16; d++) {
+        if (known[d])
+            srv_buf_printf(b, "nv_gpu_memory_total_bytes{gpu=\"%d\"} %llu\n", d,
+                           (unsigned long long)total[d]);
+    }
+    family(b, "nv_gpu_utilization", "gauge", "GPU utilization rate [0.0 - 1.0)");
+    for (int d = 0; d < n && d < 16; d++) {
+        if (known[d] && util[d] >= 0)
+            srv_buf_printf(b, "nv_gpu_utilization{gpu=\"%d\"} %.3f\n", d, util[d] / 100.0);
+    }
+}
+
 static void write_metrics(struct srv_buf *b, struct srv_server *srv, const struct model_view *v,
                           int n)
 {
@@ -131,6 +164,7 @@ static void write_metrics(struct srv_buf *b, struct srv_server *srv, const struc
         labels(b, "inferd_model_load_duration_seconds", &v[i]);
         srv_buf_printf(b, " %.6f\n", v[i].load_seconds);
     }
+    write_gpu(b, srv);
     family(b, "inferd_inflight_requests", "gauge", "HTTP requests being handled right now");
     srv_buf_printf(b, "inferd_inflight_requests %d\n", atomic_load(&srv->inflight));
     family(b, "inferd_http_responses_total", "counter", "HTTP responses sent, by status code");

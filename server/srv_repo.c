@@ -33,8 +33,8 @@ static const char *const STATE_NAMES[] = {"UNAVAILABLE", "LOADING", "READY"};
 
 bool srv_repo_valid_name(const char *name)
 {
-    size_t n = strlen(name);
-    if (n == 0 || n >= RT_NAME_MAX || name[0] == '.')
+    size_t n = strnlen(name, RT_NAME_MAX);
+    if (n == 0 || n >= RT_NAME_MAX || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
         return false;
     for (size_t i = 0; i < n; i++) {
         char c = name[i];
@@ -139,6 +139,40 @@ void srv_repo_free(struct srv_repo *r)
     free(r);
 }
 
+/* Whether path resolves (through every symlink) to root or below it. */
+static bool inside_root(const char *root, const char *path)
+{
+    char real[PATH_MAX];
+    if (!realpath(path, real))
+        return false;
+    size_t n = strlen(root);
+    return strncmp(real, root, n) == 0 && (real[n] == '/' || real[n] == '\0');
+}
+
+/* The repository never reads outside its root: the model folder and every
+ * symlink in it must resolve inside (a dangling one is refused too). Checked
+ * before the loader opens anything; whoever can rewrite the folder between
+ * this check and the open could already write the model itself. */
+static bool model_contained(const char *root, const char *dir)
+{
+    if (!inside_root(root, dir))
+        return false;
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool ok = true;
+    struct dirent *de;
+    while (ok && (de = readdir(d))) {
+        char path[PATH_MAX + 2 * RT_NAME_MAX + 300];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        if (strcmp(de->d_name, "..") != 0 && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+            ok = inside_root(root, path);
+    }
+    closedir(d);
+    return ok;
+}
+
 /* Removes the host's path from a loader message: clients see model names only. */
 static void scrub_path(char *msg, const char *dir)
 {
@@ -178,7 +212,11 @@ enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_err
     char dir[PATH_MAX + RT_NAME_MAX + 2];
     snprintf(dir, sizeof(dir), "%s/%s", r->dir, name);
     struct srv_model *m = NULL;
-    enum rt_status st = srv_model_load(dir, name, r->be, &r->opt, &m, err);
+    enum rt_status st = model_contained(r->dir, dir)
+                            ? srv_model_load(dir, name, r->be, &r->opt, &m, err)
+                            : rt_error_set(err, RT_ERR_BAD_MODEL,
+                                           "model %s: a file links outside the model repository",
+                                           name);
     if (st != RT_OK) {
         scrub_path(err->msg, dir);
         scrub_path(err->msg, r->dir);
@@ -219,10 +257,12 @@ enum rt_status srv_repo_load_all(struct srv_repo *r, struct rt_error *err)
     if (!names)
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
     enum rt_status st = RT_OK;
-    for (int i = 0; i < n && st == RT_OK; i++) {
-        st = srv_repo_load(r, names[i], err);
-        if (st != RT_OK)
-            rt_error_prefix(err, "model %s", names[i]);
+    struct rt_error one = {RT_OK, ""};
+    for (int i = 0; i < n; i++) {
+        if (srv_repo_load(r, names[i], &one) != RT_OK && st == RT_OK) {
+            *err = one;
+            st = rt_error_prefix(err, "model %s", names[i]);
+        }
     }
     free(names);
     return st;
@@ -253,6 +293,9 @@ enum rt_status srv_repo_unload(struct srv_repo *r, const char *name, struct rt_e
 enum rt_status srv_repo_acquire(struct srv_repo *r, const char *name, struct srv_model **out,
                                 struct rt_error *err)
 {
+    /* A name no folder can have is not echoed back: it may be anything. */
+    if (!srv_repo_valid_name(name))
+        return rt_error_set(err, RT_ERR_NOT_FOUND, "unknown model");
     pthread_mutex_lock(&r->mu);
     struct entry *e = find(r, name);
     struct srv_model *m = e ? e->model : NULL;

@@ -3,7 +3,9 @@
  * are loaded, and lookup by name for requests.
  *
  * A model is a sub-folder holding model.json (or model.onnx). Names are
- * folder names made of letters, digits, '.', '_' and '-'. Lookups hand out a
+ * folder names made of letters, digits, '.', '_' and '-'. The repository
+ * never reads outside its folder: a model folder or file that is a symlink
+ * resolving elsewhere makes that model unavailable. Lookups hand out a
  * counted reference (release it with srv_model_unref); load and unload are
  * serialised with each other and never wait for running requests.
  */
@@ -19,6 +21,10 @@ struct srv_repo;
 
 enum srv_model_state { SRV_MODEL_UNAVAILABLE = 0, SRV_MODEL_LOADING, SRV_MODEL_READY };
 
+/* A model name: one path segment (not "." or ".."; "..my_model" and
+ * "model..1" are fine) of letters, digits, '.', '_', '-', below RT_NAME_MAX. */
+bool srv_repo_valid_name(const char *name);
+
 /* Opens dir and lists its models, none loaded yet. */
 enum rt_status srv_repo_open(const char *dir, struct rt_backend *be,
                              const struct srv_batcher_options *opt, struct srv_repo **out,
@@ -26,7 +32,8 @@ enum rt_status srv_repo_open(const char *dir, struct rt_backend *be,
 /* Unloads everything (waiting for running requests) and frees the repository. */
 void srv_repo_free(struct srv_repo *r);
 
-/* Loads every listed model; stops at and reports the first failure. */
+/* Loads every listed model; reports the first failure (the others are
+ * logged and stay UNAVAILABLE with their reason). */
 enum rt_status srv_repo_load_all(struct srv_repo *r, struct rt_error *err);
 /* Loads (or reloads) one model by name; RT_ERR_NOT_FOUND when no such folder. */
 enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_error *err);
@@ -46,8 +53,5 @@ bool srv_repo_all_ready(struct srv_repo *r);
 /* Appends the repository index: [{"name", "version", "state", "reason"}...];
  * ready_only lists only ready models. */
 void srv_repo_write_index(struct srv_repo *r, bool ready_only, struct srv_buf *out);
-
-/* Whether name is acceptable as a model (folder) name. */
-bool srv_repo_valid_name(const char *name);
 
 #endif /* SRV_REPO_H */

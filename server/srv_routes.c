@@ -27,6 +27,8 @@ static const struct srv_route ROUTES[] = {
     {"POST", "/v2/repository/models/{model}/load", srv_handle_repo_load},
     {"POST", "/v2/repository/models/{model}/unload", srv_handle_repo_unload},
     {"GET", "/metrics", srv_handle_metrics},
+    {"GET", "/", srv_handle_ui},
+    {"GET", "/ui/{file}", srv_handle_ui},
 };
 #define N_ROUTES (sizeof(ROUTES) / sizeof(ROUTES[0]))
 
@@ -56,6 +58,9 @@ static bool match(const char *pattern, const char *path, struct srv_request *r)
                 return false;
         } else if (pl == 9 && strncmp(p, "{version}", 9) == 0) {
             if (!capture(r->version, sizeof(r->version), s, sl))
+                return false;
+        } else if (pl == 6 && strncmp(p, "{file}", 6) == 0) {
+            if (sl == 0) /* any one segment: the handler reads it from the path */
                 return false;
         } else if (pl != sl || strncmp(p, s, pl) != 0) {
             return false;

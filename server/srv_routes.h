@@ -2,8 +2,9 @@
  * srv_routes.h - the one route table: method + path pattern -> handler.
  *
  * Patterns are '/'-separated; a "{model}" or "{version}" segment matches any
- * one segment and is captured into the request. The first matching entry
- * wins, so more specific patterns come first.
+ * one segment and is captured into the request; "{file}" matches any one
+ * segment without capturing it (the handler reads the path). The first
+ * matching entry wins, so more specific patterns come first.
  */
 #ifndef SRV_ROUTES_H
 #define SRV_ROUTES_H

@@ -81,18 +81,40 @@ static bool set_number(cJSON *obj, const char *key, double v)
     return cJSON_AddNumberToObject(obj, key, v) != NULL;
 }
 
+/* A copy, not a symlink: inferd refuses files that link outside its repository. */
+static bool copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+    bool ok = in && out;
+    char buf[65536];
+    size_t n;
+    while (ok && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+        ok = fwrite(buf, 1, n, out) == n;
+    ok = ok && !ferror(in);
+    if (in)
+        fclose(in);
+    if (out && fclose(out) != 0)
+        ok = false;
+    return ok;
+}
+
 static bool write_model(const char *repo, const struct http_model_spec *s)
 {
     char dir[PATH_MAX], src[PATH_MAX], path[PATH_MAX + 64];
     snprintf(dir, sizeof(dir), "%s/%s", repo, s->name);
     if (mkdir(dir, 0755) != 0 || !realpath(HTTP_SOURCE_MODEL, src))
         return false;
-    static const char *const LINKED[] = {"model.safetensors", "labels.txt"};
+    if (s->broken) {
+        snprintf(path, sizeof(path), "%s/model.json", dir);
+        FILE *f = fopen(path, "w");
+        return f && fputs("{\"format_version\": 1, \"nodes\": [", f) >= 0 && fclose(f) == 0;
+    }
+    static const char *const COPIED[] = {"model.safetensors", "labels.txt"};
     for (int i = 0; i < 2; i++) {
         char target[PATH_MAX + 64];
-        snprintf(target, sizeof(target), "%s/%s", src, LINKED[i]);
-        snprintf(path, sizeof(path), "%s/%s", dir, LINKED[i]);
-        if (access(target, R_OK) == 0 && symlink(target, path) != 0)
+        snprintf(target, sizeof(target), "%s/%s", src, COPIED[i]);
+        snprintf(path, sizeof(path), "%s/%s", dir, COPIED[i]);
+        if (access(target, R_OK) == 0 && !copy_file(target, path))
             return false;
     }
     snprintf(path, sizeof(path), "%s/model.json", src);
@@ -155,7 +177,7 @@ static void remove_tree(const char *dir)
 
 /* ------------------------------------------------------------ daemon */
 
-static void inferd_path(char *out, size_t cap)
+void http_inferd_path(char *out, size_t cap)
 {
     const char *env = getenv("INFERD_BIN");
     if (env) {
@@ -191,7 +213,7 @@ static void print_log(const struct http_daemon *d)
 static bool spawn(struct http_daemon *d, const char *const *extra)
 {
     char bin[PATH_MAX], repo[PATH_MAX], port_file[PATH_MAX], log_path[PATH_MAX];
-    inferd_path(bin, sizeof(bin));
+    http_inferd_path(bin, sizeof(bin));
     snprintf(repo, sizeof(repo), "%s/repo", d->dir);
     snprintf(port_file, sizeof(port_file), "%s/port", d->dir);
     snprintf(log_path, sizeof(log_path), "%s/inferd.log", d->dir);
@@ -255,9 +277,13 @@ bool http_daemon_start(struct http_daemon *d, const struct http_model_spec *mode
     if (!ok)
         printf("  cannot write the test model repository\n");
     ok = ok && spawn(d, extra_args);
+    bool any_broken = false;
+    for (int i = 0; i < n_models; i++)
+        any_broken |= models[i].broken;
+    const char *probe = any_broken ? "/v2/health/live" : "/v2/health/ready";
     for (int waited = 0; ok; waited += 10) {
         struct http_resp r;
-        if (http_get(d, "/v2/health/ready", &r) && r.status == 200) {
+        if (http_get(d, probe, &r) && r.status == 200) {
             http_resp_free(&r);
             return true;
         }
@@ -335,7 +361,7 @@ enum test_result http_run(const struct http_model_spec *models, int n_models,
 int http_run_inferd(const char *const *args, char *out, size_t cap)
 {
     char bin[PATH_MAX];
-    inferd_path(bin, sizeof(bin));
+    http_inferd_path(bin, sizeof(bin));
     const char *argv[32] = {bin};
     int argc = 1;
     for (int i = 0; args && args[i] && argc < 31; i++)
@@ -403,7 +429,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *user)
     header_value(data, size * n, "Retry-After:", r->retry_after, sizeof(r->retry_after));
     header_value(data, size * n, "Inference-Header-Content-Length:", len, sizeof(len));
     if (len[0])
-        r->header_len = atol(len);
+        r->header_len = strtol(len, NULL, 10);
     return size * n;
 }
 

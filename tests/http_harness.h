@@ -40,8 +40,9 @@ struct http_model_spec {
     int instances;
     int n_preferred;              /* -1 keeps; 0 clears */
     int preferred[4];
+    bool broken;                  /* a model.json that does not load */
 };
-#define HTTP_MODEL_SPEC(n) {(n), -1, -1, -1, -1, -1, -1, {0}}
+#define HTTP_MODEL_SPEC(n) {(n), -1, -1, -1, -1, -1, -1, {0}, false}
 
 struct http_daemon {
     pid_t pid;
@@ -53,8 +54,9 @@ struct http_daemon {
 /* Whether the source model exists (tests SKIP with a reason otherwise). */
 bool http_source_model_present(void);
 
-/* Writes the repository, starts inferd on it with extra flags (NULL-ended,
- * may be NULL) and waits until /v2/health/ready answers 200. On failure
+/* Writes the repository (in d->dir/repo), starts inferd on it with extra
+ * flags (NULL-ended, may be NULL) and waits until /v2/health/ready answers
+ * 200 (/v2/health/live when a model is broken). On failure
  * prints why (and the daemon's log) and cleans up. */
 bool http_daemon_start(struct http_daemon *d, const struct http_model_spec *models, int n_models,
                        const char *const *extra_args);
@@ -72,6 +74,9 @@ typedef enum test_result (*http_test_fn)(struct http_daemon *d);
  * stop the daemon; fails when fn fails or the daemon does not exit 0. */
 enum test_result http_run(const struct http_model_spec *models, int n_models,
                           const char *const *extra_args, http_test_fn fn);
+
+/* The inferd binary the tests run (beside run-tests, or $INFERD_BIN). */
+void http_inferd_path(char *out, size_t cap);
 
 /* Runs inferd with args (NULL-ended) to completion; its exit status, with
  * stdout and stderr in out. */

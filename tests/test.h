@@ -64,6 +64,10 @@ int64_t test_count_nonfinite(const float *x, int64_t count);
 /* Whether a GPU suite was requested (run-tests --gpu). */
 bool test_gpu_requested(void);
 
+/* Whether the large-model tests (large_*: generated ImageNet-scale models)
+ * were requested (run-tests --large, as make test-large does). */
+bool test_large_requested(void);
+
 /* Path of the project root (tests run from it; set by the runner). */
 const char *test_root(void);
 

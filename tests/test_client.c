@@ -121,7 +121,7 @@ TEST(client_encode_rejects)
     req.binary_inputs = true;
     ASSERT_EQ_INT(icl_infer_encode(&req, &body, &len, &header_len, &err), ICL_OK);
     free(body);
-    strcpy(in.datatype, "FP8");
+    snprintf(in.datatype, sizeof(in.datatype), "FP8");
     ASSERT_EQ_INT(icl_infer_encode(&req, &body, &len, &header_len, &err), ICL_ERR_INVALID);
     req.n_inputs = 0;
     ASSERT_EQ_INT(icl_infer_encode(&req, &body, &len, &header_len, &err), ICL_ERR_INVALID);

@@ -119,7 +119,7 @@ static int indices(const char *out, int *idx, int cap)
         snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(line, "\n"), line);
         const char *open = strrchr(buf, '(');
         if (buf[0] == ' ' && open)
-            idx[n++] = atoi(open + 1);
+            idx[n++] = (int)strtol(open + 1, NULL, 10);
     }
     return n;
 }

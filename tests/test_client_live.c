@@ -136,7 +136,7 @@ static enum test_result infer(struct http_daemon *d)
     ASSERT_FALSE(icl_tensor_string(&res.outputs[0], 2, &s, &len));
     icl_infer_result_free(&res);
     /* the server's own words come back with its status */
-    strcpy(in.name, "nope");
+    snprintf(in.name, sizeof(in.name), "nope");
     ASSERT_EQ_INT(icl_infer(c, "lenet5", &req, &res, &err), ICL_ERR_HTTP);
     ASSERT_EQ_INT(err.http_status, 400);
     ASSERT_STR_CONTAINS(err.message, "nope");

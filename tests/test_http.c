@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "http_harness.h"
 #include "test.h"
@@ -535,4 +536,33 @@ TEST(http_flags_and_config_file)
     ASSERT_EQ_INT(r1, TEST_PASS);
     ASSERT_EQ_INT(r2, TEST_PASS);
     return TEST_PASS;
+}
+
+/* ------------------------------------------------------------ a model that fails to load */
+
+static enum test_result load_failure(struct http_daemon *d)
+{
+    /* --exit-on-error false: the good model serves, the daemon is not ready. */
+    for (int i = 0; i < 200 && http_status(d, "GET", "/v2/models/lenet5/ready", NULL, NULL, 0) != 200; i++)
+        usleep(10 * 1000);
+    ASSERT_EQ_INT(http_status(d, "GET", "/v2/health/ready", NULL, NULL, 0), 503);
+    ASSERT_EQ_INT(http_status(d, "GET", "/v2/models/broken/ready", NULL, NULL, 0), 503);
+    ASSERT_EQ_INT(http_status(d, "GET", "/v2/models/broken", NULL, NULL, 0), 503);
+    ASSERT_TRUE(http_still_serves(d));
+    /* By default the same repository ends start-up with status 1. */
+    char repo[300], out[8192];
+    snprintf(repo, sizeof(repo), "%s/repo", d->dir);
+    int status = http_run_inferd((const char *const[]){"--model-repository", repo,
+                                                       "--http-port", "0", NULL}, out, sizeof(out));
+    ASSERT_EQ_INT(status, 1);
+    ASSERT_STR_CONTAINS(out, "broken");
+    return TEST_PASS;
+}
+
+TEST(http_model_load_failure)
+{
+    struct http_model_spec specs[2] = {HTTP_MODEL_SPEC("lenet5"), HTTP_MODEL_SPEC("broken")};
+    specs[1].broken = true;
+    static const char *const KEEP_GOING[] = {"--exit-on-error", "false", NULL};
+    return http_run(specs, 2, KEEP_GOING, load_failure);
 }

@@ -145,11 +145,12 @@ static enum test_result bad_transport(struct http_daemon *d)
     free(eight);
     size_t n_strings = 10000, len = 0;
     char *strings = malloc(n_strings * 4 + 256);
-    len += (size_t)sprintf(strings, "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\","
+    size_t cap = n_strings * 4 + 256;
+    len += (size_t)snprintf(strings, cap, "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\","
                                     "\"shape\":[1,1,28,28],\"data\":[");
     for (size_t i = 0; i < n_strings; i++)
-        len += (size_t)sprintf(strings + len, "%s\"\"", i ? "," : "");
-    len += (size_t)sprintf(strings + len, "]}]}");
+        len += (size_t)snprintf(strings + len, cap - len, "%s\"\"", i ? "," : "");
+    len += (size_t)snprintf(strings + len, cap - len, "]}]}");
     EXPECT_POST(d, INFER, "application/json", strings, len, 413);
     free(strings);
 

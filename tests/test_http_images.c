@@ -126,13 +126,13 @@ static bool classify_all(const struct http_daemon *d, const char *content_type, 
                 cap += images[i + k].len + 256;
             char *body = malloc(cap + 64), *p = body;
             for (int k = 0; k < n; k++) {
-                p += sprintf(p, "--b0und4ry\r\nContent-Disposition: form-data; name=\"image\"; "
+                p += snprintf(p, cap + 64 - (size_t)(p - body), "--b0und4ry\r\nContent-Disposition: form-data; name=\"image\"; "
                                 "filename=\"%d\"\r\nContent-Type: %s\r\n\r\n", i + k, content_type);
                 memcpy(p, images[i + k].data, images[i + k].len);
                 p += images[i + k].len;
-                p += sprintf(p, "\r\n");
+                p += snprintf(p, cap + 64 - (size_t)(p - body), "\r\n");
             }
-            p += sprintf(p, "--b0und4ry--\r\n");
+            p += snprintf(p, cap + 64 - (size_t)(p - body), "--b0und4ry--\r\n");
             http_post(d, "/v2/models/lenet5/classify?top_k=3",
                       "multipart/form-data; boundary=b0und4ry", body, (size_t)(p - body), &r);
             free(body);

@@ -1,8 +1,8 @@
 /*
  * test_image_preprocess.c - rt_image_preprocess against hand-computed
  * numbers: exact normalisation, bilinear resizing (up and down, as PIL
- * computes it), resize-shorter-side plus centre crop, colour conversion and
- * inversion.
+ * computes it, 8-bit rounding included), resize-shorter-side plus centre
+ * crop, colour conversion and inversion.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -61,18 +61,19 @@ TEST(image_preprocess_upscale)
      * / 2 - 0.5 = -0.25, 0.25, 0.75, 1.25, clamped at the edges, so the
      * weights of (in0, in1) are (1, 0), (.75, .25), (.25, .75), (0, 1).
      * Rows [0 100] and [200 40] become [0 25 75 100] and [200 160 80 40];
-     * the same weights down the columns give the rows in between. */
+     * the same weights down the columns give the rows in between, rounded to
+ * 8 bits as PIL does (58.75 -> 59, 76.25 -> 76, 126.25 -> 126, 78.75 -> 79). */
     struct rt_image img = {2, 2, 1, (uint8_t[]){0, 100, 200, 40}};
     static const float want[16] = {
         0, 25, 75, 100,
-        50, 58.75f, 76.25f, 85,
-        150, 126.25f, 78.75f, 55,
+        50, 59, 76, 85,
+        150, 126, 79, 55,
         200, 160, 80, 40,
     };
     struct rt_preprocess pre = identity_pre(4, 4, 1);
     float out[16];
     ASSERT_EQ_INT(rt_image_preprocess(&img, &pre, out, NULL), RT_OK);
-    ASSERT_EQ_INT(compare(out, want, 16, 1e-4), 0);
+    ASSERT_EQ_INT(compare(out, want, 16, 0), 0);
     return TEST_PASS;
 }
 
@@ -82,13 +83,14 @@ TEST(image_preprocess_downscale)
      * Output 0 is centred at 1.0: inputs 0, 1, 2 sit at 0.5, 1.5, 2.5, at
      * distances .25, .25, .75 in filter units -> weights .75, .75, .25, over
      * 1.75: (3*10 + 3*20 + 1*30) / 7 = 120/7. Output 1 is centred at 3.0:
-     * inputs 1, 2, 3 -> weights .25, .75, .75: (20 + 3*30 + 3*40) / 7 = 230/7. */
+     * inputs 1, 2, 3 -> weights .25, .75, .75: (20 + 3*30 + 3*40) / 7 = 230/7.
+     * PIL rounds both to 8 bits: 17.14 -> 17, 32.86 -> 33. */
     struct rt_image img = {4, 1, 1, (uint8_t[]){10, 20, 30, 40}};
-    const float want[2] = {120.0f / 7.0f, 230.0f / 7.0f};
+    const float want[2] = {17, 33};
     struct rt_preprocess pre = identity_pre(2, 1, 1);
     float out[2];
     ASSERT_EQ_INT(rt_image_preprocess(&img, &pre, out, NULL), RT_OK);
-    ASSERT_EQ_INT(compare(out, want, 2, 1e-4), 0);
+    ASSERT_EQ_INT(compare(out, want, 2, 0), 0);
 
     /* A constant image stays constant whatever the scale factor. */
     uint8_t *flat = malloc(301 * 97);

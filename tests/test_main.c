@@ -1,6 +1,6 @@
 /* test_main.c - the runner: walks the generated registry, prints a summary.
  *
- *   build/run-tests [--gpu] [--list] [NAME_SUBSTRING...]
+ *   build/run-tests [--gpu] [--large] [--list] [NAME_SUBSTRING...]
  *
  * Ends with the line "N passed, N failed, N skipped" and exits non-zero when
  * anything failed. */
@@ -27,6 +27,7 @@ static const struct test_entry TESTS[] = {
 
 static uint64_t rng_state;
 static bool gpu_requested;
+static bool large_requested;
 
 void test_fail_msg(const char *file, int line, const char *fmt, ...)
 {
@@ -92,6 +93,8 @@ int64_t test_count_nonfinite(const float *x, int64_t count)
 
 bool test_gpu_requested(void) { return gpu_requested; }
 
+bool test_large_requested(void) { return large_requested; }
+
 const char *test_root(void) { return "."; }
 
 static bool selected(const char *name, int argc, char **argv)
@@ -116,6 +119,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--gpu") == 0)
             gpu_requested = true;
+        if (strcmp(argv[i], "--large") == 0)
+            large_requested = true;
         if (strcmp(argv[i], "--list") == 0) {
             for (size_t t = 0; t < sizeof(TESTS) / sizeof(TESTS[0]); t++)
                 printf("%s\n", TESTS[t].name);

@@ -285,6 +285,21 @@ TEST(model_unknown_op)
     return expect_json_error("\"op\": \"relu\"", "\"op\": \"swish\"", "unknown op 'swish'", "relu");
 }
 
+/* ops the ONNX loader emits for weights computed at run time are internal */
+TEST(model_internal_ops_refused)
+{
+    static const char *const OPS[] = {"matmul", "conv2d_dyn", "batch_norm_dyn", "binary"};
+    for (int i = 0; i < 4; i++) {
+        char to[64], want[64];
+        snprintf(to, sizeof(to), "\"op\": \"%s\"", OPS[i]);
+        snprintf(want, sizeof(want), "unknown op '%s'", OPS[i]);
+        enum test_result r = expect_json_error("\"op\": \"relu\"", to, want, "relu");
+        if (r != TEST_PASS)
+            return r;
+    }
+    return TEST_PASS;
+}
+
 TEST(model_shapes_do_not_chain)
 {
     /* 3x3 pooling leaves 4*2*2 = 16 features; fc expects 36 */

@@ -99,7 +99,7 @@ static bool model_rows(const char *dir, const char *tmp, const struct rt_dataset
         len--;
     const char *slash = memrchr(dir, '/', len);
     snprintf(name, sizeof(name), "%.*s", (int)(len - (slash ? (size_t)(slash + 1 - dir) : 0)), slash ? slash + 1 : dir);
-    uint8_t *fp32 = malloc((size_t)test->count), *pred = malloc((size_t)test->count);
+    uint8_t *fp32 = calloc((size_t)test->count, 1), *pred = calloc((size_t)test->count, 1);
     bool ok = fp32 && pred && ctl_predict(dir, test, threads, fp32);
     if (ok)
         row(name, "fp32", "-", test, fp32, fp32);

@@ -12,6 +12,7 @@
  * on the test set. Scheme and rounding: docs/quantization.md.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -63,6 +64,17 @@ static bool make_dir(const char *dir)
         return true;
     fprintf(stderr, "inferctl: cannot create %s: %s\n", dir, strerror(errno));
     return false;
+}
+
+/* Writing over the source folder would destroy the model being read. */
+static bool distinct_dirs(const char *src, const char *out)
+{
+    char a[PATH_MAX], b[PATH_MAX];
+    if (realpath(src, a) && realpath(out, b) && strcmp(a, b) == 0) {
+        fprintf(stderr, "inferctl: the output folder is the model folder itself\n");
+        return false;
+    }
+    return true;
 }
 
 static const char *base_name(const char *dir, char *buf, size_t cap)
@@ -128,7 +140,7 @@ bool ctl_calibrate(const char *dir, int images, int threads, struct ctl_calibrat
     c->images = images < ds.count ? images : ds.count;
     x = malloc(sizeof(float) * (size_t)batch * (size_t)in_elems);
     y = malloc(sizeof(float) * (size_t)batch * (size_t)cfg->outputs[0].sample_elems);
-    idx = malloc(sizeof(int) * (size_t)ds.count);
+    idx = calloc((size_t)ds.count, sizeof(int));
     if (!x || !y || !idx || cfg->n_outputs != 1 || !rt_calib_init(&c->stats, g->n_tensors)) {
         fprintf(stderr, "inferctl: out of memory (or more than one output)\n");
         goto done;
@@ -184,16 +196,7 @@ bool ctl_write_int8(const struct ctl_calibration *c, enum rt_calib_method m, dou
         free(scales);
         return false;
     }
-    for (int t = 0; t < g->n_tensors; t++) {
-        if (rt_calib_seen(&c->stats, t))
-            scales[t] = rt_calib_scale(&c->stats, t, m, percentile);
-    }
-    /* max pooling and views keep their input's scale (the INT8 plan requires it) */
-    for (int i = 0; i < g->n_nodes; i++) {
-        enum rt_op op = g->nodes[i].op;
-        if (op == RT_OP_MAX_POOL2D || op == RT_OP_FLATTEN || op == RT_OP_RESHAPE)
-            scales[g->nodes[i].output] = scales[g->nodes[i].inputs[0]];
-    }
+    rt_calib_scales(&c->stats, g, m, percentile, scales);
     char name[RT_NAME_MAX];
     struct rt_write_options wo = {.name = base_name(out_dir, name, sizeof(name)), .precision = RT_PRECISION_INT8,
                                   .act_scales = scales, .method = rt_calib_method_name(m),
@@ -253,7 +256,7 @@ static bool report(const char *src, const char *out, int threads)
         fprintf(stderr, "inferctl: %s\n", err.msg);
         return false;
     }
-    uint8_t *a = malloc((size_t)test.count), *b = malloc((size_t)test.count);
+    uint8_t *a = calloc((size_t)test.count, 1), *b = calloc((size_t)test.count, 1);
     bool ok = a && b && ctl_predict(src, &test, threads, a) && ctl_predict(out, &test, threads, b);
     if (ok) {
         double fa = ctl_top1(&test, a), fb = ctl_top1(&test, b);
@@ -297,7 +300,7 @@ int ctl_cmd_quantize(int argc, char **argv)
         return CTL_EXIT_USAGE;
     }
     struct ctl_calibration c;
-    if (!ctl_calibrate(src, calib, threads, &c))
+    if (!distinct_dirs(src, out) || !ctl_calibrate(src, calib, threads, &c))
         return CTL_EXIT_ERROR;
     bool ok = ctl_write_int8(&c, m, pct, out);
     ctl_calibration_free(&c);
@@ -328,7 +331,7 @@ int ctl_cmd_convert(int argc, char **argv)
         ctl_print_command_usage(stderr, "convert");
         return CTL_EXIT_USAGE;
     }
-    if (!ctl_convert(src, fp16 ? RT_PRECISION_FP16 : RT_PRECISION_FP32, out))
+    if (!distinct_dirs(src, out) || !ctl_convert(src, fp16 ? RT_PRECISION_FP16 : RT_PRECISION_FP32, out))
         return CTL_EXIT_ERROR;
     printf("wrote %s: %s\n", out, precision);
     return CTL_EXIT_OK;

@@ -134,7 +134,7 @@ static bool parse_head(struct lg_http *p)
     const char *h = p->buf;
     if (p->len < 12 || strncmp(h, "HTTP/1.", 7) != 0 || !isdigit((unsigned char)h[9]))
         return false;
-    p->status = atoi(h + 9);
+    p->status = (int)strtol(h + 9, NULL, 10);
     size_t vlen;
     const char *v = header(h, p->len, "Connection", &vlen);
     p->close = (v && vlen >= 5 && strncasecmp(v, "close", 5) == 0) || h[7] == '0';

@@ -12,6 +12,9 @@
  *
  * AVX2 has no 64-bit arithmetic shift: (t ^ 2^63) >> s (logical) minus
  * 2^(63 - s) is floor(t / 2^s) exactly, since 2^63 is a multiple of 2^s.
+ *
+ * Also here: B-strip packing (the slice interleave) for every AVX2-capable
+ * CPU, AVX-512 ones included.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -39,8 +42,8 @@ tile4x16(int64_t kq, const int8_t *a, const int8_t *b, __m256i *acc)
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
         __m256i ab0 = _mm256_abs_epi8(b0), ab1 = _mm256_abs_epi8(b1);
 #pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) {
-            __m256i ar = broadcast_quad(a + 4 * r);
+        for (ptrdiff_t r = 0; r < 4; r++) {
+            __m256i ar = broadcast_quad(a + (ptrdiff_t)4 * r);
             __m256i p0 = _mm256_maddubs_epi16(ab0, _mm256_sign_epi8(ar, b0));
             __m256i p1 = _mm256_maddubs_epi16(ab1, _mm256_sign_epi8(ar, b1));
             c[2 * r] = _mm256_add_epi32(c[2 * r], _mm256_madd_epi16(p0, ones));
@@ -110,7 +113,8 @@ static void store_tile(const struct kq8_block *b, const int32_t *acc, int i0, in
     }
     const __m256i lo = _mm256_set1_epi64x(e->lo), hi = _mm256_set1_epi64x(e->hi);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    const struct mult_v rv = mult_vec(e->res_mult);
+    /* the residual multiplier means nothing (may be zeroed) without a residual */
+    const struct mult_v rv = mult_vec(b->res ? e->res_mult : (struct k_q8_mult){0, 1});
     for (int i = 0; i < mr; i++) {
         int row = i0 + i;
         __m256i bias = _mm256_set1_epi32(b->bias[row]);
@@ -120,8 +124,8 @@ static void store_tile(const struct kq8_block *b, const int32_t *acc, int i0, in
             kq8_gather_row(b, row, map, res);
         __m256i q[4];
         for (int v = 0; v < 4; v++) {
-            __m256i a = _mm256_loadu_si256((const __m256i *)(acc + i * KQ8_NR + 8 * v));
-            q[v] = requant8(_mm256_add_epi32(a, bias), &mv, b->res ? res + 8 * v : NULL, &rv, lo, hi);
+            __m256i a = _mm256_loadu_si256((const __m256i *)(acc + (ptrdiff_t)i * KQ8_NR + (ptrdiff_t)8 * v));
+            q[v] = requant8(_mm256_add_epi32(a, bias), &mv, b->res ? res + (ptrdiff_t)8 * v : NULL, &rv, lo, hi);
         }
         /* int32 -> int8 (values already in range), then undo the per-128-bit-lane interleave */
         __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
@@ -140,14 +144,48 @@ void kq8_block_avx2(const struct kq8_block *b)
         for (int s = 0; s < b->nstrips; s++) {
             const int8_t *bs = b->b + (int64_t)s * b->kq * KQ8_STRIP_QUAD;
             for (int r0 = 0; r0 < mr; r0 += 4)
-                for (int h = 0; h < 2; h++) {
-                    tile4x16(b->kq, a + 4 * r0, bs + 64 * h, t);
-                    for (int r = 0; r < 4 && r0 + r < mr; r++) {
-                        _mm256_storeu_si256((__m256i *)(acc + (r0 + r) * KQ8_NR + 16 * h), t[2 * r]);
-                        _mm256_storeu_si256((__m256i *)(acc + (r0 + r) * KQ8_NR + 16 * h + 8), t[2 * r + 1]);
+                for (ptrdiff_t h = 0; h < 2; h++) {
+                    tile4x16(b->kq, a + (ptrdiff_t)4 * r0, bs + (ptrdiff_t)64 * h, t);
+                    for (ptrdiff_t r = 0; r < 4 && r0 + r < mr; r++) {
+                        _mm256_storeu_si256((__m256i *)(acc + (ptrdiff_t)(r0 + r) * KQ8_NR + (ptrdiff_t)16 * h), t[2 * r]);
+                        _mm256_storeu_si256((__m256i *)(acc + (ptrdiff_t)(r0 + r) * KQ8_NR + (ptrdiff_t)16 * h + 8), t[2 * r + 1]);
                     }
                 }
             store_tile(b, acc, i0, mr, &b->maps[s]);
         }
+    }
+}
+
+static inline void interleave4(__m256i a, __m256i b, __m256i c, __m256i d, int8_t *dst)
+{
+    /* in-lane unpacks give quads of columns 0-7 | 16-23 and 8-15 | 24-31 ... */
+    __m256i ab_lo = _mm256_unpacklo_epi8(a, b), ab_hi = _mm256_unpackhi_epi8(a, b);
+    __m256i cd_lo = _mm256_unpacklo_epi8(c, d), cd_hi = _mm256_unpackhi_epi8(c, d);
+    __m256i q0 = _mm256_unpacklo_epi16(ab_lo, cd_lo), q1 = _mm256_unpackhi_epi16(ab_lo, cd_lo);
+    __m256i q2 = _mm256_unpacklo_epi16(ab_hi, cd_hi), q3 = _mm256_unpackhi_epi16(ab_hi, cd_hi);
+    /* ... which the 128-bit permutes put back in column order */
+    __m256i *o = (__m256i *)dst;
+    _mm256_storeu_si256(o + 0, _mm256_permute2x128_si256(q0, q1, 0x20));
+    _mm256_storeu_si256(o + 1, _mm256_permute2x128_si256(q2, q3, 0x20));
+    _mm256_storeu_si256(o + 2, _mm256_permute2x128_si256(q0, q1, 0x31));
+    _mm256_storeu_si256(o + 3, _mm256_permute2x128_si256(q2, q3, 0x31));
+}
+
+void kq8_pack_slices_avx2(const int8_t *base, const int64_t *koff, int64_t kg, int flip, int8_t *dst)
+{
+    /* flipping the rows flips the interleaved strip */
+    const __m256i f = flip ? _mm256_set1_epi8((char)0x80) : _mm256_setzero_si256();
+    int64_t k = 0;
+    for (; k + 4 <= kg; k += 4, dst += KQ8_STRIP_QUAD)
+        interleave4(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(base + koff[k])), f),
+                    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(base + koff[k + 1])), f),
+                    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(base + koff[k + 2])), f),
+                    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(base + koff[k + 3])), f), dst);
+    if (k < kg) {   /* the last quad: rows past the depth are zero */
+        __m256i r[4];
+        for (int t = 0; t < 4; t++)
+            r[t] = _mm256_xor_si256(k + t < kg ? _mm256_loadu_si256((const __m256i *)(base + koff[k + t]))
+                                               : _mm256_setzero_si256(), f);
+        interleave4(r[0], r[1], r[2], r[3], dst);
     }
 }

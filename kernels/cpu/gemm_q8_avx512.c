@@ -3,10 +3,10 @@
  * 8 x 32) and its requantising epilogue. Compiled with the AVX-512 flags;
  * entered only through kq8_block_run after the run-time ISA and VNNI checks.
  *
- * Per depth quad the kernel loads two 64-byte B vectors, flips their sign
- * bits (vpdpbusd takes unsigned bytes: x + 128), broadcasts eight weight
- * quads and issues 16 vpdpbusd (1024 multiply-adds) into 16 accumulators;
- * 128 * wsum[row] then removes the offset. The epilogue requantises in
+ * Per depth quad the kernel loads two 64-byte B vectors (packed with their
+ * sign bits flipped: vpdpbusd takes unsigned bytes, x + 128), broadcasts
+ * eight weight quads and issues 16 vpdpbusd (1024 multiply-adds) into 16
+ * accumulators; 128 * wsum[row] then removes the offset. The epilogue requantises in
  * 64-bit lanes (even and odd int32 lanes separately, vpmuldq + vpsraq),
  * exactly k_q8_apply, and stores each output run with a byte mask.
  */
@@ -30,15 +30,13 @@ tile(int64_t kq, const int8_t *a, const int8_t *b, const int32_t *wsum, int mr, 
 {
     __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
             c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
-    const __m512i flip = _mm512_set1_epi8((char)0x80);
     for (int64_t q = 0; q < kq; q++) {
-        __m512i b0 = _mm512_xor_si512(_mm512_loadu_si512(b), flip);
-        __m512i b1 = _mm512_xor_si512(_mm512_loadu_si512(b + 64), flip);
+        __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
 #define ROW(i, x0, x1)                                      \
         {                                                   \
-            __m512i ai = broadcast_quad(a + 4 * (i));       \
-            x0 = _mm512_dpbusd_epi32(x0, b0, ai);           \
-            x1 = _mm512_dpbusd_epi32(x1, b1, ai);           \
+            __m512i ai = broadcast_quad(a + 4 * (ptrdiff_t)(i)); \
+            (x0) = _mm512_dpbusd_epi32((x0), b0, ai);       \
+            (x1) = _mm512_dpbusd_epi32((x1), b1, ai);       \
         }
         ROW(0, c00, c01) ROW(1, c10, c11) ROW(2, c20, c21) ROW(3, c30, c31)
         ROW(4, c40, c41) ROW(5, c50, c51) ROW(6, c60, c61) ROW(7, c70, c71)
@@ -47,7 +45,7 @@ tile(int64_t kq, const int8_t *a, const int8_t *b, const int32_t *wsum, int mr, 
         b += KQ8_STRIP_QUAD;
     }
     __m512i c[2 * KQ8_MR] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71};
-    for (int i = 0; i < mr; i++) {
+    for (ptrdiff_t i = 0; i < mr; i++) {
         __m512i corr = _mm512_set1_epi32(128 * wsum[i]);
         acc[2 * i] = _mm512_sub_epi32(c[2 * i], corr);
         acc[2 * i + 1] = _mm512_sub_epi32(c[2 * i + 1], corr);
@@ -77,8 +75,38 @@ static inline struct mult_v mult_vec(struct k_q8_mult q)
     return v;
 }
 
+/* The common case, in fewer operations: when the shift s is at least 32,
+ * floor(t / 2^s) = floor(hi32(t) / 2^(s - 32)), hi32(t) being the high
+ * dword of the 64-bit t (itself floor(t / 2^32)), so the even and odd
+ * products meet in one vector and the rest is 32-bit. A small int8 operand
+ * (the residual, |x * m| < 2^38) with 8 <= s < 32 is first shifted left by
+ * 32 - s, which neither overflows nor changes the floor. */
+struct mult_hi {
+    __m512i m, rnd;
+    __m128i lsh, rsh;
+};
+
+static inline struct mult_hi mult_hi(struct k_q8_mult q)
+{
+    struct mult_hi v = {_mm512_set1_epi32(q.m), _mm512_set1_epi64((int64_t)1 << (q.shift - 1)),
+                        _mm_cvtsi32_si128(q.shift < 32 ? 32 - q.shift : 0),
+                        _mm_cvtsi32_si128(q.shift < 32 ? 0 : q.shift - 32)};
+    return v;
+}
+
+static inline __attribute__((always_inline)) __m512i apply_hi(__m512i x, const struct mult_hi *q, int lsh)
+{
+    __m512i e = _mm512_add_epi64(_mm512_mul_epi32(x, q->m), q->rnd);
+    __m512i o = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), q->m), q->rnd);
+    if (lsh) {
+        e = _mm512_sll_epi64(e, q->lsh);
+        o = _mm512_sll_epi64(o, q->lsh);
+    }
+    return _mm512_sra_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(e, 32), o), q->rsh);
+}
+
 /* 16 outputs, as int32 lanes, from 16 (acc + bias) lanes and 16 residual
- * lanes. */
+ * lanes: the general 64-bit path. */
 static inline __m512i requant16(__m512i v, struct mult_v mv, int has_res, __m512i r, struct mult_v rv,
                                 __m512i lo, __m512i hi)
 {
@@ -97,48 +125,28 @@ static inline __mmask16 lanes_mask(int from, int to)
     return (__mmask16)(((1u << to) - 1) & ~((1u << from) - 1));
 }
 
-/* The residual lanes of one row: each run's bytes loaded from its own
- * start and expanded into its lanes, so no address before a run is formed. */
-static void load_res(const int8_t *res, const struct kq8_strip *map, int whole, __m512i *r)
-{
-    if (whole) {
-        r[0] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)res));
-        r[1] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(res + 16)));
-        return;
-    }
-    r[0] = r[1] = _mm512_setzero_si512();
-    for (int k = 0; k < map->nruns; k++) {
-        const struct kq8_run *run = &map->runs[k];
-        for (int h = 0; h < 2; h++) {
-            int a = run->l0 > 16 * h ? run->l0 : 16 * h, b = run->l1 < 16 * h + 16 ? run->l1 : 16 * h + 16;
-            if (a >= b)
-                continue;
-            __m128i bytes = _mm_maskz_loadu_epi8(lanes_mask(0, b - a), res + run->off + (a - run->l0));
-            r[h] = _mm512_or_si512(r[h], _mm512_maskz_expand_epi32(lanes_mask(a - 16 * h, b - 16 * h),
-                                                                     _mm512_cvtepi8_epi32(bytes)));
-        }
-    }
-}
+/* A run's share of one 16-lane half: lanes `src` of half h hold outputs
+ * that go, compressed to the bottom, to the bytes `dst` at y + off. */
+struct seg {
+    __mmask16 src, dst;
+    int h;
+    int64_t off;
+};
 
-/* Stores one row's int32 lanes as bytes: each run's lanes compressed down
- * to lane 0 and stored at the run's start. */
-static void store_row(int8_t *y, const struct kq8_strip *map, int whole, const __m512i *v)
+/* The map's runs cut at the halves: computed once per tile, used per row. */
+static int segments(const struct kq8_strip *map, struct seg *out)
 {
-    if (whole) {
-        _mm_storeu_si128((__m128i *)y, _mm512_cvtepi32_epi8(v[0]));
-        _mm_storeu_si128((__m128i *)(y + 16), _mm512_cvtepi32_epi8(v[1]));
-        return;
-    }
+    int n = 0;
     for (int k = 0; k < map->nruns; k++) {
         const struct kq8_run *run = &map->runs[k];
         for (int h = 0; h < 2; h++) {
             int a = run->l0 > 16 * h ? run->l0 : 16 * h, b = run->l1 < 16 * h + 16 ? run->l1 : 16 * h + 16;
-            if (a >= b)
-                continue;
-            __m512i packed = _mm512_maskz_compress_epi32(lanes_mask(a - 16 * h, b - 16 * h), v[h]);
-            _mm_mask_storeu_epi8(y + run->off + (a - run->l0), lanes_mask(0, b - a), _mm512_cvtepi32_epi8(packed));
+            if (a < b)
+                out[n++] = (struct seg){lanes_mask(a - 16 * h, b - 16 * h), lanes_mask(0, b - a), h,
+                                        run->off + (a - run->l0)};
         }
     }
+    return n;
 }
 
 static void store_tile(const struct kq8_block *b, const __m512i *acc, int i0, int mr,
@@ -147,26 +155,74 @@ static void store_tile(const struct kq8_block *b, const __m512i *acc, int i0, in
     const struct k_q8_epilogue *e = b->e;
     if (e->out_i32) {   /* the last layer only: not worth a vector path */
         int32_t tmp[KQ8_MR * KQ8_NR];
-        for (int i = 0; i < mr; i++) {
+        for (ptrdiff_t i = 0; i < mr; i++) {
             _mm512_storeu_si512(tmp + i * KQ8_NR, acc[2 * i]);
             _mm512_storeu_si512(tmp + i * KQ8_NR + 16, acc[2 * i + 1]);
         }
         kq8_store_tile(b, tmp, i0, mr, map);
         return;
     }
-    const int whole = map->nruns == 1 && map->runs[0].l0 == 0 && map->runs[0].l1 == KQ8_NR;
+    /* Outputs go where the map says, and no address before a run's start
+     * is ever formed. In a convolution the valid lanes' outputs follow one
+     * another in memory (row after row of one channel): each half's valid
+     * lanes are compressed down and stored as one piece, and the residual
+     * loaded as one piece and expanded into them. Otherwise (linear) each
+     * run's share of each half is a segment of its own. */
+    uint32_t valid = 0;
+    int contiguous = 1;
+    for (int k = 0; k < map->nruns; k++) {
+        const struct kq8_run *run = &map->runs[k];
+        valid |= (uint32_t)(((uint64_t)1 << run->l1) - ((uint64_t)1 << run->l0));
+        if (k && run->off != map->runs[k - 1].off + (map->runs[k - 1].l1 - map->runs[k - 1].l0))
+            contiguous = 0;
+    }
+    const __mmask16 m0 = (__mmask16)valid, m1 = (__mmask16)(valid >> 16);
+    const int n0 = __builtin_popcount(m0), n1 = __builtin_popcount(m1);
+    struct seg segs[2 * KQ8_NR];
+    const int nseg = contiguous ? 0 : segments(map, segs);
+    const int64_t off0 = contiguous && map->nruns ? map->runs[0].off : 0;
     const __m512i lo = _mm512_set1_epi64(e->lo), hi = _mm512_set1_epi64(e->hi);
-    const struct mult_v rv = mult_vec(e->res_mult);
-    for (int i = 0; i < mr; i++) {
-        int row = i0 + i;
-        int64_t row_off = row * b->ldc;
+    const __m512i lo32 = _mm512_set1_epi32(e->lo), hi32 = _mm512_set1_epi32(e->hi);
+    /* the residual multiplier means nothing (may be zeroed) without a residual */
+    const struct k_q8_mult res_mult = b->res ? e->res_mult : (struct k_q8_mult){0, 1};
+    const struct mult_v rv = mult_vec(res_mult);
+    const struct mult_hi rh = mult_hi(res_mult);
+    const int res_hi = e->res_mult.shift >= 8;
+    for (ptrdiff_t i = 0; i < mr; i++) {
+        ptrdiff_t row = i0 + i;
+        const int8_t *res = b->res ? b->res + row * b->ldc + off0 : NULL;
+        int8_t *y = (int8_t *)b->y + row * b->ldc + off0;
         __m512i bias = _mm512_set1_epi32(b->bias[row]), r[2] = {bias, bias}, q[2];
-        struct mult_v mv = mult_vec(b->mult[row]);
-        if (b->res)
-            load_res(b->res + row_off + (whole ? map->runs[0].off : 0), map, whole, r);
-        q[0] = requant16(_mm512_add_epi32(acc[2 * i], bias), mv, b->res != NULL, r[0], rv, lo, hi);
-        q[1] = requant16(_mm512_add_epi32(acc[2 * i + 1], bias), mv, b->res != NULL, r[1], rv, lo, hi);
-        store_row((int8_t *)b->y + row_off + (whole ? map->runs[0].off : 0), map, whole, q);
+        if (res && contiguous) {
+            r[0] = _mm512_maskz_expand_epi32(m0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(lanes_mask(0, n0), res)));
+            r[1] = _mm512_maskz_expand_epi32(m1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(lanes_mask(0, n1), res + n0)));
+        } else if (res) {
+            r[0] = r[1] = _mm512_setzero_si512();
+            for (int k = 0; k < nseg; k++)
+                r[segs[k].h] = _mm512_or_si512(r[segs[k].h], _mm512_maskz_expand_epi32(segs[k].src,
+                                   _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(segs[k].dst, res + segs[k].off))));
+        }
+        if (b->mult[row].shift >= 32 && (!res || res_hi)) {
+            struct mult_hi mh = mult_hi(b->mult[row]);
+            for (int h = 0; h < 2; h++) {
+                __m512i v = apply_hi(_mm512_add_epi32(acc[2 * i + h], bias), &mh, 0);
+                if (res)
+                    v = _mm512_add_epi32(v, apply_hi(r[h], &rh, 1));
+                q[h] = _mm512_min_epi32(_mm512_max_epi32(v, lo32), hi32);
+            }
+        } else {
+            struct mult_v mv = mult_vec(b->mult[row]);
+            q[0] = requant16(_mm512_add_epi32(acc[2 * i], bias), mv, res != NULL, r[0], rv, lo, hi);
+            q[1] = requant16(_mm512_add_epi32(acc[2 * i + 1], bias), mv, res != NULL, r[1], rv, lo, hi);
+        }
+        if (contiguous) {
+            _mm_mask_storeu_epi8(y, lanes_mask(0, n0), _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(m0, q[0])));
+            _mm_mask_storeu_epi8(y + n0, lanes_mask(0, n1), _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(m1, q[1])));
+            continue;
+        }
+        for (int k = 0; k < nseg; k++)
+            _mm_mask_storeu_epi8(y + segs[k].off, segs[k].dst,
+                                 _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(segs[k].src, q[segs[k].h])));
     }
 }
 

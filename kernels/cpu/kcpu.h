@@ -58,9 +58,18 @@ void kcpu_act_f32(struct kcpu_pool *pool, enum k_act act, int64_t count,
 /* y may equal a or b. */
 void kcpu_add_f32(struct kcpu_pool *pool, int64_t count, const float *a,
                   const float *b, float *y);
+/* y = a op b with broadcasting; y must not overlap a or b. */
+void kcpu_binary_f32(struct kcpu_pool *pool, const struct k_binary *p,
+                     const float *a, const float *b, float *y);
 void kcpu_softmax_f32(struct kcpu_pool *pool, const struct k_softmax *p,
                       const float *x, float *y);
 void kcpu_concat_f32(struct kcpu_pool *pool, const struct k_concat *p,
                      const float *const *inputs, const int64_t *lens, float *y);
+/* Both operands are run-time data (no packing); y must not overlap them. */
+void kcpu_matmul_f32(struct kcpu_pool *pool, const struct k_matmul *p,
+                     const float *a, const float *b, float *y);
+void kcpu_batch_norm_f32(struct kcpu_pool *pool, const struct k_batch_norm *p,
+                         const float *x, const float *scale, const float *bias,
+                         const float *mean, const float *var, float *y);
 
 #endif /* KCPU_H */

@@ -24,10 +24,12 @@
  *   per element (few output channels).
  *
  * plan() picks implicit over im2col when its wasted columns cost less
- * than im2col would.
+ * than im2col would. Depthwise and grouped convolutions with few output
+ * channels per group go to the direct kernel of kcpu_dwconv.c instead.
  */
 #include <string.h>
 
+#include "kcpu_dwconv.h"
 #include "kcpu_impl.h"
 
 /* Bytes of B per task: with the group's packed weights they should stay
@@ -141,12 +143,18 @@ static int64_t grid_floats(const struct k_conv2d *p, const struct conv_plan *c)
 
 size_t kcpu_conv2d_packed_floats(const struct k_conv2d *p)
 {
+    if (kcpu_dwconv_applies(p))
+        return kcpu_dwconv_packed_floats(p);
     struct conv_plan c = plan(p);
     return (size_t)p->groups * (size_t)(c.panels * KCPU_MR * c.kg);
 }
 
 void kcpu_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed)
 {
+    if (kcpu_dwconv_applies(p)) {
+        kcpu_dwconv_pack(p, w, packed);
+        return;
+    }
     struct conv_plan c = plan(p);
     for (int64_t g = 0; g < p->groups; g++)
         for (int64_t pn = 0; pn < c.panels; pn++)
@@ -163,6 +171,8 @@ void kcpu_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed)
  * the largest batch serves every smaller one (the runtime relies on it). */
 size_t kcpu_conv2d_scratch_bytes(const struct k_conv2d *p, int threads)
 {
+    if (kcpu_dwconv_applies(p))
+        return kcpu_dwconv_scratch_bytes(p, threads);
     struct conv_plan c = plan(p);
     int64_t floats = threads * col_floats(&c) + table_floats(&c) + grid_floats(p, &c);
     return (size_t)floats * sizeof(float) + 64;
@@ -334,6 +344,10 @@ void kcpu_conv2d_f32(struct kcpu_pool *pool, const struct k_conv2d *p,
                      const float *x, const float *packed_w, const float *bias,
                      const float *residual, float *y, void *scratch)
 {
+    if (kcpu_dwconv_applies(p)) {
+        kcpu_dwconv_f32(pool, p, x, packed_w, bias, residual, y, scratch);
+        return;
+    }
     struct conv_job j = {.p = p, .c = plan(p), .x = x, .packed_w = packed_w, .bias = bias,
                          .residual = residual, .y = y};
     const struct conv_plan *c = &j.c;

@@ -9,10 +9,11 @@
  * oh * wq + ow (ow < wq; columns with ow >= ow_out are computed and dropped),
  * and for every kernel tap (ci, ki, kj) the B row over any run of columns
  * of one image is ONE contiguous slice of one plane, at offset
- * (ki * dil_h / stride_h) * wq + kj * dil_w / stride_w. Packing a strip is
- * then four slice loads and a byte interleave per depth quad - no per-pixel
- * bounds checks - at the price of (wq - ow) / wq wasted columns (2/9 for
- * the 7x7 maps of the served ResNet, 2/30 for 28x28). A 1x1, stride-1,
+ * (ki * dil_h / stride_h) * wq + kj * dil_w / stride_w. Strips never span
+ * two images (an image's last strip may be partial), so packing a strip is
+ * four slice loads and a byte interleave per depth quad - no per-pixel
+ * bounds checks - at the price of (wq - ow) / wq wasted columns (1/8 for
+ * the 7x7 maps of the served ResNet, 1/29 for 28x28). A 1x1, stride-1,
  * unpadded convolution reads its input as the planes directly.
  *
  * Linear is the same GEMM with the samples as columns: a B strip is 32 rows
@@ -22,7 +23,10 @@
 
 #include "kcpu_q8_impl.h"
 
-#define COL_BUDGET (160 * 1024)   /* bytes of packed B per task: stays in L2 */
+#define COL_BUDGET ((int64_t)160 * 1024)   /* bytes of packed B per task: stays in L2 */
+/* Multiply-adds below which a layer runs on the calling thread: a few
+ * microseconds of VNNI work, less than waking the pool costs. */
+#define SOLO_MACS (1 << 20)
 #define MAX_STRIPS 32
 
 struct geom {
@@ -32,7 +36,8 @@ struct geom {
     int64_t plane;             /* bytes per phase plane, slack included */
     int64_t img_stride;        /* bytes per image of planes */
     int direct;                /* the input is the planes */
-    int64_t cols_img, cols;    /* GEMM columns per image, in all */
+    int64_t cols_img;          /* GEMM columns per image */
+    int64_t strips_img, strips; /* strips per image, in all */
 };
 
 static struct geom geom_of(const struct k_conv2d *p)
@@ -56,13 +61,24 @@ static struct geom geom_of(const struct k_conv2d *p)
         d.nph = p->stride_h * p->stride_w;
         d.hq = kcpu_ceil_div(hp, p->stride_h);
         d.wq = kcpu_ceil_div(wp, p->stride_w);
-        /* slack: padding columns read up to the largest column offset past the plane */
-        int64_t slack = (int64_t)(p->kw - 1) * p->dil_w / p->stride_w + 1;
+        if (p->stride_w == 1) {
+            /* Row r's right padding doubles as row r + 1's left padding (both
+             * zero): plane rows of wp - overlap columns, fewer wasted GEMM
+             * columns (a 7x7 map: 8 per row instead of 9). The overlap stays
+             * within the padding on both sides and leaves room for ow columns. */
+            int64_t pr = wp - p->pad_l - p->w;
+            int64_t overlap = kcpu_min64(kcpu_min64(p->pad_l, kcpu_max64(pr, 0)), (int64_t)(p->kw - 1) * p->dil_w);
+            d.wq = wp - overlap;
+        }
+        /* slack: a strip reads up to 31 padding columns past its image's
+         * last one, plus the largest column offset of a tap */
+        int64_t slack = (int64_t)(p->kw - 1) * p->dil_w / p->stride_w + KQ8_NR;
         d.plane = (d.hq * d.wq + slack + 15) / 16 * 16;
     }
     d.img_stride = (int64_t)p->c * d.nph * d.plane;
     d.cols_img = (int64_t)p->oh * d.wq;
-    d.cols = p->n * d.cols_img;
+    d.strips_img = kcpu_ceil_div(d.cols_img, KQ8_NR);
+    d.strips = p->n * d.strips_img;
     return d;
 }
 
@@ -82,11 +98,13 @@ void kcpu_conv2d_q8_pack(const struct k_conv2d *p, const int8_t *w, void *packed
     for (int64_t g = 0; g < p->groups; g++)
         for (int64_t pn = 0; pn < d.panels; pn++)
             for (int64_t q = 0; q < d.kq; q++)
-                for (int i = 0; i < KQ8_MR; i++)
-                    for (int t = 0; t < 4; t++) {
+                for (int64_t i = 0; i < KQ8_MR; i++)
+                    for (int64_t t = 0; t < 4; t++) {
                         int64_t o = pn * KQ8_MR + i, k = 4 * q + t;
-                        a[((g * d.panels + pn) * d.kq + q) * KQ8_PANEL_QUAD + i * 4 + t] =
-                            o < d.mg && k < d.kg ? w[(g * d.mg + o) * d.kg + k] : 0;
+                        int8_t v = 0;
+                        if (o < d.mg && k < d.kg)
+                            v = w[(g * d.mg + o) * d.kg + k];
+                        a[((g * d.panels + pn) * d.kq + q) * KQ8_PANEL_QUAD + i * 4 + t] = v;
                     }
     for (int64_t o = 0; o < p->oc; o++) {
         int32_t s = 0;
@@ -106,7 +124,7 @@ static int64_t thread_bytes(int64_t kq)
 {
     int64_t strips = max_strips(kq) * kq * KQ8_STRIP_QUAD;
     int64_t maps = max_strips(kq) * (int64_t)sizeof(struct kq8_strip);
-    return (strips + maps + 4 * KQ8_NR + 63) / 64 * 64;
+    return (strips + maps + 4 * (int64_t)KQ8_NR + 63) / 64 * 64;
 }
 
 /* Planes (unless direct), the tap offset table, per-thread areas. */
@@ -133,41 +151,82 @@ struct conv_job {
     void *y;
     const int64_t *koff;       /* per depth index k: its plane slice, from a group's first plane */
     uint8_t *scratch;          /* per-thread areas */
-    int64_t chunk_strips, chunks;
+    int by_image;              /* tasks own whole images and build their planes */
+    int64_t per_task;          /* images (by_image) or strips per task */
+    int64_t chunks;            /* tasks per group */
 };
+
+/* Whether some kernel tap lands on phase `phase` of a strided dimension
+ * (a 1x1 stride-2 convolution reads one phase of four). */
+static int phase_used(int k, int dil, int stride, int phase)
+{
+    for (int i = 0; i < k; i++) {
+        if (i * dil % stride == phase)
+            return 1;
+    }
+    return 0;
+}
+
+/* memcpy for the short rows of small feature maps, without a call: fixed-
+ * size copies that GCC inlines, overlapping to cover any length. */
+static inline void copy_short(int8_t *dst, const int8_t *src, int64_t n)
+{
+    while (n > 32) {
+        memcpy(dst, src, 32);
+        dst += 32, src += 32, n -= 32;
+    }
+    if (n >= 16) {
+        memcpy(dst, src, 16);
+        memcpy(dst + n - 16, src + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(dst, src, 8);
+        memcpy(dst + n - 8, src + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(dst, src, 4);
+        memcpy(dst + n - 4, src + n - 4, 4);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = src[i];
+    }
+}
 
 /* Copies image / channel `task` of the padded input into its phase planes. */
 static void planes_task(void *arg, int64_t task, int thread)
 {
     const struct conv_job *j = arg;
     const struct k_conv2d *p = j->p;
-    const struct geom *d = &j->d;
-    const int8_t *src = j->x + task * p->h * p->w;
-    int8_t *base = (int8_t *)j->planes + task * d->nph * d->plane;
-    for (int a = 0; a < p->stride_h; a++)
-        for (int b = 0; b < p->stride_w; b++) {
-            int8_t *pl = base + (a * p->stride_w + b) * d->plane;
-            /* plane columns c with input column c * stride_w + b - pad_l inside [0, w) */
-            int64_t first = b >= p->pad_l ? 0 : kcpu_ceil_div(p->pad_l - b, p->stride_w);
-            int64_t last = kcpu_min64(d->wq, kcpu_ceil_div(p->w + p->pad_l - b, p->stride_w));
-            for (int64_t r = 0; r < d->hq; r++) {
-                int8_t *dst = pl + r * d->wq;
-                int64_t ih = r * p->stride_h + a - p->pad_t;
-                if (ih < 0 || ih >= p->h || first >= last) {
-                    memset(dst, 0, (size_t)d->wq);
-                    continue;
-                }
-                const int8_t *row = src + ih * p->w + first * p->stride_w + b - p->pad_l;
-                memset(dst, 0, (size_t)first);
-                if (p->stride_w == 1) {
-                    memcpy(dst + first, row, (size_t)(last - first));
+    /* int8 stores may alias anything: keep every bound in a local */
+    const int64_t h = p->h, w = p->w, sh = p->stride_h, sw = p->stride_w, pt = p->pad_t, pl = p->pad_l;
+    const int64_t hq = j->d.hq, wq = j->d.wq, plane = j->d.plane;
+    const int8_t *src = j->x + task * h * w;
+    int8_t *base = (int8_t *)j->planes + task * j->d.nph * plane;
+    const int gather2 = sw == 2 && kcpu_isa() == KCPU_ISA_AVX512;
+    for (int64_t a = 0; a < sh; a++)
+        for (int64_t b = 0; b < sw; b++) {
+            if (!phase_used(p->kh, p->dil_h, (int)sh, (int)a) || !phase_used(p->kw, p->dil_w, (int)sw, (int)b))
+                continue;
+            int8_t *out = base + (a * sw + b) * plane;
+            memset(out, 0, (size_t)plane);   /* padding, slack */
+            /* plane columns c with input column c * sw + b - pl inside [0, w) */
+            int64_t first = b >= pl ? 0 : kcpu_ceil_div(pl - b, sw);
+            int64_t n = kcpu_min64(wq, kcpu_ceil_div(w + pl - b, sw)) - first;
+            /* plane rows r with input row r * sh + a - pt inside [0, h) */
+            int64_t r0 = a >= pt ? 0 : kcpu_ceil_div(pt - a, sh);
+            int64_t r1 = kcpu_min64(hq, kcpu_ceil_div(h + pt - a, sh));
+            if (n <= 0)
+                continue;
+            int8_t *dst = out + r0 * wq + first;
+            const int8_t *row = src + (r0 * sh + a - pt) * w + first * sw + b - pl;
+            for (int64_t r = r0; r < r1; r++, dst += wq, row += sh * w) {
+                if (sw == 1) {
+                    copy_short(dst, row, n);
+                } else if (gather2) {
+                    kq8_gather2_avx512(dst, row, n);
                 } else {
-                    for (int64_t c = first; c < last; c++, row += p->stride_w)
-                        dst[c] = *row;
+                    for (int64_t c = 0; c < n; c++)
+                        dst[c] = row[c * sw];
                 }
-                memset(dst + last, 0, (size_t)(d->wq - last));
             }
-            memset(pl + d->hq * d->wq, 0, (size_t)(d->plane - d->hq * d->wq));
         }
 }
 
@@ -184,68 +243,90 @@ static void tap_offsets(const struct k_conv2d *p, const struct geom *d, int64_t 
             }
 }
 
-/* Packs columns [c0, c0 + lanes) of group g into one strip. */
-static void pack_strip(const struct conv_job *j, int64_t g, int64_t c0, int lanes, int8_t *tmp,
-                       int8_t *dst)
+/* Where strip s starts: its image and first column there; its lane count. */
+static int strip_at(const struct geom *d, int64_t s, int64_t *img, int64_t *local0)
+{
+    *img = s / d->strips_img;
+    *local0 = (s % d->strips_img) * KQ8_NR;
+    return (int)kcpu_min64(KQ8_NR, d->cols_img - *local0);
+}
+
+/* Packs strip s of group g. */
+static void pack_strip(const struct conv_job *j, int64_t g, int64_t s, int8_t *tmp, int8_t *dst)
 {
     static const int8_t zeros[KQ8_NR];
     const struct geom *d = &j->d;
-    int64_t img0 = c0 / d->cols_img, local0 = c0 % d->cols_img;
-    int single = lanes == KQ8_NR && local0 + KQ8_NR <= d->cols_img;
-    const int8_t *group = j->planes + g * d->cg * d->nph * d->plane;
+    int64_t img, local0;
+    int lanes = strip_at(d, s, &img, &local0);
+    /* planes have slack for a full strip; the input itself (direct) does not,
+     * so a direct partial strip goes through zero-filled copies */
+    const int8_t *base = j->planes + g * d->cg * d->nph * d->plane + img * d->img_stride + local0;
+    if (!d->direct || lanes == KQ8_NR) {
+        kq8_pack_slices(base, j->koff, d->kg, kq8_b_flipped(), dst);
+        return;
+    }
     for (int64_t q = 0; q < d->kq; q++) {
         const int8_t *rows[4];
-        for (int t = 0; t < 4; t++) {
+        for (int64_t t = 0; t < 4; t++) {
             int64_t k = 4 * q + t;
-            if (k >= d->kg) {
-                rows[t] = zeros;
-                continue;
+            rows[t] = zeros;
+            if (k < d->kg) {
+                memcpy(tmp + t * KQ8_NR, base + j->koff[k], (size_t)lanes);
+                memset(tmp + t * KQ8_NR + lanes, 0, (size_t)(KQ8_NR - lanes));
+                rows[t] = tmp + t * KQ8_NR;
             }
-            const int8_t *chan = group + j->koff[k];
-            if (single) {
-                rows[t] = chan + img0 * d->img_stride + local0;
-                continue;
-            }
-            int8_t *row = tmp + t * KQ8_NR;
-            int l = 0;
-            for (int64_t col = c0; l < lanes;) {
-                int64_t img = col / d->cols_img, loc = col % d->cols_img;
-                int len = (int)kcpu_min64(lanes - l, d->cols_img - loc);
-                memcpy(row + l, chan + img * d->img_stride + loc, (size_t)len);
-                l += len;
-                col += len;
-            }
-            memset(row + lanes, 0, (size_t)(KQ8_NR - lanes));
-            rows[t] = row;
         }
         kq8_interleave4(rows[0], rows[1], rows[2], rows[3], dst + q * KQ8_STRIP_QUAD);
     }
+    if (kq8_b_flipped())
+        kq8_flip(dst, d->kq * KQ8_STRIP_QUAD);
 }
 
-/* Output runs of columns [c0, c0 + lanes) of group g. */
-static void map_strip(const struct conv_job *j, int64_t g, int64_t c0, int lanes, struct kq8_strip *m)
+/* Output runs of strip s of group g: one per output row it covers. */
+static void map_strip(const struct conv_job *j, int64_t g, int64_t s, struct kq8_strip *m)
 {
     const struct k_conv2d *p = j->p;
     const struct geom *d = &j->d;
-    int64_t ohw = (int64_t)p->oh * p->ow;
-    int64_t img = c0 / d->cols_img, loc = c0 % d->cols_img, oh = loc / d->wq, ow = loc % d->wq;
+    int64_t img, local0;
+    int lanes = strip_at(d, s, &img, &local0);
+    int64_t oh = local0 / d->wq, ow = local0 % d->wq;
+    int64_t base = (img * p->oc + g * d->mg) * p->oh * p->ow;
     m->nruns = 0;
-    for (int t = 0; t < lanes; t++) {
-        if (ow < p->ow) {
-            int64_t off = (img * p->oc + g * d->mg) * ohw + oh * p->ow + ow;
-            struct kq8_run *last = m->nruns ? &m->runs[m->nruns - 1] : NULL;
-            if (last && last->l1 == t && last->off + (t - last->l0) == off)
-                last->l1 = t + 1;
-            else
-                m->runs[m->nruns++] = (struct kq8_run){t, t + 1, off};
+    for (int t = 0; t < lanes;) {
+        int len = (int)kcpu_min64(lanes - t, d->wq - ow);   /* columns left in this output row */
+        if (ow < p->ow)
+            m->runs[m->nruns++] = (struct kq8_run){t, t + (int)kcpu_min64(len, p->ow - ow), base + oh * p->ow + ow};
+        t += len;
+        ow = 0;
+        oh++;
+    }
+}
+
+/* Packs and multiplies strips [s0, s0 + count) of group g, as many at a
+ * time as the thread's scratch holds. */
+static void run_strips(const struct conv_job *j, int64_t g, int64_t s0, int64_t count, int thread)
+{
+    const struct geom *d = &j->d;
+    uint8_t *area = j->scratch + thread * thread_bytes(d->kq);
+    int8_t *strips = (int8_t *)area;
+    struct kq8_strip *maps = (struct kq8_strip *)(area + max_strips(d->kq) * d->kq * KQ8_STRIP_QUAD);
+    int8_t *tmp = (int8_t *)(maps + max_strips(d->kq));
+    for (int64_t done = 0; done < count;) {
+        int n = (int)kcpu_min64(max_strips(d->kq), count - done);
+        for (int s = 0; s < n; s++) {
+            pack_strip(j, g, s0 + done + s, tmp, strips + s * d->kq * KQ8_STRIP_QUAD);
+            map_strip(j, g, s0 + done + s, &maps[s]);
         }
-        if (++ow == d->wq) {   /* next output row, next image */
-            ow = 0;
-            if (++oh == p->oh) {
-                oh = 0;
-                img++;
-            }
-        }
+        struct kq8_block b = {
+            .m = (int)d->mg, .kq = d->kq,
+            .a = j->a + g * panel_bytes(d->panels, d->kq), .wsum = j->wsum + g * d->mg,
+            .b = strips, .nstrips = n, .maps = maps,
+            .ldc = (int64_t)j->p->oh * j->p->ow,
+            .bias = j->e->bias + g * d->mg, .mult = j->e->mult + g * d->mg, .e = j->e,
+            .res = j->res, .y = j->y,
+        };
+        kq8_block_run(&b);
+        done += n;
     }
 }
 
@@ -253,28 +334,16 @@ static void conv_task(void *arg, int64_t task, int thread)
 {
     const struct conv_job *j = arg;
     const struct geom *d = &j->d;
-    int64_t g = task / j->chunks, chunk = task % j->chunks;
-    int64_t c0 = chunk * j->chunk_strips * KQ8_NR;
-    int64_t ncols = kcpu_min64(j->chunk_strips * KQ8_NR, d->cols - c0);
-    int nstrips = (int)kcpu_ceil_div(ncols, KQ8_NR);
-    uint8_t *area = j->scratch + thread * thread_bytes(d->kq);
-    int8_t *strips = (int8_t *)area;
-    struct kq8_strip *maps = (struct kq8_strip *)(area + max_strips(d->kq) * d->kq * KQ8_STRIP_QUAD);
-    int8_t *tmp = (int8_t *)(maps + max_strips(d->kq));
-    for (int s = 0; s < nstrips; s++) {
-        int lanes = (int)kcpu_min64(KQ8_NR, ncols - s * KQ8_NR);
-        pack_strip(j, g, c0 + s * KQ8_NR, lanes, tmp, strips + s * d->kq * KQ8_STRIP_QUAD);
-        map_strip(j, g, c0 + s * KQ8_NR, lanes, &maps[s]);
+    int64_t g = task / j->chunks, first = (task % j->chunks) * j->per_task;
+    if (!j->by_image) {
+        run_strips(j, g, first, kcpu_min64(j->per_task, d->strips - first), thread);
+        return;
     }
-    struct kq8_block b = {
-        .m = (int)d->mg, .kq = d->kq,
-        .a = j->a + g * panel_bytes(d->panels, d->kq), .wsum = j->wsum + g * d->mg,
-        .b = strips, .nstrips = nstrips, .maps = maps,
-        .ldc = (int64_t)j->p->oh * j->p->ow,
-        .bias = j->e->bias + g * d->mg, .mult = j->e->mult + g * d->mg, .e = j->e,
-        .res = j->res, .y = j->y,
-    };
-    kq8_block_run(&b);
+    int64_t last = kcpu_min64(j->p->n, first + j->per_task);
+    for (int64_t img = first; img < last; img++)
+        for (int64_t ci = 0; ci < d->cg; ci++)
+            planes_task(arg, img * j->p->c + g * d->cg + ci, thread);
+    run_strips(j, g, first * d->strips_img, (last - first) * d->strips_img, thread);
 }
 
 void kcpu_conv2d_q8(struct kcpu_pool *pool, const struct k_conv2d *p, const int8_t *x,
@@ -282,22 +351,32 @@ void kcpu_conv2d_q8(struct kcpu_pool *pool, const struct k_conv2d *p, const int8
                     void *y, void *scratch)
 {
     struct conv_job j = {.p = p, .d = geom_of(p), .x = x, .a = packed_w, .e = e, .res = residual, .y = y};
-    if (j.d.cols <= 0 || p->oc <= 0)
+    if (j.d.strips <= 0 || p->oc <= 0)
         return;
     j.wsum = (const int32_t *)(j.a + p->groups * panel_bytes(j.d.panels, j.d.kq));
     uint8_t *s = (uint8_t *)kcpu_align64(scratch);
     j.planes = j.d.direct ? x : (const int8_t *)s;
     s += planes_bytes(p, &j.d);
-    if (!j.d.direct)
-        kcpu_pool_run(pool, (int64_t)p->n * p->c, planes_task, &j);
     tap_offsets(p, &j.d, (int64_t *)s);
     j.koff = (const int64_t *)s;
     j.scratch = s + koff_bytes(&j.d);
-    /* Aim for four tasks per thread, within the per-task strip budget. */
-    int64_t strips = kcpu_ceil_div(j.d.cols, KQ8_NR);
-    int64_t want = kcpu_ceil_div(4 * kcpu_pool_threads(pool), p->groups);
-    j.chunk_strips = kcpu_max64(1, kcpu_min64(max_strips(j.d.kq), kcpu_ceil_div(strips, want)));
-    j.chunks = kcpu_ceil_div(strips, j.chunk_strips);
+    /* Aim for four tasks per thread. With images to spare, a task takes
+     * whole images and copies their planes itself (one pool run, data still
+     * in cache); else the planes come first and tasks split the strips. */
+    if ((int64_t)p->n * p->oc * p->oh * p->ow * j.d.kg < SOLO_MACS)
+        pool = NULL;
+    int threads = kcpu_pool_threads(pool);
+    int64_t want = kcpu_ceil_div(4 * (int64_t)threads, p->groups);
+    j.by_image = !j.d.direct && p->n >= 2 * threads;
+    if (j.by_image) {
+        j.per_task = kcpu_ceil_div(p->n, want);
+        j.chunks = kcpu_ceil_div(p->n, j.per_task);
+    } else {
+        if (!j.d.direct)
+            kcpu_pool_run(pool, (int64_t)p->n * p->c, planes_task, &j);
+        j.per_task = kcpu_max64(1, kcpu_min64(max_strips(j.d.kq), kcpu_ceil_div(j.d.strips, want)));
+        j.chunks = kcpu_ceil_div(j.d.strips, j.per_task);
+    }
     kcpu_pool_run(pool, p->groups * j.chunks, conv_task, &j);
 }
 
@@ -350,11 +429,13 @@ static void linear_task(void *arg, int64_t task, int thread)
     struct kq8_strip *map = (struct kq8_strip *)(b + max_strips(j->kq) * j->kq * KQ8_STRIP_QUAD);
     /* column t is sample c0 + t; its depth quads are 4 adjacent bytes of its row */
     memset(b, 0, (size_t)(j->kq * KQ8_STRIP_QUAD));
-    for (int t = 0; t < lanes; t++) {
+    for (int64_t t = 0; t < lanes; t++) {
         const int8_t *row = j->x + (c0 + t) * p->k;
         for (int64_t q = 0; q < j->kq; q++)
             memcpy(b + q * KQ8_STRIP_QUAD + t * 4, row + 4 * q, (size_t)kcpu_min64(4, p->k - 4 * q));
     }
+    if (kq8_b_flipped())
+        kq8_flip(b, j->kq * KQ8_STRIP_QUAD);
     map->nruns = lanes;
     for (int t = 0; t < lanes; t++)
         map->runs[t] = (struct kq8_run){t, t + 1, (c0 + t) * p->m + r0};
@@ -380,7 +461,9 @@ void kcpu_linear_q8(struct kcpu_pool *pool, const struct k_linear *p, const int8
     j.wsum = (const int32_t *)(j.a + panel_bytes(panels, j.kq));
     j.strips = kcpu_ceil_div(p->n, KQ8_NR);
     /* split the rows too when there are few samples */
-    int64_t want_rows = kcpu_ceil_div(2 * kcpu_pool_threads(pool), j.strips);
+    if ((int64_t)p->n * p->m * p->k < SOLO_MACS)
+        pool = NULL;
+    int64_t want_rows = kcpu_ceil_div(2 * (int64_t)kcpu_pool_threads(pool), j.strips);
     j.panels_per_task = kcpu_ceil_div(panels, kcpu_min64(panels, want_rows));
     j.row_tasks = kcpu_ceil_div(panels, j.panels_per_task);
     kcpu_pool_run(pool, j.strips * j.row_tasks, linear_task, &j);

@@ -84,7 +84,7 @@ void kq8_store_tile(const struct kq8_block *b, const int32_t *acc, int i0, int m
 {
     const struct k_q8_epilogue *e = b->e;
     for (int i = i0; i < i0 + mr; i++) {
-        const int32_t *row = acc + (i - i0) * KQ8_NR;
+        const int32_t *row = acc + (ptrdiff_t)(i - i0) * KQ8_NR;
         int32_t bias = b->bias[i];
         if (e->out_i32) {
             int32_t *y = b->y;
@@ -98,9 +98,12 @@ void kq8_store_tile(const struct kq8_block *b, const int32_t *acc, int i0, int m
         int8_t res[KQ8_NR], out[KQ8_NR];
         if (b->res)
             kq8_gather_row(b, i, map, res);
-        for (int t = 0; t < KQ8_NR; t++)
-            out[t] = b->res ? k_q8_requant_res(row[t], bias, b->mult[i], res[t], e->res_mult, e->lo, e->hi)
-                            : k_q8_requant(row[t], bias, b->mult[i], e->lo, e->hi);
+        for (int t = 0; t < KQ8_NR; t++) {
+            if (b->res)
+                out[t] = k_q8_requant_res(row[t], bias, b->mult[i], res[t], e->res_mult, e->lo, e->hi);
+            else
+                out[t] = k_q8_requant(row[t], bias, b->mult[i], e->lo, e->hi);
+        }
         kq8_scatter_row(b, i, map, out);
     }
 }
@@ -113,8 +116,8 @@ void kq8_block_scalar(const struct kq8_block *b)
         const int8_t *a = b->a + (int64_t)(i0 / KQ8_MR) * b->kq * KQ8_PANEL_QUAD;
         for (int s = 0; s < b->nstrips; s++) {
             const int8_t *bs = b->b + (int64_t)s * b->kq * KQ8_STRIP_QUAD;
-            for (int i = 0; i < mr; i++)
-                for (int t = 0; t < KQ8_NR; t++) {
+            for (ptrdiff_t i = 0; i < mr; i++)
+                for (ptrdiff_t t = 0; t < KQ8_NR; t++) {
                     int32_t sum = 0;
                     for (int64_t q = 0; q < b->kq; q++) {
                         const int8_t *aq = a + q * KQ8_PANEL_QUAD + i * 4;
@@ -138,7 +141,7 @@ void kq8_interleave4(const int8_t *r0, const int8_t *r1, const int8_t *r2, const
         __m128i c = _mm_loadu_si128((const __m128i *)(r2 + h)), d = _mm_loadu_si128((const __m128i *)(r3 + h));
         __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
         __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
-        __m128i *o = (__m128i *)(dst + h * 4);
+        __m128i *o = (__m128i *)(dst + (ptrdiff_t)h * 4);
         _mm_storeu_si128(o + 0, _mm_unpacklo_epi16(ab_lo, cd_lo));
         _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab_lo, cd_lo));
         _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
@@ -152,4 +155,34 @@ void kq8_interleave4(const int8_t *r0, const int8_t *r1, const int8_t *r2, const
         dst[t * 4 + 3] = r3[t];
     }
 #endif
+}
+
+void kq8_pack_slices(const int8_t *base, const int64_t *koff, int64_t kg, int flip, int8_t *dst)
+{
+    static const int8_t zeros[KQ8_NR];
+    if (kcpu_isa() >= KCPU_ISA_AVX2) {
+        kq8_pack_slices_avx2(base, koff, kg, flip, dst);
+        return;
+    }
+    int8_t *start = dst;
+    for (int64_t k = 0; k < kg; k += 4, dst += KQ8_STRIP_QUAD) {
+        const int8_t *r[4];
+        for (int t = 0; t < 4; t++)
+            r[t] = k + t < kg ? base + koff[k + t] : zeros;
+        kq8_interleave4(r[0], r[1], r[2], r[3], dst);
+    }
+    if (flip)
+        kq8_flip(start, dst - start);
+}
+
+int kq8_b_flipped(void)
+{
+    return kcpu_isa() == KCPU_ISA_AVX512 && kq8_has_vnni();
+}
+
+void kq8_flip(int8_t *b, int64_t bytes)
+{
+    uint8_t *u = (uint8_t *)b;
+    for (int64_t i = 0; i < bytes; i++)
+        u[i] ^= 0x80;
 }

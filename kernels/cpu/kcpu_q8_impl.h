@@ -12,10 +12,11 @@
  *   B (activations, packed per call): strips of KQ8_NR columns,
  *       [kq][KQ8_NR][4] int8, the 4 k values of one column adjacent.
  *
- * VNNI multiplies unsigned by signed bytes, so that kernel flips B's sign
- * bit (x + 128) and subtracts 128 * wsum[row] afterwards; AVX2 uses
- * |b| * sign(a, b) with vpmaddubsw, exact because |a|, |b| <= 127 keeps a
- * pair sum within int16. Every kernel yields the exact int32 sums.
+ * VNNI multiplies unsigned by signed bytes, so for that kernel the packers
+ * flip B's sign bits (x + 128 as u8, kq8_b_flipped()) and the kernel
+ * subtracts 128 * wsum[row] afterwards; AVX2 uses |b| * sign(a, b) with
+ * vpmaddubsw, exact because |a|, |b| <= 127 keeps a pair sum within int16.
+ * Every kernel yields the exact int32 sums.
  *
  * Output mapping: tile lane t of a strip goes to the runs of its strip map,
  * lanes [l0, l1) of a run landing contiguously at y + off (+ row * ldc);
@@ -31,8 +32,8 @@
 
 #define KQ8_MR 8
 #define KQ8_NR 32
-#define KQ8_STRIP_QUAD (KQ8_NR * 4)    /* bytes of one depth quad of a B strip */
-#define KQ8_PANEL_QUAD (KQ8_MR * 4)    /* bytes of one depth quad of an A panel */
+#define KQ8_STRIP_QUAD ((int64_t)KQ8_NR * 4)   /* bytes of one depth quad of a B strip */
+#define KQ8_PANEL_QUAD ((int64_t)KQ8_MR * 4)   /* bytes of one depth quad of an A panel */
 
 struct kq8_run {
     int l0, l1;
@@ -81,12 +82,26 @@ void kq8_scatter_row(const struct kq8_block *b, int i, const struct kq8_strip *m
  * quad of a B strip. */
 void kq8_interleave4(const int8_t *r0, const int8_t *r1, const int8_t *r2, const int8_t *r3,
                      int8_t *dst);
+/* A whole strip from KQ8_NR-byte slices: depth index k reads base + koff[k]
+ * (zeros past kg), sign bits flipped when flip. Dispatches to the AVX2
+ * version on AVX2 CPUs. */
+void kq8_pack_slices(const int8_t *base, const int64_t *koff, int64_t kg, int flip, int8_t *dst);
+void kq8_pack_slices_avx2(const int8_t *base, const int64_t *koff, int64_t kg, int flip, int8_t *dst);
+/* Whether kq8_block_run's kernel takes B with flipped sign bits (VNNI), and
+ * the flip itself for strips packed without it. */
+int kq8_b_flipped(void);
+void kq8_flip(int8_t *b, int64_t bytes);
 
-/* Depth quads per group and panels per group of a packed conv. */
+/* Depth quads of a reduction over k. */
 static inline int64_t kq8_quads(int64_t k) { return (k + 3) / 4; }
 
 /* Whether this CPU runs the VNNI kernel when kcpu_isa() is AVX-512. */
 int kq8_has_vnni(void);
+
+/* dst[i] = src[2 i] for i < n (stride-2 convolution planes). */
+void kq8_gather2_avx512(int8_t *dst, const int8_t *src, int64_t n);
+/* kref_quantize_q8, vectorised. */
+void kq8_quantize_avx512(int64_t count, const float *x, float inv_scale, int8_t *y);
 
 /* FP16 rounding with F16C (vcvtps2ph, round to nearest even); y may equal x. */
 void kcpu_round_f16_avx2(int64_t count, const float *x, float *y);

@@ -6,9 +6,15 @@
  */
 #include <stdatomic.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include "kcpu_q8_impl.h"
 
-#define CHUNK 16384   /* elements per element-wise task */
+/* Elements per task: below this a step stays on the calling thread, since
+ * waking the pool would cost more than the work (INT8 steps are short). */
+#define CHUNK 65536
 
 /* ------------------------------------------------------------ element-wise */
 
@@ -42,6 +48,10 @@ static void ew_task(void *arg, int64_t task, int thread)
             y8[i] = k_q8_lut(j->lut, a8[i]);
         return;
     case EW_QUANTIZE:
+        if (kcpu_isa() == KCPU_ISA_AVX512) {
+            kq8_quantize_avx512(i1 - i0, (const float *)j->a + i0, j->scale, y8 + i0);
+            return;
+        }
         for (int64_t i = i0; i < i1; i++)
             y8[i] = k_q8_quantize(((const float *)j->a)[i], j->scale);
         return;
@@ -101,8 +111,8 @@ static int has_f16c(void)
     int v = atomic_load_explicit(&f16c, memory_order_relaxed);
     if (v < 0) {
 #if defined(__x86_64__) || defined(__i386__)
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("f16c") != 0;
+        unsigned a, b, c, d;   /* CPUID leaf 1, ECX bit 29 (not every compiler's builtin knows "f16c") */
+        v = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u);
 #else
         v = 0;
 #endif
@@ -126,6 +136,28 @@ static void round_f16_run(int64_t count, const float *x, float *y)
 
 /* ------------------------------------------------------------ per plane */
 
+/* fn over items [0, n) of item_elems elements each, CHUNK elements' worth
+ * of items per task. */
+struct batch_job {
+    kcpu_task_fn fn;
+    void *arg;
+    int64_t n, per;
+};
+
+static void batch_task(void *arg, int64_t task, int thread)
+{
+    const struct batch_job *b = arg;
+    int64_t end = kcpu_min64(b->n, (task + 1) * b->per);
+    for (int64_t i = task * b->per; i < end; i++)
+        b->fn(b->arg, i, thread);
+}
+
+static void run_batched(struct kcpu_pool *pool, int64_t n, int64_t item_elems, kcpu_task_fn fn, void *arg)
+{
+    struct batch_job b = {fn, arg, n, kcpu_max64(1, CHUNK / kcpu_max64(1, item_elems))};
+    kcpu_pool_run(pool, kcpu_ceil_div(n, b.per), batch_task, &b);
+}
+
 struct plane_job {
     const struct k_pool2d *p;
     const struct k_q8_mult *mults;
@@ -139,27 +171,45 @@ struct plane_job {
     int64_t inner;
 };
 
+static inline int8_t max8(int8_t a, int8_t b)
+{
+    if (a > b)
+        return a;
+    return b;
+}
+
 static void max_pool_task(void *arg, int64_t nc, int thread)
 {
     const struct plane_job *j = arg;
     const struct k_pool2d *p = j->p;
-    const int8_t *xp = j->x + nc * p->h * p->w;
-    int8_t *yp = j->y + nc * p->oh * p->ow;
-    for (int oh = 0; oh < p->oh; oh++)
-        for (int ow = 0; ow < p->ow; ow++) {
+    const int h = p->h, w = p->w, oh_n = p->oh, ow_n = p->ow;
+    const int8_t *xp = j->x + nc * h * w;
+    int8_t *yp = j->y + nc * oh_n * ow_n;
+    /* LeNet's 2x2 / 2 pooling, every window inside the input: no checks */
+    if (p->kh == 2 && p->kw == 2 && p->stride_h == 2 && p->stride_w == 2 && p->pad_t == 0 && p->pad_l == 0 &&
+        p->dil_h == 1 && p->dil_w == 1 && 2 * oh_n <= h && 2 * ow_n <= w) {
+        for (int oh = 0; oh < oh_n; oh++) {
+            const int8_t *r0 = xp + (int64_t)2 * oh * w, *r1 = r0 + w;
+            for (ptrdiff_t ow = 0; ow < ow_n; ow++)
+                yp[(ptrdiff_t)oh * ow_n + ow] = max8(max8(r0[2 * ow], r0[2 * ow + 1]), max8(r1[2 * ow], r1[2 * ow + 1]));
+        }
+        return;
+    }
+    for (int oh = 0; oh < oh_n; oh++)
+        for (int ow = 0; ow < ow_n; ow++) {
             int8_t best = K_Q8_MIN;
             for (int ki = 0; ki < p->kh; ki++) {
                 int ih = oh * p->stride_h - p->pad_t + ki * p->dil_h;
-                if (ih < 0 || ih >= p->h)
+                if (ih < 0 || ih >= h)
                     continue;
-                const int8_t *row = xp + (int64_t)ih * p->w;
+                const int8_t *row = xp + (int64_t)ih * w;
                 for (int kj = 0; kj < p->kw; kj++) {
                     int iw = ow * p->stride_w - p->pad_l + kj * p->dil_w;
-                    if (iw >= 0 && iw < p->w && row[iw] > best)
+                    if (iw >= 0 && iw < w && row[iw] > best)
                         best = row[iw];
                 }
             }
-            yp[oh * p->ow + ow] = best;
+            yp[oh * ow_n + ow] = best;
         }
 }
 
@@ -184,8 +234,10 @@ static void avg_pool_task(void *arg, int64_t nc, int thread)
                 for (int iw = w0; iw < w1; iw++)
                     sum += xp[(int64_t)ih * p->w + iw];
             int cells = p->count_include_pad ? padded : (h1 - h0) * (w1 - w0);
-            yp[oh * p->ow + ow] =
-                cells > 0 ? k_q8_clamp(k_q8_apply(sum, j->mults[cells]), K_Q8_MIN, K_Q8_MAX) : 0;
+            int8_t v = 0;
+            if (cells > 0)
+                v = k_q8_clamp(k_q8_apply(sum, j->mults[cells]), K_Q8_MIN, K_Q8_MAX);
+            yp[(ptrdiff_t)oh * p->ow + ow] = v;
         }
 }
 
@@ -209,28 +261,28 @@ static void dequant_i32_task(void *arg, int64_t nc, int thread)
 void kcpu_max_pool2d_q8(struct kcpu_pool *pool, const struct k_pool2d *p, const int8_t *x, int8_t *y)
 {
     struct plane_job j = {.p = p, .x = x, .y = y};
-    kcpu_pool_run(pool, (int64_t)p->n * p->c, max_pool_task, &j);
+    run_batched(pool, (int64_t)p->n * p->c, (int64_t)p->h * p->w, max_pool_task, &j);
 }
 
 void kcpu_avg_pool2d_q8(struct kcpu_pool *pool, const struct k_pool2d *p,
                         const struct k_q8_mult *count_mult, const int8_t *x, int8_t *y)
 {
     struct plane_job j = {.p = p, .mults = count_mult, .x = x, .y = y};
-    kcpu_pool_run(pool, (int64_t)p->n * p->c, avg_pool_task, &j);
+    run_batched(pool, (int64_t)p->n * p->c, (int64_t)p->h * p->w, avg_pool_task, &j);
 }
 
 void kcpu_global_avg_pool_q8(struct kcpu_pool *pool, int n, int c, int64_t hw,
                              struct k_q8_mult mult, const int8_t *x, int8_t *y)
 {
     struct plane_job j = {.mults = &mult, .x = x, .y = y, .hw = hw};
-    kcpu_pool_run(pool, (int64_t)n * c, global_avg_task, &j);
+    run_batched(pool, (int64_t)n * c, hw, global_avg_task, &j);
 }
 
 void kcpu_dequantize_i32(struct kcpu_pool *pool, int n, int c, int64_t inner, const int32_t *x,
                          const float *scale, float *y)
 {
     struct plane_job j = {.x32 = x, .scale = scale, .yf = y, .c = c, .inner = inner};
-    kcpu_pool_run(pool, (int64_t)n * c, dequant_i32_task, &j);
+    run_batched(pool, (int64_t)n * c, inner, dequant_i32_task, &j);
 }
 
 /* ------------------------------------------------------------ concat */
@@ -264,5 +316,5 @@ void kcpu_concat_q8(struct kcpu_pool *pool, const struct k_concat *p, const int8
     struct concat_job j = {.p = p, .inputs = inputs, .lens = lens, .mults = mults, .y = y};
     for (int i = 0; i < p->count; i++)
         j.total += lens[i];
-    kcpu_pool_run(pool, p->outer, concat_task, &j);
+    run_batched(pool, p->outer, j.total * p->inner, concat_task, &j);
 }

@@ -31,9 +31,16 @@ void kref_channel_affine_f32(const struct k_channel_affine *p, const float *x,
                              const float *scale, const float *shift, float *y);
 void kref_act_f32_n(enum k_act act, int64_t count, const float *x, float *y);
 void kref_add_f32(int64_t count, const float *a, const float *b, float *y);
+/* y = a op b with the broadcasting strides of p (kernel_types.h). */
+void kref_binary_f32(const struct k_binary *p, const float *a, const float *b, float *y);
 void kref_softmax_f32(const struct k_softmax *p, const float *x, float *y);
 /* inputs[i] is [outer, lens[i], inner]; y is [outer, sum(lens), inner]. */
 void kref_concat_f32(const struct k_concat *p, const float *const *inputs,
                      const int64_t *lens, float *y);
+/* y = alpha * op(a) . op(b) per k_matmul (kernel_types.h). */
+void kref_matmul_f32(const struct k_matmul *p, const float *a, const float *b, float *y);
+/* scale, bias, mean, var: [n, c] (per sample). */
+void kref_batch_norm_f32(const struct k_batch_norm *p, const float *x, const float *scale, const float *bias,
+                         const float *mean, const float *var, float *y);
 
 #endif /* KREF_H */

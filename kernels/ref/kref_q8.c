@@ -12,9 +12,10 @@ static void store(const struct k_q8_epilogue *e, int oc, int32_t acc, const int8
         ((int32_t *)y)[yi] = acc + e->bias[oc];
         return;
     }
-    ((int8_t *)y)[yi] = residual
-        ? k_q8_requant_res(acc, e->bias[oc], e->mult[oc], residual[yi], e->res_mult, e->lo, e->hi)
-        : k_q8_requant(acc, e->bias[oc], e->mult[oc], e->lo, e->hi);
+    if (residual)
+        ((int8_t *)y)[yi] = k_q8_requant_res(acc, e->bias[oc], e->mult[oc], residual[yi], e->res_mult, e->lo, e->hi);
+    else
+        ((int8_t *)y)[yi] = k_q8_requant(acc, e->bias[oc], e->mult[oc], e->lo, e->hi);
 }
 
 void kref_conv2d_q8(const struct k_conv2d *p, const int8_t *x, const int8_t *w,
@@ -28,7 +29,7 @@ void kref_conv2d_q8(const struct k_conv2d *p, const int8_t *x, const int8_t *w,
                 for (int ow = 0; ow < p->ow; ow++) {
                     int32_t acc = 0;
                     for (int ci = 0; ci < cg; ci++) {
-                        const int8_t *xc = x + ((int64_t)n * p->c + g * cg + ci) * p->h * p->w;
+                        const int8_t *xc = x + ((int64_t)n * p->c + (int64_t)g * cg + ci) * p->h * p->w;
                         const int8_t *wc = w + ((int64_t)o * cg + ci) * p->kh * p->kw;
                         for (int ki = 0; ki < p->kh; ki++) {
                             int ih = oh * p->stride_h - p->pad_t + ki * p->dil_h;
@@ -64,7 +65,7 @@ void kref_max_pool2d_q8(const struct k_pool2d *p, const int8_t *x, int8_t *y)
         const int8_t *xp = x + nc * p->h * p->w;
         for (int oh = 0; oh < p->oh; oh++)
             for (int ow = 0; ow < p->ow; ow++) {
-                int best = K_Q8_MIN;
+                int8_t best = K_Q8_MIN;
                 for (int ki = 0; ki < p->kh; ki++) {
                     int ih = oh * p->stride_h - p->pad_t + ki * p->dil_h;
                     if (ih < 0 || ih >= p->h)
@@ -75,7 +76,7 @@ void kref_max_pool2d_q8(const struct k_pool2d *p, const int8_t *x, int8_t *y)
                             best = xp[(int64_t)ih * p->w + iw];
                     }
                 }
-                y[(nc * p->oh + oh) * p->ow + ow] = (int8_t)best;
+                y[(nc * p->oh + oh) * p->ow + ow] = best;
             }
     }
 }
@@ -102,8 +103,10 @@ void kref_avg_pool2d_q8(const struct k_pool2d *p, const struct k_q8_mult *count_
                     for (int iw = w0; iw < w1; iw++)
                         sum += xp[(int64_t)ih * p->w + iw];
                 int cells = p->count_include_pad ? padded_cells : (h1 - h0) * (w1 - w0);
-                y[(nc * p->oh + oh) * p->ow + ow] =
-                    cells > 0 ? k_q8_clamp(k_q8_apply(sum, count_mult[cells]), K_Q8_MIN, K_Q8_MAX) : 0;
+                int8_t v = 0;
+                if (cells > 0)
+                    v = k_q8_clamp(k_q8_apply(sum, count_mult[cells]), K_Q8_MIN, K_Q8_MAX);
+                y[(nc * p->oh + oh) * p->ow + ow] = v;
             }
     }
 }

@@ -262,7 +262,8 @@ static bool variant_dir(const char *src, char *dir, const char *prec, const char
     char path[512];
     snprintf(path, sizeof(path), "%s/model.json", src);
     FILE *f = fopen(path, "rb");
-    strcpy(dir, "/tmp/inferd-bench-XXXXXX");
+    static const char TEMPLATE[] = "/tmp/inferd-bench-XXXXXX"; /* callers pass dir[64] */
+    memcpy(dir, TEMPLATE, sizeof(TEMPLATE));
     if (!f || !mkdtemp(dir)) {
         if (f)
             fclose(f);

@@ -195,9 +195,9 @@ int main(int argc, char **argv)
     int batch = 64, reps = 21;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
-            batch = atoi(argv[++i]);
+            batch = (int)strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-            reps = atoi(argv[++i]);
+            reps = (int)strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--layers") == 0)
             per_layer = 1;
     }

@@ -142,7 +142,7 @@ int main(int argc, char **argv)
 {
     int seconds = 5, conns = 32, threads = 2, rounds = 3;
     for (int i = 1; i + 1 < argc; i += 2) {
-        int v = atoi(argv[i + 1]);
+        int v = (int)strtol(argv[i + 1], NULL, 10);
         if (strcmp(argv[i], "--duration") == 0 && v > 0)
             seconds = v;
         else if (strcmp(argv[i], "--connections") == 0 && v > 0)

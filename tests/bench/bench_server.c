@@ -13,6 +13,7 @@
  * inferd is the one beside this program; wrk comes from Debian.
  */
 #include <errno.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,7 +224,22 @@ static int measure(const struct opts *o, const char *script, int port, const cha
     qsort(p50, (size_t)n, sizeof(double), cmp_double);
     qsort(p99, (size_t)n, sizeof(double), cmp_double);
     out->rps = rps[n / 2], out->p50_ms = p50[n / 2], out->p99_ms = p99[n / 2];
+    fprintf(stderr, "  %-40s %3d conn: %8.0f req/s  p50 %.3f ms  p99 %.3f ms\n", path, conc,
+            out->rps, out->p50_ms, out->p99_ms);
     return 0;
+}
+
+/* The 1-minute load average: other work on the machine skews every figure. */
+static double load_average(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
 }
 
 static pid_t start_inferd(bool batching, int *port)
@@ -270,6 +286,18 @@ static void stop_inferd(pid_t pid)
 
 /* ------------------------------------------------------------ main */
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void remove_work_dir(void)
+{
+    nftw(work_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 static void usage(const char *prog)
 {
     printf("usage: %s [--duration S] [--repeat N] [--models lenet5,resnet-mini] [--quick]\n", prog);
@@ -283,9 +311,9 @@ static bool parse_args(int argc, char **argv, struct opts *o)
         if (strcmp(argv[i], "--quick") == 0) {
             o->duration_s = 1, o->repeat = 1;
         } else if (strcmp(argv[i], "--duration") == 0 && i + 1 < argc) {
-            o->duration_s = atoi(argv[++i]);
+            o->duration_s = (int)strtol(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
-            o->repeat = atoi(argv[++i]);
+            o->repeat = (int)strtol(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--models") == 0 && i + 1 < argc) {
             snprintf(o->models, sizeof(o->models), "%s", argv[++i]);
         } else {
@@ -311,6 +339,7 @@ int main(int argc, char **argv)
     snprintf(work_dir, sizeof(work_dir), "/tmp/inferd-bench-XXXXXX");
     if (!mkdtemp(work_dir))
         return 1;
+    atexit(remove_work_dir);
 
     struct rt_dataset ds;
     struct rt_error err = {RT_OK, ""};
@@ -333,9 +362,7 @@ int main(int argc, char **argv)
     }
     rt_dataset_free(&ds);
 
-    printf("HTTP benchmark: wrk, %d s per run, median of %d runs after a 1 s warm-up; "
-           "%d HTTP threads on %ld cores shared with wrk\n\n",
-           o.duration_s, o.repeat, HTTP_THREADS, sysconf(_SC_NPROCESSORS_ONLN));
+    double load_before = load_average();
     char bare_script[128];
     snprintf(bare_script, sizeof(bare_script), "%s/bare.lua", work_dir);
     struct server_bare *bare = server_bare_start(HTTP_THREADS);
@@ -377,6 +404,10 @@ int main(int argc, char **argv)
         stop_inferd(pid);
     }
 
+    printf("HTTP benchmark: wrk, %d s per run, median of %d runs after a 1 s warm-up; "
+           "%d HTTP threads on %ld cores shared with wrk; load average %.2f before, %.2f after\n\n",
+           o.duration_s, o.repeat, HTTP_THREADS, sysconf(_SC_NPROCESSORS_ONLN), load_before,
+           load_average());
     printf("| server | endpoint | batching | conn | req/s | p50 ms | p99 ms | of bare | on/off |\n");
     printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int c = 0; c < N_CONC; c++)
@@ -410,9 +441,5 @@ int main(int argc, char **argv)
     }
     if (errors)
         printf("warning: %ld requests failed (non-2xx or socket errors)\n", errors);
-    char cleanup[128];
-    snprintf(cleanup, sizeof(cleanup), "rm -rf %s", work_dir);
-    if (system(cleanup) != 0)
-        fprintf(stderr, "bench_server: could not remove %s\n", work_dir);
     return errors ? 1 : 0;
 }

@@ -1,0 +1,61 @@
+/*
+ * kcpu_dwconv.h - the direct convolution kernel for depthwise and grouped
+ * convolutions with few output channels per group (internal to
+ * kernels/cpu: kcpu_conv.c dispatches to it, the kernel tests call it).
+ *
+ * Such layers do too little work per input element for the packed GEMM:
+ * a depthwise 3x3 is 9 multiply-adds per output, and its GEMM would have
+ * one-row panels padded to KCPU_MR. Here each (image, group) gets its input
+ * planes copied once into a zero-padded grid, split by stride phase, so that
+ * every kernel tap reads the grid at unit stride from a fixed offset; an
+ * output channel is then a sum of shifted, weighted copies of the grid,
+ * computed in long vectors over the flattened grid (a few columns per row
+ * past the output's width are computed and dropped).
+ */
+#ifndef KCPU_DWCONV_H
+#define KCPU_DWCONV_H
+
+#include "kcpu_impl.h"
+
+/* Whether kcpu_conv2d_* hand p to this kernel. Depends only on channels
+ * and groups (never on p->n). */
+int kcpu_dwconv_applies(const struct k_conv2d *p);
+
+/* Same contracts as kcpu_conv2d_packed_floats, _pack, _scratch_bytes and
+ * _f32 (kcpu.h). The packed weights are PyTorch's [oc][c / groups][kh][kw]. */
+size_t kcpu_dwconv_packed_floats(const struct k_conv2d *p);
+void kcpu_dwconv_pack(const struct k_conv2d *p, const float *w, float *packed);
+size_t kcpu_dwconv_scratch_bytes(const struct k_conv2d *p, int threads);
+void kcpu_dwconv_f32(struct kcpu_pool *pool, const struct k_conv2d *p, const float *x,
+                     const float *packed_w, const float *bias, const float *residual, float *y,
+                     void *scratch);
+
+#define KCPU_DW_MAX_MO 4   /* output channels one block computes together */
+
+/* mo output channels of one image from their group's padded grid:
+ *     acc[o][t] = bias[o] + sum_k w[o * ntaps + k] * grid[off[k] + t],  t < count
+ * then output row r of channel o is act(acc[o][r * row_len + (0 .. ow)] + res),
+ * stored at y[o * oh * ow + r * ow] (res likewise, when not NULL). count is a
+ * multiple of 16; the grid holds zeros wherever a computed column reads
+ * past the data. */
+struct kcpu_dw_block {
+    int mo;                    /* 1 .. KCPU_DW_MAX_MO */
+    int64_t ntaps;             /* (c / groups) * kh * kw */
+    const int64_t *off;        /* [ntaps] */
+    const float *grid;
+    const float *w;            /* [mo][ntaps] */
+    const float *bias;         /* [mo] or NULL */
+    int64_t count;
+    float *acc;                /* [mo][count] scratch */
+    int oh, ow;
+    int64_t row_len;
+    const float *res;          /* [mo][oh * ow] or NULL */
+    float *y;                  /* [mo][oh * ow] */
+    enum k_act act;
+};
+
+void kcpu_dw_block_scalar(const struct kcpu_dw_block *b);
+void kcpu_dw_block_avx2(const struct kcpu_dw_block *b);
+void kcpu_dw_block_avx512(const struct kcpu_dw_block *b);
+
+#endif /* KCPU_DWCONV_H */

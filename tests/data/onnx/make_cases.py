@@ -1,0 +1,124 @@
+"""Write tests/data/onnx/cases/: small ONNX models with inputs and expected
+outputs in the layout of the ONNX backend test suite, for what that suite
+leaves out: a symbolic batch dimension, asymmetric pads and auto_pad with
+strides and dilations, 1-D windows, legacy broadcasting, Gemm's alpha, beta
+and row-wise C, MatMul of rank 3, Softmax's 2-D coercion before opset 13,
+BatchNormalization folded into a Conv with a residual add, and a ceil_mode
+window the loader must refuse. Expected outputs come from PyTorch and numpy.
+
+    /usr/bin/python3 tests/data/onnx/make_cases.py     (python3-onnx, python3-torch)
+
+build/onnx-suite --root tests/data/onnx cases runs them; so does make test.
+"""
+import os
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases")
+rng = np.random.default_rng(0)
+def save(name, nodes, inputs, outputs, inits, feeds, expect, opset=13):
+    g=helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, TP.FLOAT, s) for n,s in inputs],
+        [helper.make_tensor_value_info(n, TP.FLOAT, None) for n in outputs],
+        [numpy_helper.from_array(v.astype(np.float32) if v.dtype!=np.int64 else v, k) for k,v in inits.items()])
+    m=helper.make_model(g, opset_imports=[helper.make_opsetid('', opset)]); m.ir_version=7
+    d=os.path.join(root,name,'test_data_set_0'); os.makedirs(d, exist_ok=True)
+    onnx.save(m, os.path.join(root,name,'model.onnx'))
+    for i,(k,v) in enumerate(feeds.items()):
+        open(os.path.join(d,f'input_{i}.pb'),'wb').write(numpy_helper.from_array(v.astype(np.float32),k).SerializeToString())
+    for i,v in enumerate(expect):
+        open(os.path.join(d,f'output_{i}.pb'),'wb').write(numpy_helper.from_array(np.asarray(v,np.float32),outputs[i]).SerializeToString())
+r=lambda *s: rng.standard_normal(s).astype(np.float32)
+t=torch.from_numpy
+# (a) softmax opset 11 axis 2 on [N,3,4,5]
+x=r(2,3,4,5); e=F.softmax(t(x).reshape(2,3,20),dim=2).reshape(2,3,4,5).numpy()
+save('softmax11_axis2',[helper.make_node('Softmax',['x'],['y'],axis=2)],[('x',['N',3,4,5])],['y'],{}, {'x':x},[e],opset=11)
+# (b) reshape [0,-1] and [-1, 20]
+x=r(3,4,5)
+save('reshape_0_m1',[helper.make_node('Reshape',['x','s'],['y'])],[('x',['N',4,5])],['y'],{'s':np.array([0,-1],np.int64)},{'x':x},[x.reshape(3,20)])
+save('reshape_m1_20',[helper.make_node('Reshape',['x','s'],['y'])],[('x',['N',4,5])],['y'],{'s':np.array([-1,2,10],np.int64)},{'x':x},[x.reshape(3,2,10)])
+# (c) gemm alpha beta
+a=r(4,6); B=r(6,3); C=r(1,3)
+save('gemm_ab',[helper.make_node('Gemm',['a','B','C'],['y'],alpha=2.0,beta=0.5)],[('a',['N',6])],['y'],{'B':B,'C':C},{'a':a},[2*a@B+0.5*C])
+Bt=r(3,6)
+save('gemm_transB_scalarC',[helper.make_node('Gemm',['a','B','C'],['y'],transB=1,beta=3.0)],[('a',['N',6])],['y'],{'B':Bt,'C':np.array(0.25,np.float32)},{'a':a},[a@Bt.T+0.75])
+# gemm with a per-row C in a fixed-batch model -> whole mode
+Cm=r(4,3)
+save('gemm_rowC',[helper.make_node('Gemm',['a','B','C'],['y'])],[('a',[4,6])],['y'],{'B':B,'C':Cm},{'a':a},[a@B+Cm])
+# (d) matmul rank3
+A=r(2,4,6)
+save('matmul_rank3',[helper.make_node('MatMul',['a','B'],['y'])],[('a',['N',4,6])],['y'],{'B':B},{'a':A},[A@B])
+bv=r(6); save('matmul_vecB',[helper.make_node('MatMul',['a','b'],['y'])],[('a',['N',4,6])],['y'],{'b':bv},{'a':A},[A@bv])
+# (e) avgpool asym pads no count_include_pad, ceil
+x=r(2,3,7,8)
+def avgpool_ref(x,k,s,pads,cip,ceil):
+    N,C,H,W=x.shape; pt,pl,pb,pr=pads
+    def outd(i,k,s,p0,p1):
+        v=(i+p0+p1-k)/s+1
+        return int(np.ceil(v)) if ceil else int(np.floor(v))
+    OH=outd(H,k[0],s[0],pt,pb); OW=outd(W,k[1],s[1],pl,pr)
+    y=np.zeros((N,C,OH,OW),np.float64)
+    for oh in range(OH):
+        for ow in range(OW):
+            h0=oh*s[0]-pt; w0=ow*s[1]-pl; h1=min(h0+k[0],H+pb); w1=min(w0+k[1],W+pr)
+            cnt=(h1-h0)*(w1-w0)
+            hh0,ww0,hh1,ww1=max(h0,0),max(w0,0),min(h1,H),min(w1,W)
+            sm=x[:,:,hh0:hh1,ww0:ww1].sum(axis=(2,3))
+            with np.errstate(invalid="ignore"):   # a window wholly in padding: refused by the loader
+                y[:,:,oh,ow]=sm/(cnt if cip else (hh1-hh0)*(ww1-ww0))
+    return y
+save('avgpool_asym',[helper.make_node('AveragePool',['x'],['y'],kernel_shape=[3,3],strides=[2,2],pads=[1,0,0,2])],[('x',['N',3,7,8])],['y'],{},{'x':x},[avgpool_ref(x,(3,3),(2,2),(1,0,0,2),0,False)])
+save('avgpool_asym_ceil',[helper.make_node('AveragePool',['x'],['y'],kernel_shape=[3,2],strides=[2,3],pads=[0,1,1,0],ceil_mode=1)],[('x',['N',3,7,8])],['y'],{},{'x':x},[avgpool_ref(x,(3,2),(2,3),(0,1,1,0),0,True)])
+save('avgpool_asym_cip_ok',[helper.make_node('AveragePool',['x'],['y'],kernel_shape=[3,3],strides=[2,2],pads=[1,1,1,1],count_include_pad=1)],[('x',['N',3,7,8])],['y'],{},{'x':x},[avgpool_ref(x,(3,3),(2,2),(1,1,1,1),1,False)])
+# (f) conv1d same_lower dilation stride group
+x=r(2,4,11); w=r(6,2,3); b=r(6)
+# SAME_LOWER: out=ceil(11/2)=6, eff=5, total=(6-1)*2+5-11=4 -> begin 2 end 2
+e=F.conv1d(t(x),t(w),t(b),stride=2,dilation=2,groups=2,padding=2).numpy()
+save('conv1d_same_lower',[helper.make_node('Conv',['x','w','b'],['y'],auto_pad='SAME_LOWER',strides=[2],dilations=[2],group=2)],[('x',['N',4,11])],['y'],{'w':w,'b':b},{'x':x},[e])
+# conv2d same_upper odd total: in 6 stride 1 k 2 -> total 1 -> begin 0 end 1
+x=r(2,3,6,5); w=r(4,3,2,2)
+xp=np.pad(x,((0,0),(0,0),(0,1),(0,1)))
+e=F.conv2d(t(xp),t(w)).numpy()
+save('conv2d_same_upper',[helper.make_node('Conv',['x','w'],['y'],auto_pad='SAME_UPPER')],[('x',['N',3,6,5])],['y'],{'w':w},{'x':x},[e])
+xp=np.pad(x,((0,0),(0,0),(1,0),(1,0)))
+save('conv2d_same_lower_relu',[helper.make_node('Conv',['x','w'],['c'],auto_pad='SAME_LOWER'),helper.make_node('Relu',['c'],['y'])],[('x',['N',3,6,5])],['y'],{'w':w},{'x':x},[np.maximum(F.conv2d(t(xp),t(w)).numpy(),0)])
+# (g) standalone BN + conv->BN fold + residual add
+x=r(2,3,5,5); sc=r(3); bb=r(3); mu=r(3); var=np.abs(r(3))+0.1
+bn=lambda z: (z-mu[None,:,None,None])/np.sqrt(var[None,:,None,None]+1e-3)*sc[None,:,None,None]+bb[None,:,None,None]
+save('bn_standalone',[helper.make_node('BatchNormalization',['x','s','b','m','v'],['y'],epsilon=1e-3)],[('x',['N',3,5,5])],['y'],{'s':sc,'b':bb,'m':mu,'v':var},{'x':x},[bn(x)])
+w=r(3,3,3,3)
+c=F.conv2d(t(x),t(w),padding=1).numpy()
+save('conv_bn_add_relu',[helper.make_node('Conv',['x','w'],['c'],pads=[1,1,1,1]),helper.make_node('BatchNormalization',['c','s','b','m','v'],['n'],epsilon=1e-3),helper.make_node('Add',['n','x'],['a']),helper.make_node('Relu',['a'],['y'])],[('x',['N',3,5,5])],['y'],{'w':w,'s':sc,'b':bb,'m':mu,'v':var},{'x':x},[np.maximum(bn(c)+x,0)])
+# (h) flatten axis 2 with dim1 == 1
+x=r(3,1,4,5)
+save('flatten_axis2_ones',[helper.make_node('Flatten',['x'],['y'],axis=2)],[('x',['N',1,4,5])],['y'],{},{'x':x},[x.reshape(3,20)])
+# (i) clip opset 6 relu6 and general
+x=r(3,4)*5
+save('clip6_relu6',[helper.make_node('Clip',['x'],['y'],min=0.0,max=6.0)],[('x',['N',4])],['y'],{},{'x':x},[np.clip(x,0,6)],opset=6)
+save('clip13_const',[helper.make_node('Clip',['x','lo',''],['y'])],[('x',['N',4])],['y'],{'lo':np.array(-1.5,np.float32)},{'x':x},[np.maximum(x,-1.5)])
+# (j) sub const left, div, mul broadcast with const [1,4]
+x=r(3,4); k=r(1,4); k2=r(4)
+save('sub_const_left',[helper.make_node('Sub',['k','x'],['y'])],[('x',['N',4])],['y'],{'k':k},{'x':x},[k-x])
+save('div_mul',[helper.make_node('Div',['x','k2'],['d']),helper.make_node('Mul',['d','x'],['y'])],[('x',['N',4])],['y'],{'k2':k2},{'x':x},[(x/k2)*x])
+# legacy broadcast add opset 6 with axis
+x=r(2,3,4,5); k=r(3,4)
+save('add6_axis1',[helper.make_node('Add',['x','k'],['y'],broadcast=1,axis=1)],[('x',['N',3,4,5])],['y'],{'k':k},{'x':x},[x+k[None,:,:,None]],opset=6)
+# maxpool 1d with dilation & pads, ceil
+x=r(2,3,17)
+e=F.max_pool1d(t(x),kernel_size=3,stride=2,padding=1,dilation=2,ceil_mode=False).numpy()
+save('maxpool1d_dil',[helper.make_node('MaxPool',['x'],['y'],kernel_shape=[3],strides=[2],pads=[1,1],dilations=[2])],[('x',['N',3,17])],['y'],{},{'x':x},[e])
+# global avg pool 3d input [N,C,L]
+x=r(2,3,7)
+save('gap_1d',[helper.make_node('GlobalAveragePool',['x'],['y'])],[('x',['N',3,7])],['y'],{},{'x':x},[x.mean(axis=2,keepdims=True)])
+# two inputs, concat axis 1, softmax13 axis 1
+x1=r(2,3); x2=r(2,5)
+e=F.softmax(t(np.concatenate([x1,x2],1)),dim=1).numpy()
+save('concat_softmax',[helper.make_node('Concat',['a','b'],['c'],axis=1),helper.make_node('Softmax',['c'],['y'],axis=1)],[('a',['N',3]),('b',['N',5])],['y'],{},{'a':x1,'b':x2},[e])
+# identity output of an input & two outputs
+x=r(2,3)
+save('two_outputs',[helper.make_node('Identity',['x'],['y']),helper.make_node('Relu',['x'],['z'])],[('x',['N',3])],['y','z'],{},{'x':x},[x,np.maximum(x,0)])
+print(f'wrote {root}')

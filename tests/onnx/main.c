@@ -1,0 +1,68 @@
+/*
+ * main.c - build/onnx-suite: the ONNX backend test suite as a table.
+ *
+ *   build/onnx-suite [--backend cpu|cuda] [--verbose] [--root DIR] [FOLDER...]
+ *
+ * Runs the cases of each folder (default: node, pytorch-converted,
+ * pytorch-operator, simple under /usr/share/libonnx-testdata/data), prints
+ * failures (every case with --verbose) and a passed / failed / unsupported
+ * line per folder. Exits non-zero when a case failed. `make test-onnx`.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "suite.h"
+
+int main(int argc, char **argv)
+{
+    enum rt_backend_kind kind = RT_BACKEND_CPU;
+    bool verbose = false;
+    const char *root = ONNX_SUITE_ROOT;
+    const char *dirs[64];
+    int n_dirs = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+            if (!rt_backend_kind_parse(argv[++i], &kind)) {
+                fprintf(stderr, "unknown backend '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--root") == 0 && i + 1 < argc) {
+            root = argv[++i];
+        } else if (strcmp(argv[i], "--verbose") == 0) {
+            verbose = true;
+        } else if (argv[i][0] != '-' && n_dirs < 64) {
+            dirs[n_dirs++] = argv[i];
+        } else {
+            fprintf(stderr, "usage: %s [--backend cpu|cuda] [--verbose] [--root DIR] [FOLDER...]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (n_dirs == 0) {
+        for (; ONNX_SUITE_DIRS[n_dirs]; n_dirs++)
+            dirs[n_dirs] = ONNX_SUITE_DIRS[n_dirs];
+    }
+    struct rt_error err = {0};
+    struct rt_backend *b;
+    if (rt_backend_create(kind, &(struct rt_backend_options){.threads = 2, .device = -1}, &b, &err) != RT_OK) {
+        fprintf(stderr, "backend: %s\n", err.msg);
+        return 1;
+    }
+    printf("ONNX backend test suite (%s) on %s\n", root, rt_backend_describe(b));
+    struct onnx_suite_counts total = {0}, per[64];
+    for (int i = 0; i < n_dirs; i++) {
+        if (!onnx_suite_run_dir(b, root, dirs[i], verbose, &per[i])) {
+            fprintf(stderr, "cannot read %s/%s (is libonnx-testdata installed?)\n", root, dirs[i]);
+            rt_backend_free(b);
+            return 1;
+        }
+        total.passed += per[i].passed;
+        total.failed += per[i].failed;
+        total.unsupported += per[i].unsupported;
+    }
+    printf("\n| folder | passed | failed | unsupported |\n| --- | --- | --- | --- |\n");
+    for (int i = 0; i < n_dirs; i++)
+        printf("| %s | %d | %d | %d |\n", dirs[i], per[i].passed, per[i].failed, per[i].unsupported);
+    printf("| total | %d | %d | %d |\n", total.passed, total.failed, total.unsupported);
+    rt_backend_free(b);
+    return total.failed ? 1 : 0;
+}

@@ -1,0 +1,241 @@
+/*
+ * suite.c - runs the ONNX backend test cases against a runtime backend
+ * (see suite.h). A case's ONNX tensors meet the model's runtime edges as
+ * the loader mapped them: in batch mode an input [N, ...] is N samples, in
+ * whole mode (one more runtime dim) it is one sample.
+ */
+#include "suite.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "runtime/rt_onnx.h"
+
+const char *const ONNX_SUITE_DIRS[] = {"node", "pytorch-converted", "pytorch-operator", "simple", NULL};
+
+#define MAX_PB (256u << 20)
+#define WHY_MAX 400
+
+enum outcome { PASSED, FAILED, UNSUPPORTED };
+
+static uint8_t *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    struct stat sb;
+    if (!f)
+        return NULL;
+    uint8_t *buf = NULL;
+    if (fstat(fileno(f), &sb) == 0 && (size_t)sb.st_size <= MAX_PB && (buf = malloc((size_t)sb.st_size + 1))) {
+        *len = fread(buf, 1, (size_t)sb.st_size, f);
+        if (*len != (size_t)sb.st_size) {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Sorted names of the subfolders of path starting with prefix. */
+static int list_dirs(const char *path, const char *prefix, char ***out)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int n = 0, cap = 0;
+    char **names = NULL;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char full[1024];
+        struct stat sb;
+        snprintf(full, sizeof(full), "%s/%s", path, e->d_name);
+        if (e->d_name[0] == '.' || strncmp(e->d_name, prefix, strlen(prefix)) != 0 || stat(full, &sb) != 0 ||
+            !S_ISDIR(sb.st_mode))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **grown = realloc(names, sizeof(*names) * (size_t)cap);
+            if (!grown)
+                break;
+            names = grown;
+        }
+        names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(names, (size_t)n, sizeof(*names), cmp_names);
+    *out = names;
+    return n;
+}
+
+static void free_names(char **names, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* Records why and evaluates to FAILED. */
+#define FAIL_WHY(...) (snprintf(why, WHY_MAX, __VA_ARGS__), FAILED)
+
+static bool read_tensor(const char *path, struct rt_onnx_tensor *t, char *why)
+{
+    size_t len;
+    uint8_t *buf = read_all(path, &len);
+    struct rt_error err = {0};
+    if (!buf) {
+        snprintf(why, WHY_MAX, "cannot read %s", path);
+        return false;
+    }
+    enum rt_status s = rt_onnx_tensor_parse(buf, len, path, t, &err);
+    free(buf);
+    if (s != RT_OK)
+        snprintf(why, WHY_MAX, "%s", err.msg);
+    return s == RT_OK;
+}
+
+/* The batch that ONNX tensor t (of an edge with runtime shape rs) makes:
+ * its first dim, or 1 when the runtime adds a dim; -1 when they disagree. */
+static int64_t batch_of(const struct rt_onnx_tensor *t, const struct rt_shape *rs)
+{
+    int extra = rs->rank - t->shape.rank;
+    if (extra != 0 && extra != 1)
+        return -1;
+    for (int i = 1; i < rs->rank; i++) {
+        if (rs->dims[i] != t->shape.dims[i - extra])
+            return -1;
+    }
+    return extra ? 1 : t->shape.dims[0];
+}
+
+static bool close_enough(float got, float want)
+{
+    if (isnan(want) || isnan(got))
+        return isnan(want) && isnan(got);
+    if (isinf(want) || isinf(got))
+        return got == want;
+    return fabs((double)got - (double)want) <= ONNX_SUITE_ATOL + ONNX_SUITE_RTOL * fabs((double)want);
+}
+
+static enum outcome run_set(struct rt_session *s, const struct rt_model_config *cfg, const char *set, char *why)
+{
+    struct rt_onnx_tensor in[RT_MAX_IO] = {0}, want[RT_MAX_IO] = {0};
+    float *got[RT_MAX_IO] = {0};
+    enum outcome o = PASSED;
+    int64_t batch = -1;
+    char path[1200];
+    snprintf(path, sizeof(path), "%s/input_%d.pb", set, cfg->n_inputs);
+    struct stat sb;
+    if (stat(path, &sb) == 0)
+        o = FAIL_WHY("%s: more input files than the model's %d inputs", set, cfg->n_inputs);
+    for (int k = 0; k < cfg->n_inputs && o == PASSED; k++) {
+        snprintf(path, sizeof(path), "%s/input_%d.pb", set, k);
+        if (!read_tensor(path, &in[k], why))
+            o = FAILED;
+        else if (batch_of(&in[k], &cfg->inputs[k].shape) < 0 ||
+                 (batch >= 0 && batch != batch_of(&in[k], &cfg->inputs[k].shape)))
+            o = FAIL_WHY("%s: input %d does not fit the model's input shape", set, k);
+        else
+            batch = batch_of(&in[k], &cfg->inputs[k].shape);
+    }
+    if (o == PASSED && (batch < 1 || batch > cfg->max_batch_size))
+        o = FAIL_WHY("%s: batch %lld outside [1, %d]", set, (long long)batch, cfg->max_batch_size);
+    for (int k = 0; k < cfg->n_outputs && o == PASSED; k++) {
+        snprintf(path, sizeof(path), "%s/output_%d.pb", set, k);
+        if (!read_tensor(path, &want[k], why))
+            o = FAILED;
+        else if (want[k].elems != batch * cfg->outputs[k].sample_elems)
+            o = FAIL_WHY("%s: output %d holds %lld values", set, k, (long long)want[k].elems);
+        else if (!(got[k] = malloc(sizeof(float) * (size_t)(want[k].elems + 1))))
+            o = FAIL_WHY("%s: out of memory", set);
+    }
+    if (o == PASSED) {
+        const float *ins[RT_MAX_IO];
+        for (int k = 0; k < cfg->n_inputs; k++)
+            ins[k] = in[k].data;
+        struct rt_error err = {0};
+        if (rt_session_run(s, (int)batch, ins, got, &err) != RT_OK) {
+            snprintf(why, WHY_MAX, "run: %s", err.msg);
+            o = FAILED;
+        }
+    }
+    for (int k = 0; k < cfg->n_outputs && o == PASSED; k++) {
+        for (int64_t i = 0; i < want[k].elems; i++) {
+            if (!close_enough(got[k][i], want[k].data[i])) {
+                snprintf(why, WHY_MAX, "%s: output %d element %lld: got %.9g, want %.9g", set, k, (long long)i,
+                         got[k][i], want[k].data[i]);
+                o = FAILED;
+                break;
+            }
+        }
+    }
+    for (int k = 0; k < RT_MAX_IO; k++) {
+        rt_onnx_tensor_free(&in[k]);
+        rt_onnx_tensor_free(&want[k]);
+        free(got[k]);
+    }
+    return o;
+}
+
+static enum outcome run_case(struct rt_backend *b, const char *dir, char *why)
+{
+    struct rt_model *m = NULL;
+    struct rt_session *s = NULL;
+    struct rt_error err = {0};
+    enum rt_status st = rt_model_load(dir, b, &m, &err);
+    if (st != RT_OK) {
+        snprintf(why, WHY_MAX, "%s", err.msg);
+        return st == RT_ERR_UNSUPPORTED ? UNSUPPORTED : FAILED;
+    }
+    enum outcome o = PASSED;
+    if (rt_session_create(m, &s, &err) != RT_OK) {
+        snprintf(why, WHY_MAX, "session: %s", err.msg);
+        o = FAILED;
+    }
+    char **sets = NULL;
+    int n = o == PASSED ? list_dirs(dir, "test_data_set_", &sets) : 0;
+    if (o == PASSED && n < 1) {
+        snprintf(why, WHY_MAX, "no test_data_set_* folder");
+        o = FAILED;
+    }
+    for (int i = 0; i < n && o == PASSED; i++) {
+        char set[1100];
+        snprintf(set, sizeof(set), "%s/%s", dir, sets[i]);
+        o = run_set(s, rt_model_config(m), set, why);
+    }
+    free_names(sets, n > 0 ? n : 0);
+    rt_session_free(s);
+    rt_model_free(m);
+    return o;
+}
+
+bool onnx_suite_run_dir(struct rt_backend *b, const char *root, const char *dir, bool verbose,
+                        struct onnx_suite_counts *out)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", root, dir);
+    char **cases;
+    int n = list_dirs(path, "", &cases);
+    memset(out, 0, sizeof(*out));
+    if (n < 0)
+        return false;
+    for (int i = 0; i < n; i++) {
+        char case_dir[1100], why[WHY_MAX] = "";
+        snprintf(case_dir, sizeof(case_dir), "%s/%s", path, cases[i]);
+        enum outcome o = run_case(b, case_dir, why);
+        out->passed += o == PASSED;
+        out->failed += o == FAILED;
+        out->unsupported += o == UNSUPPORTED;
+        if (o == FAILED || verbose)
+            printf("  %-11s %s/%s%s%s\n", o == PASSED ? "passed" : o == FAILED ? "FAILED" : "unsupported", dir,
+                   cases[i], why[0] ? ": " : "", why);
+    }
+    free_names(cases, n);
+    return true;
+}

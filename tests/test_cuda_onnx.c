@@ -1,0 +1,30 @@
+/* test_cuda_onnx.c - the ONNX backend test suite on the CUDA backend (make
+ * test-gpu): every case passes within the suite's tolerances or is refused
+ * as unsupported, by the loader or by the backend's plan-time check for ops
+ * it lacks. Skips with the reason where no device is usable. */
+#include "onnx/suite.h"
+#include "test_cuda_util.h"
+
+TEST(cuda_onnx_suite)
+{
+    CUDA_REQUIRE();
+    struct rt_error err = {0};
+    struct rt_backend *b;
+    ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.threads = 1, .device = -1}, &b,
+                                    &err),
+                  RT_OK);
+    int failed = 0, passed = 0;
+    for (int i = 0; ONNX_SUITE_DIRS[i]; i++) {
+        struct onnx_suite_counts c;
+        bool read = onnx_suite_run_dir(b, ONNX_SUITE_ROOT, ONNX_SUITE_DIRS[i], false, &c);
+        TEST_FAIL_IF(!read, "cannot read %s/%s", ONNX_SUITE_ROOT, ONNX_SUITE_DIRS[i]);
+        printf("  %-18s %3d passed, %d failed, %3d unsupported\n", ONNX_SUITE_DIRS[i], c.passed, c.failed,
+               c.unsupported);
+        failed += c.failed;
+        passed += c.passed;
+    }
+    rt_backend_free(b);
+    ASSERT_EQ_INT(failed, 0);
+    ASSERT_GE(passed, 1);
+    return TEST_PASS;
+}

@@ -1,0 +1,346 @@
+/*
+ * test_hard_lifecycle.c - lifecycle and faults (issue 10): a reload that
+ * fails keeps the old version, a model with missing files is unavailable
+ * while the others serve, injected arena OOM answers 503, an injected
+ * device error ends the daemon non-zero, SIGTERM while loading and under
+ * load drains cleanly, and clients that vanish mid-request or mid-response
+ * leak nothing.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http_harness.h"
+
+static const char *const CONTROL[] = {"--enable-model-control", NULL};
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static enum test_result reload_keeps_old(struct http_daemon *d)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "%s/repo/%s/model.json", d->dir, d->model);
+    write_text(path, "{\"format_version\": 1, \"nodes\": [");
+    struct http_resp r;
+    ASSERT_TRUE(http_post(d, "/v2/repository/models/lenet5/load", NULL, "", 0, &r));
+    ASSERT_EQ_INT(r.status, 500);
+    ASSERT_TRUE(strstr(r.body, d->dir) == NULL); /* no host path in the message */
+    http_resp_free(&r);
+    /* The old version still serves and the daemon stays ready. */
+    ASSERT_TRUE(http_still_serves(d));
+    ASSERT_EQ_INT(http_status(d, "GET", "/v2/models/lenet5/ready", NULL, NULL, 0), 200);
+    ASSERT_EQ_INT(http_status(d, "GET", "/v2/health/ready", NULL, NULL, 0), 200);
+    return TEST_PASS;
+}
+
+TEST(hard_reload_failure_keeps_old_version)
+{
+    struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
+    return http_run(&spec, 1, CONTROL, reload_keeps_old);
+}
+
+static enum test_result missing_files(struct http_daemon *d)
+{
+    /* A second model whose weights are missing: unavailable, the first serves. */
+    char dir[400], from[400], to[400];
+    snprintf(dir, sizeof(dir), "%s/repo/nofile", d->dir);
+    ASSERT_EQ_INT(mkdir(dir, 0755), 0);
+    snprintf(from, sizeof(from), "%s/repo/lenet5/model.json", d->dir);
+    snprintf(to, sizeof(to), "%s/model.json", dir);
+    FILE *in = fopen(from, "rb");
+    ASSERT_TRUE(in != NULL);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof(text) - 1, in);
+    fclose(in);
+    text[n] = '\0';
+    char *name = strstr(text, "\"lenet5\"");
+    ASSERT_TRUE(name != NULL);
+    memcpy(name, "\"nofile\"", 8); /* the folder's name, as long as lenet5 */
+    write_text(to, text);
+    struct http_resp r;
+    ASSERT_TRUE(http_post(d, "/v2/repository/models/nofile/load", NULL, "", 0, &r));
+    ASSERT_TRUE(r.status >= 400);
+    ASSERT_TRUE(strstr(r.body, d->dir) == NULL);
+    http_resp_free(&r);
+    ASSERT_EQ_INT(http_status(d, "GET", "/v2/models/nofile/ready", NULL, NULL, 0), 503);
+    ASSERT_EQ_INT(http_status(d, "GET", "/v2/health/ready", NULL, NULL, 0), 503);
+    ASSERT_TRUE(http_still_serves(d));
+    return TEST_PASS;
+}
+
+TEST(hard_missing_files_unavailable_others_serve)
+{
+    struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
+    return http_run(&spec, 1, CONTROL, missing_files);
+}
+
+/* ------------------------------------------------------------ injected faults */
+
+static enum test_result arena_oom(struct http_daemon *d)
+{
+    float x[784];
+    test_rand_fill(x, 784, 0, 1);
+    char *body = http_infer_json(x, 1, NULL);
+    char path[128];
+    snprintf(path, sizeof(path), "/v2/models/%s/infer", d->model);
+    for (int i = 0; i < 20; i++)
+        ASSERT_EQ_INT(http_status(d, "POST", path, "application/json", body, strlen(body)), 503);
+    free(body);
+    ASSERT_EQ_INT(http_status(d, "GET", "/v2/health/live", NULL, NULL, 0), 200);
+    return TEST_PASS;
+}
+
+TEST(hard_fault_arena_oom_gives_503)
+{
+    if (!http_source_model_present())
+        SKIP("%s is missing", HTTP_SOURCE_MODEL);
+    setenv("INFERD_FAULT", "arena-oom", 1);
+    struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
+    struct http_daemon d;
+    bool started = http_daemon_start(&d, &spec, 1, NULL);
+    unsetenv("INFERD_FAULT");
+    ASSERT_TRUE(started);
+    enum test_result r = arena_oom(&d);
+    ASSERT_EQ_INT(http_daemon_stop(&d), 0);
+    return r;
+}
+
+TEST(hard_fault_device_error_exits_nonzero)
+{
+    if (!http_source_model_present())
+        SKIP("%s is missing", HTTP_SOURCE_MODEL);
+    setenv("INFERD_FAULT", "device-error", 1);
+    struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
+    struct http_daemon d;
+    bool started = http_daemon_start(&d, &spec, 1, NULL);
+    unsetenv("INFERD_FAULT");
+    ASSERT_TRUE(started);
+    float x[784];
+    test_rand_fill(x, 784, 0, 1);
+    char *body = http_infer_json(x, 1, NULL);
+    long st = http_status(&d, "POST", "/v2/models/lenet5/infer", "application/json", body,
+                          strlen(body));
+    free(body);
+    ASSERT_EQ_INT(st, 500);
+    /* Not ready from then on (or already gone), and it ends by itself, non-zero. */
+    long ready = http_status(&d, "GET", "/v2/health/ready", NULL, NULL, 0);
+    ASSERT_TRUE(ready == 503 || ready == 0);
+    int status = http_daemon_wait(&d, 20000);
+    ASSERT_EQ_INT(status, 1);
+    http_daemon_stop(&d);
+    return TEST_PASS;
+}
+
+/* ------------------------------------------------------------ SIGTERM */
+
+TEST(hard_sigterm_while_loading)
+{
+    if (!http_source_model_present())
+        SKIP("%s is missing", HTTP_SOURCE_MODEL);
+    struct http_model_spec specs[6] = {HTTP_MODEL_SPEC("m0"), HTTP_MODEL_SPEC("m1"),
+                                       HTTP_MODEL_SPEC("m2"), HTTP_MODEL_SPEC("m3"),
+                                       HTTP_MODEL_SPEC("m4"), HTTP_MODEL_SPEC("m5")};
+    struct http_daemon d;
+    ASSERT_TRUE(http_daemon_start(&d, specs, 6, NULL));
+    /* The repository is written; run a second daemon on it and stop it as
+     * soon as it listens (its port file appears): it is loading models then. */
+    char bin[512], repo[400], port_file[450];
+    http_inferd_path(bin, sizeof(bin));
+    snprintf(repo, sizeof(repo), "%s/repo", d.dir);
+    snprintf(port_file, sizeof(port_file), "%s/port2", d.dir);
+    for (int delay_ms = 0; delay_ms <= 4; delay_ms += 2) {
+        unlink(port_file);
+        fflush(stdout);
+        pid_t pid = fork();
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0) {
+            int null = open("/dev/null", O_WRONLY);
+            if (null >= 0)
+                dup2(null, STDERR_FILENO);
+            execl(bin, bin, "--model-repository", repo, "--http-port", "0", "--threads", "1",
+                  "--port-file", port_file, (char *)NULL);
+            _exit(127);
+        }
+        for (int i = 0; i < 3000 && access(port_file, F_OK) != 0; i++)
+            usleep(1000);
+        usleep((useconds_t)delay_ms * 1000);
+        kill(pid, SIGTERM);
+        int status = 0;
+        for (int waited = 0; waitpid(pid, &status, WNOHANG) == 0; waited++) {
+            if (waited > 2000) {
+                kill(pid, SIGKILL);
+                waitpid(pid, &status, 0);
+                TEST_FAIL_IF(true, "inferd did not stop within 20 s of SIGTERM while loading");
+            }
+            usleep(10000);
+        }
+        TEST_FAIL_IF(!WIFEXITED(status), "inferd died from signal %d",
+                     WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        ASSERT_EQ_INT(WEXITSTATUS(status), 0);
+    }
+    ASSERT_EQ_INT(http_daemon_stop(&d), 0);
+    return TEST_PASS;
+}
+
+struct load_thread {
+    const struct http_daemon *d;
+    const char *body;
+    atomic_int *stop;
+    int ok, refused, bad;
+};
+
+static void *send_loop(void *arg)
+{
+    struct load_thread *t = arg;
+    while (!atomic_load(t->stop)) {
+        long st = http_status(t->d, "POST", "/v2/models/lenet5/infer", "application/json",
+                              t->body, strlen(t->body));
+        if (st == 200)
+            t->ok++;
+        else if (st == 503 || st == 0) /* draining, or the listener closed */
+            t->refused++;
+        else
+            t->bad++;
+        if (st == 0)
+            break;
+    }
+    return NULL;
+}
+
+TEST(hard_sigterm_under_load)
+{
+    if (!http_source_model_present())
+        SKIP("%s is missing", HTTP_SOURCE_MODEL);
+    struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
+    struct http_daemon d;
+    ASSERT_TRUE(http_daemon_start(&d, &spec, 1, NULL));
+    float x[784];
+    test_rand_fill(x, 784, 0, 1);
+    char *body = http_infer_json(x, 1, NULL);
+    atomic_int stop = 0;
+    struct load_thread t[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        t[i] = (struct load_thread){&d, body, &stop, 0, 0, 0};
+        pthread_create(&th[i], NULL, send_loop, &t[i]);
+    }
+    usleep(500 * 1000);
+    http_daemon_signal(&d);
+    int status = http_daemon_wait(&d, 20000);
+    atomic_store(&stop, 1);
+    int ok = 0, bad = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        ok += t[i].ok;
+        bad += t[i].bad;
+    }
+    free(body);
+    http_daemon_stop(&d);
+    printf("  %d answered 200 before the drain, %d other answers\n", ok, bad);
+    ASSERT_EQ_INT(status, 0);
+    ASSERT_GE(ok, 1);
+    ASSERT_EQ_INT(bad, 0);
+    return TEST_PASS;
+}
+
+/* ------------------------------------------------------------ vanishing clients */
+
+static long rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kb = strtol(line + 6, NULL, 10);
+    }
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One client that goes away: half-way through its body, or right after
+ * sending a whole request (before the answer). */
+static void vanish(const struct http_daemon *d, const char *req, size_t len, bool mid_request)
+{
+    int fd = http_raw_connect(d);
+    if (fd < 0)
+        return;
+    http_raw_send(fd, req, mid_request ? len / 2 : len);
+    close(fd);
+}
+
+static enum test_result disconnects(struct http_daemon *d)
+{
+    enum { TOTAL = 10000, WARMUP = 1000 };
+    const double budget_s = 120;
+    float x[784];
+    test_rand_fill(x, 784, 0, 1);
+    char *body = http_infer_json(x, 1, NULL);
+    size_t blen = strlen(body);
+    char *req = malloc(blen + 256);
+    ASSERT_TRUE(req != NULL);
+    int hl = snprintf(req, 256,
+                      "POST /v2/models/lenet5/infer HTTP/1.1\r\nHost: t\r\n"
+                      "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n", blen);
+    memcpy(req + hl, body, blen);
+    size_t len = (size_t)hl + blen;
+    free(body);
+    long rss0 = 0;
+    double t0 = now_s();
+    int done = 0;
+    for (; done < TOTAL && now_s() - t0 < budget_s; done++) {
+        vanish(d, req, len, done % 2 == 0);
+        if (done == WARMUP) {
+            usleep(200 * 1000);
+            rss0 = rss_kb(d->pid);
+        }
+    }
+    free(req);
+    /* libmicrohttpd 0.9.75 (epoll) notices a client that vanished mid-body
+     * only at the idle timeout: wait it out, then everything must be back. */
+    usleep(3500 * 1000);
+    long rss1 = rss_kb(d->pid);
+    printf("  %d vanishing clients in %.1f s; daemon RSS %ld kB after %d, %ld kB at the end\n",
+           done, now_s() - t0, rss0, WARMUP, rss1);
+    ASSERT_TRUE(http_still_serves(d));
+    ASSERT_GE(done, 2 * WARMUP);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    /* The sanitizers' quarantine grows RSS on its own; LeakSanitizer checks
+     * the daemon at exit instead (http_run fails on a non-zero status). */
+    (void)rss1;
+#else
+    ASSERT_TRUE(rss0 > 0 && rss1 > 0);
+    ASSERT_LE(rss1 - rss0, 2048 + rss0 / 50); /* flat: within 2 MB + 2% */
+#endif
+    return TEST_PASS;
+}
+
+TEST(hard_disconnects_leak_nothing)
+{
+    struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
+    static const char *const ARGS[] = {"--idle-timeout", "2", "--max-connections-per-ip", "0",
+                                       NULL};
+    return http_run(&spec, 1, ARGS, disconnects);
+}

@@ -1,0 +1,375 @@
+/* test_onnx_robust.c - the ONNX loader against bad input: truncated files,
+ * wrong wire types, lengths past the end, absurd and negative dims, missing
+ * tensors, cycles, a million nodes, deep nesting, external data, and the
+ * refusals that must name the node, its op type and what is missing. Every
+ * case must end in a clear error, never a crash (run under
+ * SANITIZE=address,undefined for leaks and overflows). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/builder.h"
+#include "runtime/rt_onnx.h"
+#include "test.h"
+
+#define LABEL "m/model.onnx"
+
+/* Parses and finishes the graph as rt_model_load would; err receives why. */
+static enum rt_status parse(const uint8_t *buf, size_t len, struct rt_model_config *cfg, struct rt_error *err)
+{
+    struct rt_graph g = {0};
+    memset(cfg, 0, sizeof(*cfg));
+    enum rt_status s = rt_onnx_parse(buf, len, LABEL, cfg, &g, err);
+    if (s == RT_OK)
+        s = rt_graph_finish(&g, cfg, LABEL, err);
+    rt_graph_free(&g);
+    return s;
+}
+
+static enum rt_status parse_model(struct ob *m, struct rt_model_config *cfg, struct rt_error *err)
+{
+    size_t len;
+    uint8_t *buf = ob_pack(m, &len);
+    ob_free(m);
+    enum rt_status s = parse(buf, len, cfg, err);
+    free(buf);
+    return s;
+}
+
+/* x [N, 1, 6, 6] -> Conv 2x1x3x3 (pads 1) -> Relu -> GlobalAveragePool ->
+ * Flatten -> Gemm (transB, [3, 2]) -> y [N, 3] */
+static struct ob *tiny(void)
+{
+    static float w[18], b[2], fw[6], fb[3];
+    for (int i = 0; i < 18; i++)
+        w[i] = (float)(i % 5) * 0.25f - 0.5f;
+    for (int i = 0; i < 6; i++)
+        fw[i] = (float)i * 0.1f - 0.2f;
+    b[0] = 0.1f, b[1] = -0.2f, fb[0] = 0.5f, fb[1] = 0, fb[2] = -0.5f;
+    struct ob *m = ob_new(13);
+    ob_input(m, "x", 4, (int64_t[]){-1, 1, 6, 6});
+    ob_init(m, "w", 4, (int64_t[]){2, 1, 3, 3}, w);
+    ob_init(m, "b", 1, (int64_t[]){2}, b);
+    ob_init(m, "fw", 2, (int64_t[]){3, 2}, fw);
+    ob_init(m, "fb", 1, (int64_t[]){3}, fb);
+    struct ob_node *conv = ob_node(m, "Conv", "conv", "x,w,b", "c");
+    ob_attr_ints(m, conv, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    ob_node(m, "Relu", "relu", "c", "r");
+    ob_node(m, "GlobalAveragePool", "gap", "r", "p");
+    ob_node(m, "Flatten", "flat", "p", "f");
+    struct ob_node *gemm = ob_node(m, "Gemm", "fc", "f,fw,fb", "y");
+    ob_attr_int(m, gemm, "transB", 1);
+    ob_output(m, "y");
+    return m;
+}
+
+TEST(onnx_tiny_model_maps_to_runtime_shapes)
+{
+    struct rt_model_config cfg;
+    struct rt_error err = {0};
+    ASSERT_EQ_INT(parse_model(tiny(), &cfg, &err), RT_OK);
+    ASSERT_EQ_INT(cfg.n_inputs, 1);
+    ASSERT_STR_EQ(cfg.inputs[0].name, "x");
+    ASSERT_EQ_INT(cfg.inputs[0].shape.rank, 4);
+    ASSERT_EQ_INT(cfg.inputs[0].shape.dims[0], -1);
+    ASSERT_EQ_INT(cfg.inputs[0].sample_elems, 36);
+    ASSERT_EQ_INT(cfg.outputs[0].shape.rank, 2);
+    ASSERT_EQ_INT(cfg.outputs[0].sample_elems, 3);
+    return TEST_PASS;
+}
+
+TEST(onnx_truncated_files_fail_cleanly)
+{
+    size_t len;
+    struct ob *m = tiny();
+    uint8_t *buf = ob_pack(m, &len);
+    ob_free(m);
+    for (size_t cut = 0; cut < len; cut++) {
+        struct rt_model_config cfg;
+        struct rt_error err = {0};
+        uint8_t *part = malloc(cut + 1);   /* exactly cut bytes for ASan to guard */
+        memcpy(part, buf, cut);
+        enum rt_status s = parse(part, cut, &cfg, &err);
+        free(part);
+        TEST_FAIL_IF(s == RT_OK, "a file cut to %zu of %zu bytes loaded", cut, len);
+        ASSERT_STR_CONTAINS(err.msg, LABEL);
+    }
+    free(buf);
+    return TEST_PASS;
+}
+
+TEST(onnx_flipped_bytes_never_crash)
+{
+    size_t len;
+    struct ob *m = tiny();
+    uint8_t *buf = ob_pack(m, &len);
+    ob_free(m);
+    int refused = 0;
+    for (size_t i = 0; i < len; i++) {
+        for (int v = 0; v < 3; v++) {
+            /* wire types 6 and 7, a varint continuation, a random byte */
+            uint8_t saved = buf[i];
+            buf[i] = v == 0 ? (uint8_t)(saved | 0x07) : v == 1 ? (uint8_t)(saved | 0x80) : (uint8_t)test_rand_u64();
+            struct rt_model_config cfg;
+            struct rt_error err = {0};
+            if (parse(buf, len, &cfg, &err) != RT_OK) {
+                refused++;
+                TEST_FAIL_IF(err.msg[0] == '\0', "error without a message at byte %zu", i);
+            }
+            buf[i] = saved;
+        }
+    }
+    printf("  %d of %zu altered files refused\n", refused, 3 * len);
+    ASSERT_GE(refused, (double)len);
+    free(buf);
+    return TEST_PASS;
+}
+
+static enum test_result expect(const uint8_t *buf, size_t len, enum rt_status want, const char *msg)
+{
+    struct rt_model_config cfg;
+    struct rt_error err = {0};
+    ASSERT_EQ_INT(parse(buf, len, &cfg, &err), want);
+    ASSERT_STR_CONTAINS(err.msg, msg);
+    return TEST_PASS;
+}
+
+static enum test_result expect_model(struct ob *m, enum rt_status want, const char *msg)
+{
+    struct rt_model_config cfg;
+    struct rt_error err = {0};
+    ASSERT_EQ_INT(parse_model(m, &cfg, &err), want);
+    ASSERT_STR_CONTAINS(err.msg, msg);
+    return TEST_PASS;
+}
+
+TEST(onnx_lengths_past_the_end)
+{
+    /* graph field claiming 127 bytes of 3 */
+    static const uint8_t top[] = {0x08, 0x08, 0x3a, 0x7f, 0x0a, 0x01, 0x00};
+    /* inside the graph: a node claiming 16 bytes of 3 */
+    static const uint8_t inner[] = {0x08, 0x08, 0x3a, 0x05, 0x0a, 0x10, 'a', 'b', 'c'};
+    /* a 10-byte varint length (past 2^64) */
+    static const uint8_t huge[] = {0x3a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+    if (expect(top, sizeof(top), RT_ERR_BAD_MODEL, "bad framing") != TEST_PASS ||
+        expect(inner, sizeof(inner), RT_ERR_BAD_MODEL, "bad framing") != TEST_PASS ||
+        expect(huge, sizeof(huge), RT_ERR_BAD_MODEL, "bad framing") != TEST_PASS)
+        return TEST_FAIL;
+    return expect((const uint8_t *)"hello, world", 12, RT_ERR_BAD_MODEL, LABEL);
+}
+
+TEST(onnx_absurd_and_negative_dims)
+{
+    static const float one[4] = {1, 2, 3, 4};
+    struct { int64_t dims[2]; int rank; const char *msg; } cases[] = {
+        {{(int64_t)1 << 40, (int64_t)1 << 40}, 2, "absurd"},
+        {{-3, 0}, 1, "negative"},
+        {{1 << 20, 1 << 20}, 2, "absurd"},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct ob *m = ob_new(13);
+        ob_input(m, "x", 2, (int64_t[]){-1, 4});
+        ob_init(m, "b", 1, (int64_t[]){4}, one);
+        ob_init(m, "w", cases[k].rank, cases[k].dims, NULL);
+        ob_node(m, "Add", "add", "x,b", "y");
+        ob_output(m, "y");
+        size_t len;
+        uint8_t *buf = ob_pack(m, &len);
+        ob_free(m);
+        enum test_result r = expect(buf, len, RT_ERR_BAD_MODEL, cases[k].msg);
+        free(buf);
+        if (r != TEST_PASS)
+            return r;
+    }
+    struct ob *m = ob_new(13);   /* a negative input dim */
+    ob_input(m, "x", 2, (int64_t[]){-1, -5});
+    ob_node(m, "Relu", "r", "x", "y");
+    ob_output(m, "y");
+    return expect_model(m, RT_ERR_BAD_MODEL, "dimension 1 is -5");
+}
+
+TEST(onnx_graph_structure_errors)
+{
+    struct ob *m = ob_new(13);
+    ob_input(m, "x", 2, (int64_t[]){-1, 4});
+    ob_node(m, "Relu", "r", "nope", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_BAD_MODEL, "input 'nope' is produced by no node") != TEST_PASS)
+        return TEST_FAIL;
+    m = ob_new(13);
+    ob_input(m, "x", 2, (int64_t[]){-1, 4});
+    ob_node(m, "Add", "a1", "x,b", "a");
+    ob_node(m, "Relu", "a2", "a", "b");
+    ob_output(m, "b");
+    if (expect_model(m, RT_ERR_BAD_MODEL, "cycle") != TEST_PASS)
+        return TEST_FAIL;
+    m = ob_new(13);
+    ob_input(m, "x", 2, (int64_t[]){-1, 4});
+    ob_node(m, "Relu", "r1", "x", "y");
+    ob_node(m, "Relu", "r2", "x", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_BAD_MODEL, "produced twice") != TEST_PASS)
+        return TEST_FAIL;
+    m = ob_new(13);
+    ob_input(m, "x", 2, (int64_t[]){-1, 4});
+    ob_node(m, "Relu", "r", "x", "y");
+    ob_output(m, "z");
+    return expect_model(m, RT_ERR_BAD_MODEL, "graph output 'z' is produced by no node");
+}
+
+/* Appends a varint. */
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    do {
+        p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    return n;
+}
+
+TEST(onnx_a_million_nodes_is_refused)
+{
+    /* NodeProto {input "x", output "y", op_type "Relu"}, 10^6 times */
+    static const uint8_t node[] = {0x0a, 0x0e, 0x0a, 0x01, 'x', 0x12, 0x01, 'y', 0x22, 0x04, 'R', 'e', 'l', 'u',
+                                   0x2a, 0x00};
+    const size_t count = 1000000, graph_len = count * sizeof(node);
+    uint8_t *buf = malloc(graph_len + 64);
+    size_t n = 0;
+    buf[n++] = 0x08, buf[n++] = 0x08;                   /* ir_version 8 */
+    buf[n++] = 0x42, buf[n++] = 0x02, buf[n++] = 0x10, buf[n++] = 13;   /* opset 13 */
+    buf[n++] = 0x3a;                                    /* graph */
+    n += put_varint(buf + n, graph_len);
+    for (size_t i = 0; i < count; i++, n += sizeof(node))
+        memcpy(buf + n, node, sizeof(node));
+    struct rt_model_config cfg;
+    struct rt_error err = {0};
+    enum rt_status s = parse(buf, n, &cfg, &err);
+    free(buf);
+    printf("  %s\n", err.msg);
+    ASSERT_EQ_INT(s, RT_ERR_TOO_LARGE);
+    ASSERT_STR_CONTAINS(err.msg, LABEL);
+    return TEST_PASS;
+}
+
+TEST(onnx_deep_nesting_is_refused)
+{
+    /* graph { node { attribute { g: graph { node { ... } } } } }, 2000 deep */
+    size_t cap = 1 << 16, len = 0;
+    uint8_t *inner = calloc(1, cap), *outer = calloc(1, cap);
+    static const uint8_t tags[3] = {0x32, 0x2a, 0x0a};   /* AttributeProto.g, NodeProto.attribute, GraphProto.node */
+    for (int level = 0; level < 2000; level++) {
+        for (int t = 0; t < 3; t++) {
+            size_t n = 0;
+            outer[n++] = tags[t];
+            n += put_varint(outer + n, len);
+            RT_ASSERT(n + len <= cap);
+            memcpy(outer + n, inner, len);
+            len += n;
+            uint8_t *swap = inner;
+            inner = outer;
+            outer = swap;
+        }
+    }
+    size_t n = 0;
+    outer[n++] = 0x3a;
+    n += put_varint(outer + n, len);
+    memcpy(outer + n, inner, len);
+    enum test_result r = expect(outer, n + len, RT_ERR_BAD_MODEL, "nested too deeply");
+    free(inner);
+    free(outer);
+    return r;
+}
+
+TEST(onnx_refusals_name_node_op_and_reason)
+{
+    static const float w[4] = {1, 2, 3, 4};
+    struct ob *m = ob_new(13);
+    ob_input(m, "x", 2, (int64_t[]){-1, 4});
+    ob_node(m, "LeakyRelu", "leaky", "x", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "node 'leaky' (LeakyRelu, opset 13): op type 'LeakyRelu' is not "
+                                            "supported") != TEST_PASS)
+        return TEST_FAIL;
+    m = ob_new(13);
+    ob_input(m, "x", 2, (int64_t[]){-1, 4});
+    ob_attr_float(m, ob_node(m, "Relu", "r", "x", "y"), "alpha", 0.5f);
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "node 'r' (Relu, opset 13): attribute 'alpha'") != TEST_PASS)
+        return TEST_FAIL;
+    m = ob_new(18);
+    ob_input(m, "x", 2, (int64_t[]){-1, 4});
+    ob_node(m, "Relu", "r", "x", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "opset 18") != TEST_PASS)
+        return TEST_FAIL;
+    m = ob_new(13);
+    ob_input(m, "x", 2, (int64_t[]){-1, 4});
+    ob_init(m, "w", 2, (int64_t[]){4, 1}, w);
+    ob_init_external(m, "w");
+    ob_node(m, "MatMul", "mm", "x,w", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "external data") != TEST_PASS)
+        return TEST_FAIL;
+    m = ob_new(13);
+    ob_input(m, "x", 4, (int64_t[]){-1, 1, 4, 4});
+    ob_input(m, "w", 4, (int64_t[]){-1, 1, 3, 3});
+    ob_node(m, "Conv", "conv", "x,w", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "node 'conv' (Conv, opset 13): takes its weight from a computed tensor") !=
+        TEST_PASS)
+        return TEST_FAIL;
+    m = ob_new(13);
+    ob_input(m, "x", 4, (int64_t[]){-1, 1, 4, 4});
+    ob_attr_string(m, ob_node(m, "MaxPool", "pool", "x", "y"), "auto_pad", "SAME_MIDDLE");
+    ob_output(m, "y");
+    return expect_model(m, RT_ERR_UNSUPPORTED, "auto_pad='SAME_MIDDLE'");
+}
+
+TEST(onnx_batch_or_whole_mode)
+{
+    struct rt_model_config cfg;
+    struct rt_error err = {0};
+    struct ob *m = ob_new(13);   /* [2, 3] concatenated along axis 0: whole mode */
+    ob_input(m, "x", 2, (int64_t[]){2, 3});
+    ob_attr_int(m, ob_node(m, "Concat", "cat", "x,x", "y"), "axis", 0);
+    ob_output(m, "y");
+    ASSERT_EQ_INT(parse_model(m, &cfg, &err), RT_OK);
+    ASSERT_EQ_INT(cfg.inputs[0].shape.rank, 3);
+    ASSERT_EQ_INT(cfg.outputs[0].shape.rank, 3);
+    ASSERT_EQ_INT(cfg.outputs[0].shape.dims[1], 4);
+    m = ob_new(13);   /* the same with a symbolic first dim cannot run whole */
+    ob_input(m, "x", 2, (int64_t[]){-1, 3});
+    ob_attr_int(m, ob_node(m, "Concat", "cat", "x,x", "y"), "axis", 0);
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "first axis") != TEST_PASS)
+        return TEST_FAIL;
+    m = ob_new(13);   /* along axis 1: batch mode */
+    ob_input(m, "x", 2, (int64_t[]){-1, 3});
+    ob_attr_int(m, ob_node(m, "Concat", "cat", "x,x", "y"), "axis", 1);
+    ob_output(m, "y");
+    ASSERT_EQ_INT(parse_model(m, &cfg, &err), RT_OK);
+    ASSERT_EQ_INT(cfg.inputs[0].shape.rank, 2);
+    ASSERT_EQ_INT(cfg.outputs[0].sample_elems, 6);
+    return TEST_PASS;
+}
+
+TEST(onnx_tensor_file_errors)
+{
+    struct rt_onnx_tensor t;
+    struct rt_error err = {0};
+    /* TensorProto {dims: 4, data_type: FLOAT, raw_data: 3 bytes} */
+    static const uint8_t short_raw[] = {0x08, 0x04, 0x10, 0x01, 0x4a, 0x03, 1, 2, 3};
+    ASSERT_EQ_INT(rt_onnx_tensor_parse(short_raw, sizeof(short_raw), "t.pb", &t, &err), RT_ERR_BAD_MODEL);
+    ASSERT_STR_CONTAINS(err.msg, "raw_data");
+    /* dims: 2, data_type: INT64, int64_data: [7, 8] */
+    static const uint8_t ints[] = {0x08, 0x02, 0x10, 0x07, 0x3a, 0x02, 7, 8};
+    ASSERT_EQ_INT(rt_onnx_tensor_parse(ints, sizeof(ints), "t.pb", &t, &err), RT_ERR_UNSUPPORTED);
+    /* dims: 2, data_type: FLOAT, float_data: [1.5, -2] (packed) */
+    static const uint8_t floats[] = {0x08, 0x02, 0x10, 0x01, 0x22, 0x08, 0, 0, 0xc0, 0x3f, 0, 0, 0, 0xc0};
+    ASSERT_EQ_INT(rt_onnx_tensor_parse(floats, sizeof(floats), "t.pb", &t, &err), RT_OK);
+    ASSERT_EQ_INT(t.elems, 2);
+    ASSERT_NEAR(t.data[0], 1.5, 0);
+    ASSERT_NEAR(t.data[1], -2, 0);
+    rt_onnx_tensor_free(&t);
+    return TEST_PASS;
+}
