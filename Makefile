@@ -355,9 +355,9 @@ test-large: deps deps-python $(BUILD)/run-tests
 	@ls $(IMAGENET_FILES) >/dev/null 2>&1 || $(MAKE) --no-print-directory models-imagenet
 	$(BUILD)/run-tests --large large_
 
-bench-imagenet: deps deps-python $(BUILD)/bench_imagenet_cpu
+bench-imagenet: deps deps-python $(BUILD)/bench_models_cpu
 	@ls $(IMAGENET_FILES) >/dev/null 2>&1 || $(MAKE) --no-print-directory models-imagenet
-	$(BUILD)/bench_imagenet_cpu
+	$(BUILD)/bench_models_cpu --models resnet50,mobilenet_v2 --batches 1,32 --repeats 5
 
 # ---------------------------------------------------------------- hardening
 # Each tests/fuzz/fuzz_NAME.c is a libFuzzer program, built by clang with

@@ -1,15 +1,19 @@
-"""PyTorch side of `make bench`: images/s of the shipped models on the CPU.
+"""PyTorch side of `make bench` and `make bench-imagenet`: images/s on the CPU.
 
     /usr/bin/python3 models/bench_torch.py [--threads 2] [--repeats 7]
+        [--models lenet5,resnet-mini] [--batches 1,64]
 
 Loads the same weights inferd serves (model_repository/<name>/model.safetensors)
-into the PyTorch definitions in nets.py, and for batch 1 and 64 prints one line
-"<model> <batch> <images_per_s>": the median over `repeats` timed windows of
-about 0.3 s each, after a warm-up, under torch.no_grad() in eval mode. Run by
-build/bench_models_cpu, which prints the ratios.
+into the PyTorch definitions (models/nets.py for the Fashion-MNIST models,
+torchvision's for resnet50 and mobilenet_v2) and prints, per model and batch,
+one line "<model> <batch> <images_per_s>": the median over `repeats` timed
+windows of about 0.3 s each (at least one batch), after a warm-up, eager mode
+under torch.no_grad() in eval mode, with random inputs of the shape in the
+model's model.json. Run by build/bench_models_cpu, which prints the ratios.
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -24,19 +28,34 @@ from verify_export import read_safetensors  # noqa: E402
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def build(name):
+    if name in nets.MODELS:
+        return nets.build(name)
+    import torchvision  # only the ImageNet-scale models need it
+
+    builders = {"resnet50": torchvision.models.resnet50, "mobilenet_v2": torchvision.models.mobilenet_v2}
+    if name not in builders:
+        raise SystemExit(f"unknown model {name!r}")
+    return builders[name](weights=None)
+
+
 def load(name):
-    model = nets.build(name)
-    tensors, _, _ = read_safetensors(os.path.join(REPO_ROOT, "model_repository", name, "model.safetensors"))
+    folder = os.path.join(REPO_ROOT, "model_repository", name)
+    model = build(name)
+    tensors, _, _ = read_safetensors(os.path.join(folder, "model.safetensors"))
     state = {k: torch.from_numpy(v.copy()) for k, v in tensors.items()}
     missing = model.load_state_dict(state, strict=False)
     if missing.unexpected_keys or any(not k.endswith("num_batches_tracked") for k in missing.missing_keys):
         raise SystemExit(f"{name}: weights do not match the definition: {missing}")
-    return model.eval()
+    with open(os.path.join(folder, "model.json")) as f:
+        sample_shape = json.load(f)["inputs"][0]["shape"][1:]
+    return model.eval(), sample_shape
 
 
-def measure(model, batch, repeats):
-    x = torch.rand(batch, 1, 28, 28) * 2 - 1
+def measure(model, sample_shape, batch, repeats):
+    x = torch.rand(batch, *sample_shape) * 2 - 1
     with torch.no_grad():
+        model(x)
         iters = 1
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < 0.2:
@@ -58,13 +77,14 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--models", default="lenet5,resnet-mini")
+    ap.add_argument("--batches", default="1,64")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     print(f"pytorch {torch.__version__}, {torch.get_num_threads()} threads", file=sys.stderr)
     for name in args.models.split(","):
-        model = load(name)
-        for batch in (1, 64):
-            print(f"{name} {batch} {measure(model, batch, args.repeats):.1f}", flush=True)
+        model, sample_shape = load(name)
+        for batch in (int(b) for b in args.batches.split(",")):
+            print(f"{name} {batch} {measure(model, sample_shape, batch, args.repeats):.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,18 @@
 /*
- * bench_models_cpu.c - images/s of the shipped models on the CPU backend
- * against PyTorch on the same machine, in the same run.
+ * bench_models_cpu.c - images/s of models on the CPU backend against PyTorch
+ * on the same machine, in the same run.
  *
- *   build/bench_models_cpu [--threads N] [--repeats R] [--no-torch]
+ *   build/bench_models_cpu [--models a,b] [--batches 1,64] [--threads N]
+ *                          [--repeats R] [--no-torch]
  *
- * For each model and batch size (1 and 64): warm-up, then R timed runs of
- * about 0.3 s each; the median images/s is reported. PyTorch runs the same
- * weights through models/bench_torch.py (python3-torch, same thread count),
- * and the table prints inferd / PyTorch ratios. The OPENBLAS_* overrides this
- * machine sets for old OpenBLAS builds are dropped for PyTorch, so it runs
- * its best kernels.
+ * Defaults: lenet5 and resnet-mini at batch 1 and 64 (`make bench`);
+ * `make bench-imagenet` passes resnet50,mobilenet_v2 at 1,32. For each model
+ * and batch: warm-up, then R timed windows of about 0.3 s (at least one
+ * batch); the median images/s is reported. PyTorch then runs the same
+ * weights through models/bench_torch.py (eager, same thread count), so the
+ * two never compete for the cores; the OPENBLAS_* overrides this machine
+ * sets for old OpenBLAS builds are dropped for it, so it runs its best
+ * kernels. The table prints inferd / PyTorch ratios.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,7 @@
 #include "runtime/rt_model.h"
 
 #define MAX_REPEATS 31
+#define MAX_LIST 8
 
 static double now_s(void)
 {
@@ -33,34 +37,40 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static void run_or_die(struct rt_session *s, int batch, const float *x, float *y)
+{
+    const float *in[1] = {x};
+    float *out[1] = {y};
+    struct rt_error err;
+    if (rt_session_run(s, batch, in, out, &err) != RT_OK) {
+        fprintf(stderr, "run failed: %s\n", err.msg);
+        exit(1);
+    }
+}
+
 /* Median images/s over `repeats` timed windows of about 0.3 s. */
 static double measure(struct rt_session *s, const struct rt_model_config *cfg, int batch, int repeats)
 {
-    size_t in_n = (size_t)(batch * cfg->inputs[0].sample_elems), out_n = (size_t)(batch * cfg->outputs[0].sample_elems);
+    size_t in_n = (size_t)batch * (size_t)cfg->inputs[0].sample_elems;
+    size_t out_n = (size_t)batch * (size_t)cfg->outputs[0].sample_elems;
     float *x = malloc(sizeof(float) * in_n), *y = malloc(sizeof(float) * out_n);
     if (!x || !y)
         abort();
     srand(1);
     for (size_t i = 0; i < in_n; i++)
         x[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
-    const float *in[1] = {x};
-    float *out[1] = {y};
-    struct rt_error err;
+    run_or_die(s, batch, x, y);
     int iters = 1;
     for (double t0 = now_s(); now_s() - t0 < 0.2;) {   /* warm-up and calibrate */
         double t = now_s();
-        if (rt_session_run(s, batch, in, out, &err) != RT_OK) {
-            fprintf(stderr, "run failed: %s\n", err.msg);
-            exit(1);
-        }
-        double dt = now_s() - t;
-        iters = dt > 0 ? (int)(0.3 / dt) + 1 : 1000;
+        run_or_die(s, batch, x, y);
+        iters = (int)(0.3 / (now_s() - t)) + 1;
     }
     double rates[MAX_REPEATS];
     for (int r = 0; r < repeats; r++) {
         double t = now_s();
         for (int i = 0; i < iters; i++)
-            rt_session_run(s, batch, in, out, &err);
+            run_or_die(s, batch, x, y);
         rates[r] = (double)iters * batch / (now_s() - t);
     }
     qsort(rates, (size_t)repeats, sizeof(double), compare_doubles);
@@ -82,29 +92,56 @@ static double torch_rate(const char *lines, const char *model, int batch)
     return 0;
 }
 
+/* Splits a comma-separated list in place; returns the count (0 on error). */
+static int split_list(char *text, char **items)
+{
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(text, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == MAX_LIST || strlen(tok) > 48)
+            return 0;
+        items[n++] = tok;
+    }
+    return n;
+}
+
 int main(int argc, char **argv)
 {
-    int threads = 2, repeats = 7;
-    int torch = 1;
+    int threads = 2, repeats = 7, torch = 1;
+    char models_arg[256] = "lenet5,resnet-mini", batches_arg[64] = "1,64";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = (int)strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--repeats") == 0 && i + 1 < argc)
             repeats = (int)strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--models") == 0 && i + 1 < argc)
+            snprintf(models_arg, sizeof(models_arg), "%s", argv[++i]);
+        else if (strcmp(argv[i], "--batches") == 0 && i + 1 < argc)
+            snprintf(batches_arg, sizeof(batches_arg), "%s", argv[++i]);
         else if (strcmp(argv[i], "--no-torch") == 0)
             torch = 0;
         else {
-            fprintf(stderr, "usage: %s [--threads N] [--repeats R] [--no-torch]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--models a,b] [--batches 1,64] [--threads N] [--repeats R] [--no-torch]\n",
+                    argv[0]);
             return 2;
         }
     }
-    if (repeats < 1 || repeats > MAX_REPEATS || threads < 1 || threads > 256) {
-        fprintf(stderr, "repeats must be 1..%d and threads 1..256\n", MAX_REPEATS);
+    char models_copy[256], batches_copy[64];
+    snprintf(models_copy, sizeof(models_copy), "%s", models_arg);
+    snprintf(batches_copy, sizeof(batches_copy), "%s", batches_arg);
+    char *models[MAX_LIST], *batch_text[MAX_LIST];
+    int n_models = split_list(models_copy, models), n_batches = split_list(batches_copy, batch_text);
+    int batches[MAX_LIST];
+    for (int i = 0; i < n_batches; i++) {
+        batches[i] = (int)strtol(batch_text[i], NULL, 10);
+        if (batches[i] < 1 || batches[i] > RT_MAX_BATCH)
+            n_batches = 0;
+    }
+    if (repeats < 1 || repeats > MAX_REPEATS || threads < 1 || threads > 256 || !n_models || !n_batches) {
+        fprintf(stderr, "repeats must be 1..%d, threads 1..256, and at most %d models and batch sizes\n",
+                MAX_REPEATS, MAX_LIST);
         return 2;
     }
-    static const char *const MODELS[] = {"lenet5", "resnet-mini"};
-    static const int BATCHES[] = {1, 64};
-    double ours[2][2];
+    double ours[MAX_LIST][MAX_LIST];
     struct rt_error err;
     struct rt_backend *b;
     if (rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = threads}, &b, &err) != RT_OK) {
@@ -112,28 +149,30 @@ int main(int argc, char **argv)
         return 1;
     }
     fprintf(stderr, "inferd: %s\n", rt_backend_describe(b));
-    for (int mi = 0; mi < 2; mi++) {
+    for (int mi = 0; mi < n_models; mi++) {
         char dir[128];
-        snprintf(dir, sizeof(dir), "model_repository/%s", MODELS[mi]);
+        snprintf(dir, sizeof(dir), "model_repository/%s", models[mi]);
         struct rt_model *m;
         struct rt_session *s;
         if (rt_model_load(dir, b, &m, &err) != RT_OK || rt_session_create(m, &s, &err) != RT_OK) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }
-        for (int bi = 0; bi < 2; bi++) {
-            fprintf(stderr, "inferd: %s batch %d ...\n", MODELS[mi], BATCHES[bi]);
-            ours[mi][bi] = measure(s, rt_model_config(m), BATCHES[bi], repeats);
+        for (int bi = 0; bi < n_batches; bi++) {
+            fprintf(stderr, "inferd: %s batch %d ...\n", models[mi], batches[bi]);
+            ours[mi][bi] = measure(s, rt_model_config(m), batches[bi], repeats);
         }
         rt_session_free(s);
         rt_model_free(m);
     }
     rt_backend_free(b);
 
-    static char lines[4096];
+    static char lines[8192];
     if (torch) {
-        char cmd[256];
-        snprintf(cmd, sizeof(cmd), "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 models/bench_torch.py --threads %d --repeats %d", threads, repeats);
+        char cmd[512];
+        snprintf(cmd, sizeof(cmd),
+                 "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 models/bench_torch.py "
+                 "--threads %d --repeats %d --models %s --batches %s", threads, repeats, models_arg, batches_arg);
         fprintf(stderr, "pytorch: %s\n", cmd);
         FILE *p = popen(cmd, "r");
         size_t n = p ? fread(lines, 1, sizeof(lines) - 1, p) : 0;
@@ -143,14 +182,14 @@ int main(int argc, char **argv)
             torch = 0;
         }
     }
-    printf("\n%-12s %5s %14s %14s %8s\n", "model", "batch", "inferd img/s", "pytorch img/s", "ratio");
-    for (int mi = 0; mi < 2; mi++) {
-        for (int bi = 0; bi < 2; bi++) {
-            double t = torch ? torch_rate(lines, MODELS[mi], BATCHES[bi]) : 0;
+    printf("\n%-13s %5s %14s %14s %8s\n", "model", "batch", "inferd img/s", "pytorch img/s", "ratio");
+    for (int mi = 0; mi < n_models; mi++) {
+        for (int bi = 0; bi < n_batches; bi++) {
+            double t = torch ? torch_rate(lines, models[mi], batches[bi]) : 0;
             if (t > 0)
-                printf("%-12s %5d %14.0f %14.0f %7.2fx\n", MODELS[mi], BATCHES[bi], ours[mi][bi], t, ours[mi][bi] / t);
+                printf("%-13s %5d %14.1f %14.1f %7.2fx\n", models[mi], batches[bi], ours[mi][bi], t, ours[mi][bi] / t);
             else
-                printf("%-12s %5d %14.0f %14s %8s\n", MODELS[mi], BATCHES[bi], ours[mi][bi], "-", "-");
+                printf("%-13s %5d %14.1f %14s %8s\n", models[mi], batches[bi], ours[mi][bi], "-", "-");
         }
     }
     printf("(%d threads, median of %d runs)\n", threads, repeats);
