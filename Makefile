@@ -296,7 +296,7 @@ ifeq ($(CUDA_ON),1)
 COMPUTE_SANITIZER ?= $(or $(shell command -v compute-sanitizer 2>/dev/null),$(CUDA_HOME)/bin/compute-sanitizer)
 test-gpu: deps all
 	$(BUILD)/run-tests --gpu
-	$(COMPUTE_SANITIZER) --tool memcheck --error-exitcode 1 $(BUILD)/run-tests --gpu cuda_op_ cuda_session_ cuda_model_
+	$(COMPUTE_SANITIZER) --tool memcheck --error-exitcode 1 $(BUILD)/run-tests --gpu cuda_op_ cuda_session_ cuda_model_ cuda_q8_
 
 bench-gpu: deps $(BUILD)/bench_gpu
 	$(BUILD)/bench_gpu

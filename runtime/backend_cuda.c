@@ -71,16 +71,15 @@ static void cuda_free_backend(struct rt_backend *b)
 static bool cuda_supports_step(struct rt_backend *b, const struct rt_plan *p, const struct rt_step *s,
                                enum rt_precision prec, char *why, size_t why_len)
 {
-    if (prec == RT_PRECISION_INT8) {
-        snprintf(why, why_len, "the CUDA backend runs fp32 and fp16 models; int8 runs on the CPU");
-        return false;
-    }
+    (void)prec;   /* INT8 models: steps on I8 data (s->q8) run kernels/cuda/q8.cu, the FP32 ones the rest */
     const struct rt_tensor *in = &p->g->tensors[s->in[0]], *out = &p->g->tensors[s->out];
     /* kernels index within one sample with 32-bit ints */
     if (in->sample_elems > INT32_MAX || out->sample_elems > INT32_MAX) {
         snprintf(why, why_len, "a sample of this tensor has more than 2^31 elements");
         return false;
     }
+    if (s->q8)
+        return cuda_q8_supports(p, s, why, why_len);
     switch (s->op) {
     case RT_OP_LINEAR: {
         struct k_linear k = rt_step_linear(p, s, 1);
@@ -145,6 +144,7 @@ static void cuda_release_step(struct rt_backend *b, struct rt_step *s)
         cudaFree(pr->dev[i].table);
         cudaFree(pr->dev[i].bias);
     }
+    cuda_q8_release_host(pr);
     free(pr);
     s->prep = NULL;
 }
@@ -176,6 +176,18 @@ static enum rt_status cuda_prepare_step(struct rt_backend *b, const struct rt_pl
                                         int max_batch, struct rt_error *err)
 {
     struct cuda_backend *cb = b->ctx;
+    if (s->q8) {
+        struct cuda_step_prep *pr = calloc(1, sizeof(*pr));
+        if (!pr)
+            return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+        s->prep = pr;
+        enum rt_status r = cuda_q8_prepare(cb, p, s, pr, err);
+        if (r != RT_OK) {
+            cuda_release_step(b, s);
+            rt_error_prefix(err, "node '%s'", s->node->name);
+        }
+        return r;
+    }
     if (s->op != RT_OP_CONV2D && s->op != RT_OP_LINEAR && s->op != RT_OP_BATCH_NORM)
         return RT_OK;
     enum kcuda_dtype dt = plan_dtype(p);

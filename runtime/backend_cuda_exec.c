@@ -113,6 +113,8 @@ static enum rt_status enqueue_step(struct cuda_session *cs, const struct rt_step
     const void *x = io->in[0];
     void *y = io->out;
     int64_t count = g->tensors[s->out].sample_elems * batch;
+    if (s->q8)
+        return cuda_q8_enqueue(cs, s, io, err);
     switch (s->op) {
     case RT_OP_CONV2D: {
         struct k_conv2d k = rt_step_conv2d(p, s, batch);

@@ -4,6 +4,7 @@
  *   backend_cuda.c        devices, weights (per model), sessions, the iface
  *   backend_cuda_exec.c   recording a run, CUDA graphs, executing steps
  *   backend_cuda_cudnn.c  cuDNN, loaded with dlopen, for convolutions
+ *   backend_cuda_q8.c     INT8 steps: upload and dispatch to kernels/cuda/q8.cu
  *
  * A session (one worker instance) owns, on one device: a non-blocking
  * stream, the activation arena (cudaMalloc), pinned host staging for the
@@ -25,6 +26,7 @@
 
 #include "../kernels/cuda/kcuda.h"
 #include "rt_backend_impl.h"
+#include "rt_quant.h"
 
 #define CUDA_MAX_DEVICES 16
 #define CUDA_MAX_GRAPHS 64          /* captured batch sizes per session; others run eagerly */
@@ -44,11 +46,20 @@ struct cuda_backend {
     char dnn_why[160];              /* ... and why */
 };
 
+/* An INT8 step: the numbers of rt_q8_step_prepare (the CPU backend's
+ * too), and where the ones kernels read on the device sit in dev[i].w. */
+struct cuda_q8_prep {
+    struct rt_q8_step q;            /* host */
+    size_t off_bias, off_mult, off_scale;   /* bytes into dev[i].w */
+};
+
 /* Per plan step, per device slot: what prepare_step uploaded. */
 struct cuda_step_prep {
     bool cudnn;                     /* convolution runs through cuDNN */
+    struct cuda_q8_prep *q8;        /* INT8 steps, else NULL */
     struct {
-        void *w;                    /* conv/linear: packed weights (cuDNN: plain OIHW); bn: scale */
+        void *w;                    /* conv/linear: packed weights (cuDNN: plain OIHW); bn: scale;
+                                     * INT8: one buffer of packed weights, bias, mults, scales */
         void *table;                /* conv (ours): gather table */
         float *bias;                /* conv/linear: bias or NULL; bn: shift */
     } dev[CUDA_MAX_DEVICES];
@@ -111,6 +122,16 @@ enum rt_status cuda_exec_run_step(void *ctx, const struct rt_plan *p, const stru
                                   const struct rt_step_io *io, struct rt_error *err);
 enum rt_status cuda_exec_sync(void *ctx, struct rt_error *err);
 void cuda_exec_release_graphs(struct cuda_session *cs);
+
+/* backend_cuda_q8.c */
+/* Whether an INT8 step (s->q8) has a kernel; else why not. */
+bool cuda_q8_supports(const struct rt_plan *p, const struct rt_step *s, char *why, size_t why_len);
+/* Fills pr->q8 and uploads to every device (pr->dev[i].w). */
+enum rt_status cuda_q8_prepare(struct cuda_backend *cb, const struct rt_plan *p, const struct rt_step *s,
+                               struct cuda_step_prep *pr, struct rt_error *err);
+void cuda_q8_release_host(struct cuda_step_prep *pr);
+enum rt_status cuda_q8_enqueue(struct cuda_session *cs, const struct rt_step *s, const struct rt_step_io *io,
+                               struct rt_error *err);
 
 /* backend_cuda_cudnn.c */
 /* Loads libcudnn; NULL with the reason in why when it is absent or unusable. */

@@ -39,7 +39,7 @@ if grep -q 'skip: no usable CUDA device' "$logs/test-gpu.log"; then
 fi
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 if [ -n "$sanitizer" ]; then
-  step memcheck "$sanitizer" --tool memcheck --error-exitcode 1 run-tests --gpu cuda_op_ cuda_session_ cuda_model_
+  step memcheck "$sanitizer" --tool memcheck --error-exitcode 1 run-tests --gpu cuda_op_ cuda_session_ cuda_model_ cuda_q8_
 else
   echo "memcheck     not run: compute-sanitizer is not installed" >> "$logs/summary.txt"; status=1
 fi

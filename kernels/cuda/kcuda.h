@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../kernel_quant.h"
 #include "../kernel_types.h"
 
 #ifdef __cplusplus
@@ -99,6 +100,39 @@ cudaError_t kcuda_bias_act(int n, int c, int64_t hw, enum kcuda_dtype t, const f
 /* Element type conversion (round to nearest even); from == to copies. */
 cudaError_t kcuda_convert(int64_t count, enum kcuda_dtype from, const void *x, enum kcuda_dtype to, void *y,
                           cudaStream_t stream);
+
+/* ---------------------------------------------------------------- INT8
+ * Bit-identical to kernels/ref/kref_q8.h (same contracts, same integer
+ * rules from kernel_quant.h). Conv2d / linear weights are packed once on the
+ * host with kcuda_q8_pack (rows [oc] or [m] of c / groups * kh * kw or k
+ * int8 values, zero padded to a multiple of 4), then uploaded. An epilogue's
+ * bias and mult, avg pooling's count_mult and dequantize_i32's scale are
+ * device pointers; everything else is passed by value from the host. */
+
+size_t kcuda_q8_packed_bytes(int64_t rows, int64_t k);
+void kcuda_q8_pack(int64_t rows, int64_t k, const int8_t *w, int8_t *packed);
+/* y is int8, or int32 when e->out_i32 (residual then ignored). */
+cudaError_t kcuda_conv2d_q8(const struct k_conv2d *p, const int8_t *x, const int8_t *packed_w,
+                            const struct k_q8_epilogue *e, const int8_t *residual, void *y, cudaStream_t stream);
+cudaError_t kcuda_linear_q8(const struct k_linear *p, const int8_t *x, const int8_t *packed_w,
+                            const struct k_q8_epilogue *e, const int8_t *residual, void *y, cudaStream_t stream);
+cudaError_t kcuda_max_pool2d_q8(const struct k_pool2d *p, const int8_t *x, int8_t *y, cudaStream_t stream);
+cudaError_t kcuda_avg_pool2d_q8(const struct k_pool2d *p, const struct k_q8_mult *count_mult, const int8_t *x,
+                                int8_t *y, cudaStream_t stream);
+cudaError_t kcuda_global_avg_pool_q8(int n, int c, int64_t hw, struct k_q8_mult mult, const int8_t *x, int8_t *y,
+                                     cudaStream_t stream);
+cudaError_t kcuda_add_q8(int64_t count, const int8_t *a, struct k_q8_mult ma, const int8_t *b, struct k_q8_mult mb,
+                         int8_t *y, cudaStream_t stream);
+/* mults (host) has p->count entries, at most KCUDA_CONCAT_MAX. */
+cudaError_t kcuda_concat_q8(const struct k_concat *p, const int8_t *const *inputs, const int64_t *lens,
+                            const struct k_q8_mult *mults, int8_t *y, cudaStream_t stream);
+/* lut: 256 host bytes, y = lut[x + 128]. */
+cudaError_t kcuda_lut_q8(int64_t count, const int8_t *lut, const int8_t *x, int8_t *y, cudaStream_t stream);
+cudaError_t kcuda_quantize_q8(int64_t count, const float *x, float inv_scale, int8_t *y, cudaStream_t stream);
+cudaError_t kcuda_dequantize_q8(int64_t count, const int8_t *x, float scale, float *y, cudaStream_t stream);
+/* int32 [n, c, inner] -> float, scale [c] on the device. */
+cudaError_t kcuda_dequantize_i32(int n, int c, int64_t inner, const int32_t *x, const float *scale, float *y,
+                                 cudaStream_t stream);
 
 #ifdef __cplusplus
 }

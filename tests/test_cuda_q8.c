@@ -1,0 +1,516 @@
+/* test_cuda_q8.c - the INT8 CUDA kernels (kernels/cuda/q8.cu) against the
+ * reference INT8 kernels (kernels/ref/kref_q8.h) on fresh random shapes,
+ * data and requantisation parameters, asserting exact (bitwise) equality:
+ * outputs poisoned and followed by guard bytes, checked to be unchanged past
+ * the end. Then the shipped INT8 models on the CUDA backend against the CPU
+ * backend over the Fashion-MNIST test set, outputs compared bit for bit.
+ * Every test SKIPs when no usable CUDA device is present. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/ref/kref_q8.h"
+#include "runtime/rt_dataset.h"
+#include "runtime/rt_image.h"
+#include "runtime/rt_model.h"
+#include "runtime/rt_quant.h"
+#include "test_cuda_util.h"
+
+#define GUARD 64
+#define POISON 0xa5
+
+/* ------------------------------------------------------------------ device buffers */
+
+static void *dput(const void *host, size_t bytes)
+{
+    void *d = NULL;
+    RT_ASSERT(cudaMalloc(&d, bytes + GUARD) == cudaSuccess);
+    RT_ASSERT(cudaMemset(d, POISON, bytes + GUARD) == cudaSuccess);
+    if (host && bytes)
+        RT_ASSERT(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    return d;
+}
+
+/* Downloads bytes of dev after the launch status e and compares with ref
+ * bit for bit, the guard bytes untouched. */
+static bool dcheck(const char *what, cudaError_t e, const void *dev, const void *ref, size_t bytes)
+{
+    if (e == cudaSuccess)
+        e = cudaDeviceSynchronize();
+    unsigned char *h = malloc(bytes + GUARD);
+    RT_ASSERT(h);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(h, dev, bytes + GUARD, cudaMemcpyDeviceToHost);
+    bool ok = e == cudaSuccess;
+    if (!ok)
+        printf("  %s: CUDA error %s\n", what, cudaGetErrorString(e));
+    for (size_t i = 0; ok && i < GUARD; i++) {
+        if (h[bytes + i] != POISON) {
+            printf("  %s: guard byte %zu written\n", what, i);
+            ok = false;
+        }
+    }
+    if (ok && memcmp(h, ref, bytes) != 0) {
+        size_t i = 0;
+        while (h[i] == ((const unsigned char *)ref)[i])
+            i++;
+        printf("  %s: byte %zu of %zu differs: 0x%02x, reference 0x%02x\n", what, i, bytes, h[i],
+               ((const unsigned char *)ref)[i]);
+        ok = false;
+    }
+    free(h);
+    return ok;
+}
+
+static int8_t *rand_q8(int64_t n)
+{
+    int8_t *x = malloc((size_t)(n > 0 ? n : 1));
+    RT_ASSERT(x);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (int8_t)test_rand_int(K_Q8_MIN, K_Q8_MAX);
+    return x;
+}
+
+static struct k_q8_mult rand_mult(double lo, double hi)
+{
+    return rt_q8_mult(lo + (hi - lo) * test_rand_float(0, 1));
+}
+
+/* ------------------------------------------------------------------ conv2d, linear */
+
+struct epi_host {
+    struct k_q8_epilogue e;   /* host pointers */
+    int32_t *bias;
+    struct k_q8_mult *mult;
+};
+
+/* Random epilogue over oc channels for reduction length depth. */
+static void rand_epi(struct epi_host *h, int oc, int depth)
+{
+    h->bias = malloc(sizeof(int32_t) * (size_t)oc);
+    h->mult = malloc(sizeof(*h->mult) * (size_t)oc);
+    RT_ASSERT(h->bias && h->mult);
+    for (int o = 0; o < oc; o++) {
+        h->bias[o] = test_rand_int(-20000, 20000);
+        /* output ~ acc / (127 * sqrt(depth)) so that values spread over int8 and saturate sometimes */
+        h->mult[o] = rand_mult(0.2 / (127.0 * (double)depth), 8.0 / (127.0 * (double)depth));
+    }
+    h->e = (struct k_q8_epilogue){.bias = h->bias, .mult = h->mult, .lo = K_Q8_MIN, .hi = K_Q8_MAX};
+    h->e.res_mult = rand_mult(0.1, 1.5);
+    switch (test_rand_int(0, 3)) {
+    case 0:
+        h->e.lo = 0;   /* ReLU */
+        break;
+    case 1:
+        h->e.lo = 0;   /* ReLU6 */
+        h->e.hi = test_rand_int(1, 127);
+        break;
+    case 2:
+        h->e.out_i32 = 1;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Device copies of bias and mult in e (host pointers replaced). */
+static struct k_q8_epilogue epi_upload(const struct epi_host *h, int oc, void **db, void **dm)
+{
+    struct k_q8_epilogue e = h->e;
+    *db = dput(h->bias, sizeof(int32_t) * (size_t)oc);
+    *dm = dput(h->mult, sizeof(*h->mult) * (size_t)oc);
+    e.bias = *db;
+    e.mult = *dm;
+    return e;
+}
+
+static bool conv_case(const struct k_conv2d *p, bool use_res)
+{
+    int64_t nx = (int64_t)p->n * p->c * p->h * p->w, ny = (int64_t)p->n * p->oc * p->oh * p->ow;
+    int64_t depth = (int64_t)(p->c / p->groups) * p->kh * p->kw, nw = (int64_t)p->oc * depth;
+    int8_t *x = rand_q8(nx), *w = rand_q8(nw), *r = rand_q8(ny);
+    struct epi_host eh;
+    rand_epi(&eh, p->oc, (int)depth);
+    size_t ysize = eh.e.out_i32 ? sizeof(int32_t) : 1;
+    void *ref = malloc((size_t)ny * ysize + 1);
+    RT_ASSERT(ref);
+    kref_conv2d_q8(p, x, w, &eh.e, use_res && !eh.e.out_i32 ? r : NULL, ref);
+    int8_t *packed = malloc(kcuda_q8_packed_bytes(p->oc, depth));
+    RT_ASSERT(packed);
+    kcuda_q8_pack(p->oc, depth, w, packed);
+    void *db, *dm, *dx = dput(x, (size_t)nx), *dw = dput(packed, kcuda_q8_packed_bytes(p->oc, depth));
+    void *dr = dput(r, (size_t)ny), *dy = dput(NULL, (size_t)ny * ysize);
+    struct k_q8_epilogue e = epi_upload(&eh, p->oc, &db, &dm);
+    cudaError_t err = kcuda_conv2d_q8(p, dx, dw, &e, use_res ? dr : NULL, dy, 0);
+    char what[200];
+    snprintf(what, sizeof(what), "conv q8 n%d c%d %dx%d oc%d k%dx%d s%d,%d p%d,%d d%d,%d g%d lo%d hi%d%s%s", p->n,
+             p->c, p->h, p->w, p->oc, p->kh, p->kw, p->stride_h, p->stride_w, p->pad_t, p->pad_l, p->dil_h, p->dil_w,
+             p->groups, eh.e.lo, eh.e.hi, eh.e.out_i32 ? " i32" : "", use_res ? " res" : "");
+    bool ok = dcheck(what, err, dy, ref, (size_t)ny * ysize);
+    cudaFree(db), cudaFree(dm), cudaFree(dx), cudaFree(dw), cudaFree(dr), cudaFree(dy);
+    free(x), free(w), free(r), free(ref), free(packed), free(eh.bias), free(eh.mult);
+    return ok;
+}
+
+static struct k_conv2d random_conv(void)
+{
+    for (;;) {
+        struct k_conv2d p = {0};
+        p.groups = test_rand_int(0, 3) == 0 ? test_rand_int(2, 4) : 1;
+        p.n = test_rand_int(1, 3);
+        p.c = p.groups * test_rand_int(1, 9);
+        p.oc = p.groups * test_rand_int(1, 40);
+        p.h = test_rand_int(1, 20), p.w = test_rand_int(1, 20);
+        p.kh = test_rand_int(1, 5), p.kw = test_rand_int(1, 5);
+        p.stride_h = test_rand_int(1, 3), p.stride_w = test_rand_int(1, 3);
+        p.dil_h = test_rand_int(1, 2), p.dil_w = test_rand_int(1, 2);
+        p.pad_t = test_rand_int(0, 2), p.pad_l = test_rand_int(0, 2);
+        int pad_b = test_rand_int(0, 2), pad_r = test_rand_int(0, 2);
+        p.oh = (p.h + p.pad_t + pad_b - p.dil_h * (p.kh - 1) - 1) / p.stride_h + 1;
+        p.ow = (p.w + p.pad_l + pad_r - p.dil_w * (p.kw - 1) - 1) / p.stride_w + 1;
+        if (p.h + p.pad_t + pad_b - p.dil_h * (p.kh - 1) >= 1 && p.w + p.pad_l + pad_r - p.dil_w * (p.kw - 1) >= 1)
+            return p;
+    }
+}
+
+TEST(cuda_q8_conv2d)
+{
+    CUDA_REQUIRE();
+    int failed = 0;
+    for (int i = 0; i < 60; i++) {
+        struct k_conv2d p = random_conv();
+        failed += !conv_case(&p, test_rand_int(0, 1));
+    }
+    /* a long reduction (many dp4a words, a tail of 1..3 values) */
+    struct k_conv2d big = {.n = 2, .c = 67, .h = 9, .w = 9, .oc = 33, .oh = 9, .ow = 9, .kh = 3, .kw = 3,
+                           .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1, .groups = 1};
+    failed += !conv_case(&big, true);
+    TEST_FAIL_IF(failed, "%d INT8 conv2d cases differ from the reference", failed);
+    return TEST_PASS;
+}
+
+static bool linear_case(const struct k_linear *p, bool use_res)
+{
+    int64_t nx = (int64_t)p->n * p->k, nw = (int64_t)p->m * p->k, ny = (int64_t)p->n * p->m;
+    int8_t *x = rand_q8(nx), *w = rand_q8(nw), *r = rand_q8(ny);
+    struct epi_host eh;
+    rand_epi(&eh, p->m, p->k);
+    size_t ysize = eh.e.out_i32 ? sizeof(int32_t) : 1;
+    void *ref = malloc((size_t)ny * ysize + 1);
+    int8_t *packed = malloc(kcuda_q8_packed_bytes(p->m, p->k));
+    RT_ASSERT(ref && packed);
+    kref_linear_q8(p, x, w, &eh.e, use_res && !eh.e.out_i32 ? r : NULL, ref);
+    kcuda_q8_pack(p->m, p->k, w, packed);
+    void *db, *dm, *dx = dput(x, (size_t)nx), *dw = dput(packed, kcuda_q8_packed_bytes(p->m, p->k));
+    void *dr = dput(r, (size_t)ny), *dy = dput(NULL, (size_t)ny * ysize);
+    struct k_q8_epilogue e = epi_upload(&eh, p->m, &db, &dm);
+    cudaError_t err = kcuda_linear_q8(p, dx, dw, &e, use_res ? dr : NULL, dy, 0);
+    char what[160];
+    snprintf(what, sizeof(what), "linear q8 n%d k%d m%d lo%d hi%d%s%s", p->n, p->k, p->m, eh.e.lo, eh.e.hi,
+             eh.e.out_i32 ? " i32" : "", use_res ? " res" : "");
+    bool ok = dcheck(what, err, dy, ref, (size_t)ny * ysize);
+    cudaFree(db), cudaFree(dm), cudaFree(dx), cudaFree(dw), cudaFree(dr), cudaFree(dy);
+    free(x), free(w), free(r), free(ref), free(packed), free(eh.bias), free(eh.mult);
+    return ok;
+}
+
+TEST(cuda_q8_linear)
+{
+    CUDA_REQUIRE();
+    int failed = 0;
+    for (int i = 0; i < 60; i++) {
+        struct k_linear p = {.n = test_rand_int(1, 9), .k = test_rand_int(1, i % 4 == 0 ? 2000 : 300),
+                             .m = test_rand_int(1, 130)};
+        failed += !linear_case(&p, test_rand_int(0, 1));
+    }
+    TEST_FAIL_IF(failed, "%d INT8 linear cases differ from the reference", failed);
+    return TEST_PASS;
+}
+
+/* ------------------------------------------------------------------ pooling */
+
+static struct k_pool2d random_pool(bool avg)
+{
+    for (;;) {
+        struct k_pool2d p = {0};
+        p.n = test_rand_int(1, 3), p.c = test_rand_int(1, 12);
+        p.h = test_rand_int(1, 20), p.w = test_rand_int(1, 20);
+        p.kh = test_rand_int(1, 4), p.kw = test_rand_int(1, 4);
+        p.stride_h = test_rand_int(1, 3), p.stride_w = test_rand_int(1, 3);
+        p.dil_h = avg ? 1 : test_rand_int(1, 2), p.dil_w = avg ? 1 : test_rand_int(1, 2);
+        p.pad_t = test_rand_int(0, (p.kh - 1) / 2), p.pad_l = test_rand_int(0, (p.kw - 1) / 2);
+        int pad_b = test_rand_int(0, (p.kh - 1) / 2), pad_r = test_rand_int(0, (p.kw - 1) / 2);
+        p.count_include_pad = avg && test_rand_int(0, 1);
+        int eh = p.h + p.pad_t + pad_b - p.dil_h * (p.kh - 1), ew = p.w + p.pad_l + pad_r - p.dil_w * (p.kw - 1);
+        if (eh < 1 || ew < 1)
+            continue;
+        p.oh = (eh - 1) / p.stride_h + 1;
+        p.ow = (ew - 1) / p.stride_w + 1;
+        return p;
+    }
+}
+
+TEST(cuda_q8_pool)
+{
+    CUDA_REQUIRE();
+    int failed = 0;
+    for (int i = 0; i < 40; i++) {
+        bool avg = i % 2;
+        struct k_pool2d p = random_pool(avg);
+        int64_t nx = (int64_t)p.n * p.c * p.h * p.w, ny = (int64_t)p.n * p.c * p.oh * p.ow;
+        int8_t *x = rand_q8(nx), *ref = malloc((size_t)ny);
+        int cells = p.kh * p.kw;
+        struct k_q8_mult *cm = calloc((size_t)cells + 1, sizeof(*cm));
+        RT_ASSERT(ref && cm);
+        double gain = test_rand_float(0.5f, 2.0f);
+        for (int c = 1; c <= cells; c++)
+            cm[c] = rt_q8_mult(gain / c);
+        if (avg)
+            kref_avg_pool2d_q8(&p, cm, x, ref);
+        else
+            kref_max_pool2d_q8(&p, x, ref);
+        void *dx = dput(x, (size_t)nx), *dy = dput(NULL, (size_t)ny);
+        void *dcm = dput(cm, sizeof(*cm) * (size_t)(cells + 1));
+        cudaError_t e = avg ? kcuda_avg_pool2d_q8(&p, dcm, dx, dy, 0) : kcuda_max_pool2d_q8(&p, dx, dy, 0);
+        char what[160];
+        snprintf(what, sizeof(what), "%s pool q8 n%d c%d %dx%d k%dx%d s%d,%d p%d,%d d%d,%d inc%d", avg ? "avg" : "max",
+                 p.n, p.c, p.h, p.w, p.kh, p.kw, p.stride_h, p.stride_w, p.pad_t, p.pad_l, p.dil_h, p.dil_w,
+                 p.count_include_pad);
+        failed += !dcheck(what, e, dy, ref, (size_t)ny);
+        cudaFree(dx), cudaFree(dy), cudaFree(dcm);
+        free(x), free(ref), free(cm);
+    }
+    for (int i = 0; i < 10; i++) {
+        int n = test_rand_int(1, 4), c = test_rand_int(1, 70);
+        int64_t hw = test_rand_int(1, i % 3 == 0 ? 3000 : 60);
+        int8_t *x = rand_q8(n * c * hw), *ref = malloc((size_t)(n * c));
+        RT_ASSERT(ref);
+        struct k_q8_mult m = rt_q8_mult(test_rand_float(0.5f, 2.0f) / (double)hw);
+        kref_global_avg_pool_q8(n, c, hw, m, x, ref);
+        void *dx = dput(x, (size_t)(n * c * hw)), *dy = dput(NULL, (size_t)(n * c));
+        char what[80];
+        snprintf(what, sizeof(what), "global avg pool q8 n%d c%d hw%lld", n, c, (long long)hw);
+        failed += !dcheck(what, kcuda_global_avg_pool_q8(n, c, hw, m, dx, dy, 0), dy, ref, (size_t)(n * c));
+        cudaFree(dx), cudaFree(dy);
+        free(x), free(ref);
+    }
+    TEST_FAIL_IF(failed, "%d INT8 pooling cases differ from the reference", failed);
+    return TEST_PASS;
+}
+
+/* ------------------------------------------------------------------ element-wise */
+
+TEST(cuda_q8_elementwise)
+{
+    CUDA_REQUIRE();
+    int failed = 0;
+    for (int i = 0; i < 12; i++) {
+        int64_t n = test_rand_int(1, i % 3 == 0 ? 300000 : 3000);
+        int8_t *a = rand_q8(n), *b = rand_q8(n), *ref = malloc((size_t)n), lut[256];
+        float *xf = malloc(sizeof(float) * (size_t)n), *ref_f = malloc(sizeof(float) * (size_t)n);
+        RT_ASSERT(ref && xf && ref_f);
+        void *da = dput(a, (size_t)n), *db = dput(b, (size_t)n), *dy = dput(NULL, (size_t)n);
+        void *dyf = dput(NULL, sizeof(float) * (size_t)n);
+        char what[80];
+
+        struct k_q8_mult ma = rand_mult(0.1, 1.5), mb = rand_mult(0.1, 1.5);
+        kref_add_q8(n, a, ma, b, mb, ref);
+        snprintf(what, sizeof(what), "add q8 %lld", (long long)n);
+        failed += !dcheck(what, kcuda_add_q8(n, da, ma, db, mb, dy, 0), dy, ref, (size_t)n);
+
+        static const enum k_act ACTS[] = {K_ACT_RELU, K_ACT_RELU6, K_ACT_SIGMOID, K_ACT_TANH, K_ACT_GELU};
+        rt_q8_lut(ACTS[i % 5], test_rand_float(0.01f, 0.1f), test_rand_float(0.01f, 0.1f), lut);
+        kref_lut_q8(n, lut, a, ref);
+        snprintf(what, sizeof(what), "lut q8 act%d %lld", ACTS[i % 5], (long long)n);
+        failed += !dcheck(what, kcuda_lut_q8(n, lut, da, dy, 0), dy, ref, (size_t)n);
+
+        float scale = test_rand_float(0.001f, 0.1f);
+        kref_dequantize_q8(n, a, scale, ref_f);
+        snprintf(what, sizeof(what), "dequantize q8 %lld", (long long)n);
+        failed += !dcheck(what, kcuda_dequantize_q8(n, da, scale, dyf, 0), dyf, ref_f, sizeof(float) * (size_t)n);
+
+        /* quantize: random floats, exact half-way products, NaN and infinities */
+        test_rand_fill(xf, n, -20, 20);
+        float inv = 1.0f / scale;
+        for (int64_t j = 0; j < n; j += 7)
+            xf[j] = ((float)test_rand_int(-300, 300) + 0.5f) / inv;
+        if (n > 3) {
+            xf[1] = NAN;
+            xf[2] = INFINITY;
+            xf[3] = -INFINITY;
+        }
+        int8_t *q = malloc((size_t)n);
+        RT_ASSERT(q);
+        kref_quantize_q8(n, xf, inv, q);
+        void *dxf = dput(xf, sizeof(float) * (size_t)n);
+        snprintf(what, sizeof(what), "quantize q8 %lld", (long long)n);
+        failed += !dcheck(what, kcuda_quantize_q8(n, dxf, inv, dy, 0), dy, q, (size_t)n);
+
+        cudaFree(da), cudaFree(db), cudaFree(dy), cudaFree(dyf), cudaFree(dxf);
+        free(a), free(b), free(ref), free(xf), free(ref_f), free(q);
+    }
+    /* I32 accumulators dequantised per channel */
+    for (int i = 0; i < 6; i++) {
+        int n = test_rand_int(1, 4), c = test_rand_int(1, 40);
+        int64_t inner = test_rand_int(1, 50), count = n * c * inner;
+        int32_t *x = malloc(sizeof(int32_t) * (size_t)count);
+        float *sc = malloc(sizeof(float) * (size_t)c), *ref = malloc(sizeof(float) * (size_t)count);
+        RT_ASSERT(x && sc && ref);
+        for (int64_t j = 0; j < count; j++)
+            x[j] = (int32_t)(test_rand_u64() >> 36) - (1 << 27);
+        for (int j = 0; j < c; j++)
+            sc[j] = test_rand_float(1e-7f, 1e-4f);
+        kref_dequantize_i32(n, c, inner, x, sc, ref);
+        void *dx = dput(x, sizeof(int32_t) * (size_t)count), *ds = dput(sc, sizeof(float) * (size_t)c);
+        void *dy = dput(NULL, sizeof(float) * (size_t)count);
+        char what[80];
+        snprintf(what, sizeof(what), "dequantize i32 n%d c%d inner%lld", n, c, (long long)inner);
+        failed += !dcheck(what, kcuda_dequantize_i32(n, c, inner, dx, ds, dy, 0), dy, ref, sizeof(float) * (size_t)count);
+        cudaFree(dx), cudaFree(ds), cudaFree(dy);
+        free(x), free(sc), free(ref);
+    }
+    TEST_FAIL_IF(failed, "%d INT8 element-wise cases differ from the reference", failed);
+    return TEST_PASS;
+}
+
+TEST(cuda_q8_concat)
+{
+    CUDA_REQUIRE();
+    int failed = 0;
+    for (int i = 0; i < 20; i++) {
+        struct k_concat p = {test_rand_int(1, 6), test_rand_int(1, 40), test_rand_int(1, i == 0 ? KCUDA_CONCAT_MAX : 5)};
+        int8_t *in[KCUDA_CONCAT_MAX];
+        const void *din[KCUDA_CONCAT_MAX];
+        int64_t lens[KCUDA_CONCAT_MAX], total = 0;
+        struct k_q8_mult mults[KCUDA_CONCAT_MAX];
+        for (int j = 0; j < p.count; j++) {
+            lens[j] = test_rand_int(1, 9);
+            total += lens[j];
+            in[j] = rand_q8(p.outer * lens[j] * p.inner);
+            din[j] = dput(in[j], (size_t)(p.outer * lens[j] * p.inner));
+            mults[j] = rand_mult(0.2, 1.8);
+        }
+        int64_t ny = p.outer * total * p.inner;
+        int8_t *ref = malloc((size_t)ny);
+        RT_ASSERT(ref);
+        kref_concat_q8(&p, (const int8_t *const *)in, lens, mults, ref);
+        void *dy = dput(NULL, (size_t)ny);
+        char what[80];
+        snprintf(what, sizeof(what), "concat q8 outer%lld inner%lld count%d", (long long)p.outer,
+                 (long long)p.inner, p.count);
+        failed += !dcheck(what, kcuda_concat_q8(&p, (const int8_t *const *)din, lens, mults, dy, 0), dy, ref,
+                          (size_t)ny);
+        for (int j = 0; j < p.count; j++) {
+            cudaFree((void *)din[j]);
+            free(in[j]);
+        }
+        cudaFree(dy);
+        free(ref);
+    }
+    TEST_FAIL_IF(failed, "%d INT8 concat cases differ from the reference", failed);
+    return TEST_PASS;
+}
+
+/* ------------------------------------------------------------------ shipped models */
+
+static bool run_model(const char *dir, struct rt_backend *b, int count, int in_elems, const float *x, int classes,
+                      float *y, struct rt_error *err)
+{
+    struct rt_model *m;
+    struct rt_session *s;
+    if (rt_model_load(dir, b, &m, err) != RT_OK)
+        return false;
+    if (rt_session_create(m, &s, err) != RT_OK) {
+        rt_model_free(m);
+        return false;
+    }
+    int batch = rt_model_config(m)->max_batch_size;
+    bool ok = true;
+    for (int start = 0; start < count && ok; start += batch) {
+        int nb = count - start < batch ? count - start : batch;
+        const float *in[1] = {x + (int64_t)start * in_elems};
+        float *out[1] = {y + (int64_t)start * classes};
+        ok = rt_session_run(s, nb, in, out, err) == RT_OK;
+    }
+    rt_session_free(s);
+    rt_model_free(m);
+    return ok;
+}
+
+/* The model's outputs over the test set on the CUDA backend (graphs on,
+ * then off) against the CPU backend's, bit for bit. */
+static enum test_result int8_model_vs_cpu(const char *name)
+{
+    CUDA_REQUIRE();
+    char src[256], path[300];
+    snprintf(src, sizeof(src), "model_repository/%s", name);
+    snprintf(path, sizeof(path), "%s/model.safetensors", src);
+    if (access(path, R_OK) != 0)
+        SKIP("%s has no trained weights yet", src);
+    const char *data = getenv("FASHION_MNIST_DIR") ? getenv("FASHION_MNIST_DIR") : RT_FASHION_MNIST_DIR;
+    char images[512], labels[512];
+    snprintf(images, sizeof(images), "%s/t10k-images-idx3-ubyte.gz", data);
+    snprintf(labels, sizeof(labels), "%s/t10k-labels-idx1-ubyte.gz", data);
+    struct rt_error err = {0};
+    struct rt_dataset ds;
+    if (rt_dataset_load_idx(images, labels, &ds, &err) != RT_OK)
+        SKIP("the Fashion-MNIST test set is not here (%s); set FASHION_MNIST_DIR", err.msg);
+
+    struct rt_backend *cpu, *gpu;
+    struct rt_model *m;
+    ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 0}, &cpu, &err), RT_OK);
+    TEST_FAIL_IF(rt_model_load(src, cpu, &m, &err) != RT_OK, "%s", err.msg);
+    const struct rt_model_config *cfg = rt_model_config(m);
+    int in_elems = (int)cfg->inputs[0].sample_elems, classes = (int)cfg->outputs[0].sample_elems;
+    TEST_FAIL_IF(cfg->precision != RT_PRECISION_INT8, "%s is not an int8 model", src);
+    float *x = malloc(sizeof(float) * (size_t)ds.count * (size_t)in_elems);
+    float *ref = malloc(sizeof(float) * (size_t)ds.count * (size_t)classes);
+    float *y = malloc(sizeof(float) * (size_t)ds.count * (size_t)classes);
+    RT_ASSERT(x && ref && y);
+    for (int i = 0; i < ds.count; i++) {
+        struct rt_image img = {ds.cols, ds.rows, 1, ds.images + (size_t)i * (size_t)(ds.rows * ds.cols)};
+        RT_ASSERT(rt_image_preprocess(&img, &cfg->pre, x + (int64_t)i * in_elems, &err) == RT_OK);
+    }
+    rt_model_free(m);
+    TEST_FAIL_IF(!run_model(src, cpu, ds.count, in_elems, x, classes, ref, &err), "CPU: %s", err.msg);
+    int failed = 0;
+    for (int graphs = 1; graphs >= 0; graphs--) {
+        if (!graphs)
+            setenv("INFERD_CUDA_GRAPHS", "0", 1);
+        enum rt_status st = rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, &gpu, &err);
+        unsetenv("INFERD_CUDA_GRAPHS");
+        TEST_FAIL_IF(st != RT_OK, "CUDA backend: %s", err.msg);
+        memset(y, 0xff, sizeof(float) * (size_t)ds.count * (size_t)classes);
+        bool ran = run_model(src, gpu, ds.count, in_elems, x, classes, y, &err);
+        rt_backend_free(gpu);
+        if (!ran) {
+            printf("  %s graphs %d: %s\n", name, graphs, err.msg);
+            failed++;
+            continue;
+        }
+        size_t bytes = sizeof(float) * (size_t)ds.count * (size_t)classes;
+        if (memcmp(y, ref, bytes) != 0) {
+            size_t i = 0;
+            while (memcmp(&y[i], &ref[i], sizeof(float)) == 0)
+                i++;
+            printf("  %s graphs %d: output %zu (sample %zu) is %.9g on CUDA, %.9g on the CPU\n", name, graphs, i,
+                   i / (size_t)classes, y[i], ref[i]);
+            failed++;
+        }
+    }
+    free(x), free(ref), free(y);
+    rt_dataset_free(&ds);
+    rt_backend_free(cpu);
+    TEST_FAIL_IF(failed, "%s: %d CUDA runs differ from the CPU backend", name, failed);
+    return TEST_PASS;
+}
+
+TEST(cuda_q8_model_lenet5)
+{
+    return int8_model_vs_cpu("lenet5-int8");
+}
+
+TEST(cuda_q8_model_resnet_mini)
+{
+    return int8_model_vs_cpu("resnet-mini-int8");
+}
