@@ -15,21 +15,11 @@
 #include "kernels/cpu/kcpu_q8.h"
 #include "kernels/ref/kref_q8.h"
 #include "runtime/rt_status.h"
+#include "kernel_test_util.h"
 #include "test.h"
 
 #define GUARD 61
 #define POISON 0x5a
-
-static void restore_isa(int *saved)
-{
-    kcpu_isa_set_for_testing((enum kcpu_isa)*saved);
-}
-
-#define FOR_EACH_ISA(isa)                                                                \
-    for (int saved_isa_ __attribute__((cleanup(restore_isa))) = (int)kcpu_isa(),         \
-             isa = KCPU_ISA_SCALAR;                                                      \
-         isa <= (int)kcpu_isa_hardware() && kcpu_isa_set_for_testing((enum kcpu_isa)isa) == 0; \
-         isa++)
 
 static int8_t *rand_q8(int64_t count)
 {
@@ -57,23 +47,6 @@ static void *poisoned(size_t bytes)
             TEST_FAIL_IF(g_[i_] != w_[i_], "%s: byte %zu of %zu differs: %d vs %d (isa %s)",    \
                          (what), i_, (size_t)(bytes), g_[i_], w_[i_], kcpu_isa_name(kcpu_isa())); \
     } while (0)
-
-struct pools {
-    struct kcpu_pool *p[4];
-};
-
-static void pools_open(struct pools *ps)
-{
-    ps->p[0] = NULL;
-    for (int t = 1; t <= 3; t++)
-        ps->p[t] = kcpu_pool_create(t);
-}
-
-static void pools_close(struct pools *ps)
-{
-    for (int t = 1; t <= 3; t++)
-        kcpu_pool_free(ps->p[t]);
-}
 
 /* A random multiplier around realistic magnitudes, sometimes extreme. */
 static struct k_q8_mult rand_mult(void)

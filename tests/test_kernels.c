@@ -22,6 +22,7 @@
 #include "kernels/cpu/kcpu.h"
 #include "kernels/cpu/kcpu_impl.h"
 #include "kernels/ref/kref.h"
+#include "kernel_test_util.h"
 #include "test.h"
 
 #define TOL 1e-5
@@ -87,48 +88,11 @@ static int output_ok(const char *what, const float *got, const float *want, cons
 #define CHECK_OUTPUT(got, want, count, what) \
     TEST_FAIL_IF(!output_ok((what), (got), (want), (want), (count)), "%s mismatch", (what))
 
-/* The pools every op runs under; NULL means the calling thread only. */
-struct pools {
-    struct kcpu_pool *p[4];
-};
-
-static void pools_open(struct pools *ps)
-{
-    ps->p[0] = NULL;
-    for (int t = 1; t <= 3; t++)
-        ps->p[t] = kcpu_pool_create(t);
-}
-
-static void pools_close(struct pools *ps)
-{
-    for (int t = 1; t <= 3; t++)
-        kcpu_pool_free(ps->p[t]);
-}
-
-static struct kcpu_pool *pick_pool(const struct pools *ps)
-{
-    return ps->p[test_rand_int(0, 3)];
-}
-
 static const char *act_name(enum k_act a)
 {
     static const char *names[K_ACT_COUNT] = {"none", "relu", "relu6", "sigmoid", "tanh", "gelu", "gelu_tanh"};
     return (int)a >= 0 && a < K_ACT_COUNT ? names[a] : "?";
 }
-
-static void restore_isa(const int *saved)
-{
-    kcpu_isa_set_for_testing((enum kcpu_isa)*saved);
-}
-
-/* Iterates isa over every instruction set the CPU has. The run-time choice
- * comes back when the loop ends, also through a failed assertion's return,
- * so later tests run under the ISA they expect. */
-#define FOR_EACH_ISA(isa)                                                                \
-    for (int saved_isa_ __attribute__((cleanup(restore_isa))) = (int)kcpu_isa(),         \
-             isa = KCPU_ISA_SCALAR;                                                      \
-         isa <= (int)kcpu_isa_hardware() && kcpu_isa_set_for_testing((enum kcpu_isa)isa) == 0; \
-         isa++)
 
 /* ---------------------------------------------------------------- pool */
 
@@ -196,12 +160,6 @@ TEST(kernels_isa_names_and_forcing)
 }
 
 /* ---------------------------------------------------------------- conv */
-
-static int conv_out(int in, int pad_lead, int pad_trail, int k, int dil, int stride)
-{
-    int span = in + pad_lead + pad_trail - dil * (k - 1) - 1;
-    return span < 0 ? 0 : span / stride + 1;
-}
 
 static void random_conv(struct k_conv2d *p, int big)
 {

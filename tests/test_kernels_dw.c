@@ -19,6 +19,7 @@
 #include "kernels/cpu/kcpu_dwconv.h"
 #include "kernels/ref/kref.h"
 #include "runtime/rt_status.h"
+#include "kernel_test_util.h"
 #include "test.h"
 
 #define TOL 1e-5
@@ -49,12 +50,6 @@ static double dw_error(const float *got, const float *want, const float *scale, 
     return diff / top;
 }
 
-static int conv_out(int in, int pad_lead, int pad_trail, int k, int dil, int stride)
-{
-    int span = in + pad_lead + pad_trail - dil * (k - 1) - 1;
-    return span < 0 ? 0 : span / stride + 1;
-}
-
 /* groups x (cg in, mg out) channels, random geometry, the given act. */
 static struct k_conv2d random_grouped(int groups, int cg, int mg, enum k_act act)
 {
@@ -76,11 +71,6 @@ static struct k_conv2d random_grouped(int groups, int cg, int mg, enum k_act act
         p.ow = conv_out(p.w, p.pad_l, test_rand_int(0, p.kw), p.kw, p.dil_w, p.stride_w);
     } while (p.oh < 1 || p.ow < 1);
     return p;
-}
-
-static void restore_isa(const int *saved)
-{
-    kcpu_isa_set_for_testing((enum kcpu_isa)*saved);
 }
 
 /* Runs p through kcpu_conv2d_* under every ISA the CPU has, on a random
@@ -131,35 +121,16 @@ static double check_dw(struct kcpu_pool *const *pools, const struct k_conv2d *p,
     return worst;
 }
 
-struct dw_pools {
-    struct kcpu_pool *p[4];
-};
-
-static void open_pools(struct dw_pools *ps)
-{
-    ps->p[0] = NULL;
-    for (int t = 1; t <= 3; t++) {
-        ps->p[t] = kcpu_pool_create(t);
-        RT_ASSERT(ps->p[t]);
-    }
-}
-
-static void close_pools(struct dw_pools *ps)
-{
-    for (int t = 1; t <= 3; t++)
-        kcpu_pool_free(ps->p[t]);
-}
-
 TEST(kernels_dw_depthwise_random)
 {
-    struct dw_pools ps;
-    open_pools(&ps);
+    struct pools ps;
+    pools_open(&ps);
     double worst = 0;
     for (int i = 0; i < 200 && worst <= TOL; i++) {
         struct k_conv2d p = random_grouped(test_rand_int(2, 24), 1, 1, (enum k_act)(i % K_ACT_COUNT));
         worst = fmax(worst, check_dw(ps.p, &p, test_rand_int(0, 3) > 0, test_rand_int(0, 1)));
     }
-    close_pools(&ps);
+    pools_close(&ps);
     printf("  worst error %.2e\n", worst);
     ASSERT_LE(worst, TOL);
     return TEST_PASS;
@@ -170,8 +141,8 @@ TEST(kernels_dw_depthwise_random)
  * multiple. */
 TEST(kernels_dw_grouped_random)
 {
-    struct dw_pools ps;
-    open_pools(&ps);
+    struct pools ps;
+    pools_open(&ps);
     double worst = 0;
     for (int i = 0; i < 150 && worst <= TOL; i++) {
         struct k_conv2d p = random_grouped(test_rand_int(2, 9), test_rand_int(1, 6), test_rand_int(1, 8),
@@ -179,7 +150,7 @@ TEST(kernels_dw_grouped_random)
         ASSERT_TRUE(kcpu_dwconv_applies(&p));
         worst = fmax(worst, check_dw(ps.p, &p, test_rand_int(0, 1), test_rand_int(0, 1)));
     }
-    close_pools(&ps);
+    pools_close(&ps);
     printf("  worst error %.2e\n", worst);
     ASSERT_LE(worst, TOL);
     return TEST_PASS;
@@ -192,8 +163,8 @@ TEST(kernels_dw_mobilenet_v2_shapes)
         {32, 112, 1}, {96, 112, 2}, {144, 56, 1}, {144, 56, 2}, {192, 28, 1},
         {192, 28, 2}, {384, 14, 1}, {576, 14, 1}, {576, 14, 2}, {960, 7, 1},
     };
-    struct dw_pools ps;
-    open_pools(&ps);
+    struct pools ps;
+    pools_open(&ps);
     double worst = 0;
     for (size_t i = 0; i < sizeof(LAYERS) / sizeof(LAYERS[0]); i++) {
         int o = (LAYERS[i].h - 1) / LAYERS[i].stride + 1;
@@ -203,7 +174,7 @@ TEST(kernels_dw_mobilenet_v2_shapes)
                              .dil_h = 1, .dil_w = 1, .groups = LAYERS[i].c, .act = K_ACT_RELU6};
         worst = fmax(worst, check_dw(ps.p, &p, 1, 0));
     }
-    close_pools(&ps);
+    pools_close(&ps);
     printf("  worst error %.2e\n", worst);
     ASSERT_LE(worst, TOL);
     return TEST_PASS;

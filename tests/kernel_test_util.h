@@ -1,0 +1,37 @@
+/*
+ * kernel_test_util.h - what the CPU kernel tests share: the thread pools
+ * every op runs under, iteration over the instruction sets this CPU has,
+ * and the output length of a sliding window.
+ */
+#ifndef KERNEL_TEST_UTIL_H
+#define KERNEL_TEST_UTIL_H
+
+#include "kernels/cpu/kcpu.h"
+#include "kernels/cpu/kcpu_impl.h"
+
+/* p[0] is NULL (the calling thread only), p[t] a pool of t threads. */
+struct pools {
+    struct kcpu_pool *p[4];
+};
+
+void pools_open(struct pools *ps);
+void pools_close(struct pools *ps);
+/* One of the four, at random. */
+struct kcpu_pool *pick_pool(const struct pools *ps);
+
+/* Cleanup handler: puts back the instruction set saved in *saved. */
+void restore_isa(const int *saved);
+
+/* Iterates isa over every instruction set the CPU has. The run-time choice
+ * comes back when the loop ends, also through a failed assertion's return,
+ * so later tests run under the ISA they expect. */
+#define FOR_EACH_ISA(isa)                                                                \
+    for (int saved_isa_ __attribute__((cleanup(restore_isa))) = (int)kcpu_isa(),         \
+             isa = KCPU_ISA_SCALAR;                                                      \
+         isa <= (int)kcpu_isa_hardware() && kcpu_isa_set_for_testing((enum kcpu_isa)isa) == 0; \
+         isa++)
+
+/* Output length of a convolution window along one axis (0 if none fits). */
+int conv_out(int in, int pad_lead, int pad_trail, int k, int dil, int stride);
+
+#endif /* KERNEL_TEST_UTIL_H */
