@@ -34,7 +34,7 @@
 
 struct cuda_dnn {
     void *lib;
-#define DNN_FIELD(name) __typeof__(name) *name;
+#define DNN_FIELD(name) __typeof__(name) *name; // NOLINT(bugprone-macro-parentheses): name is the declarator
     DNN_FUNCS(DNN_FIELD)
 #undef DNN_FIELD
 };

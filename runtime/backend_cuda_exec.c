@@ -240,7 +240,7 @@ static uint64_t signature(const struct cuda_session *cs)
     for (int i = 0; i < cs->n_ops; i++) {
         const struct cuda_op *op = &cs->ops[i];
         h = fnv(h, &op->kind, sizeof(op->kind));
-        h = fnv(h, &op->step, sizeof(op->step));
+        h = fnv(h, &op->step, sizeof(op->step)); // NOLINT(bugprone-sizeof-expression): hashes which step (the pointer), not its contents
         h = fnv(h, &op->io, sizeof(op->io));
         h = fnv(h, &op->dev, sizeof(op->dev));
         h = fnv(h, &op->stage, sizeof(op->stage));

@@ -178,6 +178,7 @@ enum rt_status cuda_q8_enqueue(struct cuda_session *cs, const struct rt_step *s,
             inner = 1;
             rows = batch * (in->sample_elems / c);
         }
+        // cppcheck-suppress invalidPointerCast ; dev is device bytes holding the float scales at off_scale
         KCHECK(cs, kcuda_dequantize_i32((int)rows, (int)c, inner, io->in[0], (const float *)(dev + q8->off_scale),
                                         io->out, st), err);
         return RT_OK;

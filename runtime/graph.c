@@ -618,7 +618,7 @@ enum rt_status rt_graph_finish(struct rt_graph *g, struct rt_model_config *cfg, 
     for (int i = 0; i < g->n_nodes; i++) {
         struct rt_node *n = &g->nodes[i];
         struct rt_tensor *o = &g->tensors[n->output];
-        if ((s = rt_graph_infer_node(g, n, &o->shape, err)) != RT_OK)
+        if (rt_graph_infer_node(g, n, &o->shape, err) != RT_OK)
             return rt_error_prefix(err, "%s", label);
         if (!rt_dims_product(o->shape.dims + 1, o->shape.rank - 1, &o->sample_elems) ||
             o->sample_elems > (1 << 28) || o->sample_elems < 1) {

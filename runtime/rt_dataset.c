@@ -84,7 +84,7 @@ static enum rt_status idx_load(const char *path, uint32_t magic, uint32_t *dims,
         goto done;
     }
     for (int i = 0; i < rank; i++) {
-        dims[i] = be32(head + 4 + 4 * i);
+        dims[i] = be32(head + 4 + (size_t)4 * i);
         uint32_t max = i == 0 ? 0x7fffffffu : IDX_MAX_SIDE;
         if (dims[i] < 1 || dims[i] > max || !rt_mul_size(total, dims[i], &total) ||
             total > IDX_MAX_BYTES) {
@@ -116,7 +116,7 @@ enum rt_status rt_dataset_load_idx(const char *images_path, const char *labels_p
                                    struct rt_dataset *out, struct rt_error *err)
 {
     memset(out, 0, sizeof(*out));
-    uint32_t idims[3], ldims[1];
+    uint32_t idims[3] = {0}, ldims[1] = {0};
     uint8_t *images, *labels = NULL;
     enum rt_status st = idx_load(images_path, IDX_MAGIC_IMAGES, idims, &images, err);
     if (st != RT_OK)

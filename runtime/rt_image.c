@@ -18,7 +18,7 @@
 #include "rt_checked.h"
 #include "rt_image_impl.h"
 
-#define DEFAULT_MAX_PIXELS (16 * 1024 * 1024)
+#define DEFAULT_MAX_PIXELS ((int64_t)16 * 1024 * 1024)
 #define DEFAULT_MAX_SIDE 16384
 
 static const uint8_t PNG_MAGIC[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
@@ -217,7 +217,7 @@ enum rt_status rt_image_preprocess(const struct rt_image *img, const struct rt_p
                 if (window)
                     v = window[((size_t)y * (size_t)W + (size_t)x) * (size_t)ch + (size_t)c];
                 else
-                    v = inside ? src[((size_t)sy * (size_t)w + (size_t)sx) * (size_t)ch + (size_t)c]
+                    v = inside ? (float)src[((size_t)sy * (size_t)w + (size_t)sx) * (size_t)ch + (size_t)c]
                                : 0.0f;
                 if (pre->invert)
                     v = 255.0f - v;

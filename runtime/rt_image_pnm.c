@@ -126,7 +126,7 @@ enum rt_status rt_image_decode_pnm(const uint8_t *data, size_t len, const struct
     if (c.p == c.end || (!pnm_is_space(*c.p) && *c.p != '#'))
         return rt_error_set(err, RT_ERR_INVALID, "malformed PNM header");
 
-    uint32_t width, height, maxval;
+    uint32_t width = 0, height = 0, maxval = 0;
     enum rt_status st;
     if ((st = pnm_read_number(&c, PNM_MAX_NUMBER, "width", &width, err)) != RT_OK ||
         (st = pnm_read_number(&c, PNM_MAX_NUMBER, "height", &height, err)) != RT_OK ||

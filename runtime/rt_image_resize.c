@@ -17,6 +17,7 @@
  * output pixel depends on its own taps alone, so that changes nothing.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "rt_checked.h"
@@ -48,9 +49,8 @@ static void axis_free(struct resize_axis *a)
 /* Taps for output positions first .. first + n - 1 of a resize from in_size
  * to out_size (precompute_coeffs and normalize_coeffs_8bpc in PIL, same
  * expressions in the same order); positions outside 0 .. out_size - 1 get
- * no taps. */
-static enum rt_status axis_init(struct resize_axis *a, int in_size, int out_size, int first, int n,
-                                struct rt_error *err)
+ * no taps. Returns false when out of memory, with nothing left allocated. */
+static bool axis_init(struct resize_axis *a, int in_size, int out_size, int first, int n)
 {
     double scale = (double)in_size / out_size;
     double filterscale = scale < 1.0 ? 1.0 : scale;
@@ -67,7 +67,7 @@ static enum rt_status axis_init(struct resize_axis *a, int in_size, int out_size
     if (!a->start || !a->count || !a->k || !w) {
         free(w);
         axis_free(a);
-        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for resize coefficients");
+        return false;
     }
     for (int i = 0; i < n; i++) {
         int pos = first + i;
@@ -92,7 +92,7 @@ static enum rt_status axis_init(struct resize_axis *a, int in_size, int out_size
         a->count[i] = hi - lo;
     }
     free(w);
-    return RT_OK;
+    return true;
 }
 
 /* PIL's clip8: the fixed-point sum back to a byte, clamped. */
@@ -110,12 +110,11 @@ enum rt_status rt_image_resize(const uint8_t *in, int in_w, int in_h, int ch, in
                                struct rt_error *err)
 {
     struct resize_axis ax, ay;
-    enum rt_status st = axis_init(&ax, in_w, out_w, crop_x, crop_w, err);
-    if (st != RT_OK)
-        return st;
-    if ((st = axis_init(&ay, in_h, out_h, crop_y, crop_h, err)) != RT_OK) {
+    if (!axis_init(&ax, in_w, out_w, crop_x, crop_w))
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for resize coefficients");
+    if (!axis_init(&ay, in_h, out_h, crop_y, crop_h)) {
         axis_free(&ax);
-        return st;
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for resize coefficients");
     }
     /* Input rows [y0, y1) feed the window's output rows. */
     int y0 = in_h, y1 = 0;
@@ -152,7 +151,9 @@ enum rt_status rt_image_resize(const uint8_t *in, int in_w, int in_h, int ch, in
         uint8_t *dst = out + (size_t)y * row;
         for (size_t i = 0; i < row; i++) {
             int32_t acc = 1 << (PRECISION_BITS - 1);
+            /* Taps lie in rows [y0, y1), so tmp is allocated and filled there. */
             for (int t = 0; t < ay.count[y]; t++)
+                // NOLINTNEXTLINE(clang-analyzer-core.NullDereference,clang-analyzer-core.UndefinedBinaryOperatorResult)
                 acc += tmp[(size_t)(ay.start[y] + t - y0) * row + i] * k[t];
             dst[i] = ay.count[y] ? clip8(acc) : 0;
         }

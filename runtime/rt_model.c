@@ -15,7 +15,7 @@
 #include "rt_onnx.h"
 #include "rt_quant.h"
 
-#define MAX_MODEL_JSON (64u * 1024u * 1024u)
+#define MAX_MODEL_JSON ((size_t)64 * 1024 * 1024)
 #define MAX_LABELS 100000
 #define MAX_LABEL_LEN 256
 
@@ -38,10 +38,13 @@ struct rt_session {
     char *arena;
 };
 
-/* Reads a whole small file; RT_ERR_NOT_FOUND when it does not exist. */
+/* Reads a whole small file; RT_ERR_NOT_FOUND when it does not exist. On
+ * failure *out is NULL and *len 0. */
 static enum rt_status read_file(const char *path, const char *label, size_t max, char **out, size_t *len,
                                 struct rt_error *err)
 {
+    *out = NULL;
+    *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return rt_error_set(err, errno == ENOENT ? RT_ERR_NOT_FOUND : RT_ERR_IO, "%s: cannot open (%s)", label,

@@ -19,7 +19,7 @@
 #include "rt_status.h"
 #include "rt_types.h"
 
-#define RT_SAFETENSORS_MAX_HEADER (100u * 1024u * 1024u)
+#define RT_SAFETENSORS_MAX_HEADER ((uint64_t)100 * 1024 * 1024)
 
 struct rt_st_tensor {
     char *name;

@@ -69,6 +69,7 @@ static void write_predictions(struct srv_buf *b, const struct rt_model_config *c
             if (!used[i] && (best < 0 || prob[i] > prob[best]))
                 best = i;
         }
+        RT_ASSERT(best >= 0); /* k <= n: the caller caps top_k at the class count */
         used[best] = true;
         srv_buf_puts(b, j ? ",{\"label\":" : "{\"label\":");
         if (best < cfg->n_labels && cfg->labels && cfg->labels[best])

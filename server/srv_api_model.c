@@ -151,7 +151,7 @@ void srv_handle_model_stats(struct srv_request *r)
         struct srv_model *m = srv_request_model(r);
         if (!m)
             return;
-        models = malloc(sizeof(*models));
+        models = malloc(sizeof(struct srv_model *));
         if (!models) {
             srv_model_unref(m);
             srv_reply_error(r, 503, "out of memory");

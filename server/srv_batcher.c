@@ -2,9 +2,11 @@
 #include "srv_batcher.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/rt_checked.h"
 #include "srv_clock.h"
@@ -13,8 +15,11 @@
 /* Fault injection for the tests (CI has no GPU and plenty of memory):
  * INFERD_FAULT=arena-oom fails every batch as if its arena could not be
  * allocated; INFERD_FAULT=device-error fails it as a CUDA error that
- * poisons the context would. Read once per batcher, never on the hot path. */
-enum fault { FAULT_NONE = 0, FAULT_ARENA_OOM, FAULT_DEVICE_ERROR };
+ * poisons the context would; INFERD_FAULT=slow makes every batch take
+ * FAULT_SLOW_MS longer, so tests can hold jobs in the queue. Read once per
+ * batcher, never on the hot path. */
+enum fault { FAULT_NONE = 0, FAULT_ARENA_OOM, FAULT_DEVICE_ERROR, FAULT_SLOW };
+enum { FAULT_SLOW_MS = 50 };
 
 static enum fault fault_from_env(void)
 {
@@ -25,6 +30,8 @@ static enum fault fault_from_env(void)
         return FAULT_ARENA_OOM;
     if (strcmp(f, "device-error") == 0)
         return FAULT_DEVICE_ERROR;
+    if (strcmp(f, "slow") == 0)
+        return FAULT_SLOW;
     return FAULT_NONE;
 }
 
@@ -172,6 +179,8 @@ static void run_batch(struct worker *w, struct srv_job **jobs, int n_jobs, int r
         st = rt_error_set(&err, RT_ERR_DEVICE, "CUDA error: an illegal memory access (injected)");
     else
         st = rt_session_run(w->session, rows, in, out, &err);
+    if (b->fault == FAULT_SLOW)
+        nanosleep(&(struct timespec){0, FAULT_SLOW_MS * 1000000L}, NULL);
     int64_t t2 = srv_now_ns();
     if (st == RT_OK && n_jobs > 1) {
         for (int i = 0; i < cfg->n_outputs; i++) {
@@ -261,7 +270,7 @@ static enum rt_status worker_init(struct worker *w, const struct rt_model *model
     size_t max = (size_t)cfg->max_batch_size;
     if (rt_session_create(model, &w->session, err) != RT_OK)
         return err->status;
-    w->jobs = calloc(max, sizeof(*w->jobs));
+    w->jobs = calloc(max, sizeof(struct srv_job *));
     if (!w->jobs)
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for the batch");
     size_t bytes;
@@ -371,6 +380,14 @@ int srv_batcher_queue_depth(struct srv_batcher *b)
     return d;
 }
 
+bool srv_batcher_is_worker_thread(const struct srv_batcher *b)
+{
+    for (int i = 0; i < b->n_workers; i++)
+        if (b->workers[i].started && pthread_equal(b->workers[i].thread, pthread_self()))
+            return true;
+    return false;
+}
+
 void srv_batcher_free(struct srv_batcher *b)
 {
     if (!b)
@@ -380,8 +397,10 @@ void srv_batcher_free(struct srv_batcher *b)
     pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->mu);
     for (int i = 0; b->workers && i < b->n_workers; i++) {
-        if (b->workers[i].started)
-            pthread_join(b->workers[i].thread, NULL);
+        if (b->workers[i].started) {
+            int rc = pthread_join(b->workers[i].thread, NULL);
+            RT_ASSERT(rc == 0); /* EDEADLK: called from this worker (see srv_model_unref) */
+        }
         worker_release(&b->workers[i]);
     }
     free(b->workers);

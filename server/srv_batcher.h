@@ -67,7 +67,11 @@ enum rt_status srv_batcher_submit(struct srv_batcher *b, struct srv_job *job, in
 /* Jobs waiting (not yet running). */
 int srv_batcher_queue_depth(struct srv_batcher *b);
 
-/* Lets the workers finish every queued job, then joins them and frees all. */
+/* Whether the caller runs on one of b's workers (inside a job's done()). */
+bool srv_batcher_is_worker_thread(const struct srv_batcher *b);
+
+/* Lets the workers finish every queued job, then joins them and frees all.
+ * Not from one of b's own workers: a thread cannot join itself. */
 void srv_batcher_free(struct srv_batcher *b);
 
 #endif /* SRV_BATCHER_H */

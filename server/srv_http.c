@@ -37,7 +37,7 @@ int srv_http_status(enum rt_status st)
     case RT_ERR_NOT_FOUND: return 404;
     case RT_ERR_UNSUPPORTED: return 415;
     case RT_ERR_TOO_LARGE: return 413;
-    case RT_ERR_UNAVAILABLE: return 503;
+    case RT_ERR_UNAVAILABLE:
     case RT_ERR_NO_MEMORY: return 503;
     case RT_ERR_BAD_MODEL:
     case RT_ERR_IO:
@@ -488,9 +488,13 @@ enum rt_status srv_http_start(struct srv_server *srv, struct srv_http **out, str
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned threads = cfg->http_threads > 0 ? (unsigned)cfg->http_threads
                                              : (unsigned)(cores > 0 ? cores : 1);
-    /* Not MHD_USE_TURBO: with a thread pool on epoll, libmicrohttpd 0.9.75
-     * panics in MHD_quiesce_daemon (the drain) when turbo is on. */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+    /* poll(), not MHD_USE_EPOLL: libmicrohttpd 0.9.75 registers connections
+     * edge-triggered and takes a short recv() to mean "drained"
+     * (recv_param_adapter clears MHD_EPOLL_STATE_READ_READY), so a client's
+     * FIN that arrived with its last bytes is never read: the socket sat in
+     * CLOSE-WAIT until --idle-timeout. poll() is level-triggered and sees it.
+     * Not MHD_USE_TURBO either (it panicked in MHD_quiesce_daemon on epoll). */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                      MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
@@ -529,12 +533,11 @@ int srv_http_port(const struct srv_http *h) { return h->port; }
 void srv_http_quiesce(struct srv_http *h)
 {
     /* Closed only after MHD_stop_daemon: the pool's threads may still be
-     * taking it out of their epoll sets, and a closed descriptor number can
-     * be reused by the next accepted connection (a race ThreadSanitizer saw). */
-    /* No shutdown() on it either: that wakes the pool's epoll loops while
-     * they remove the descriptor, and libmicrohttpd 0.9.75 then panics
-     * ("Failed to remove listen FD from epoll set"). Clients that connect
-     * during the drain wait in the backlog and are reset when it closes. */
+     * watching it, and a closed descriptor number can be reused by the next
+     * accepted connection (a race ThreadSanitizer saw). No shutdown() on it
+     * either: when the pool ran on epoll, that made libmicrohttpd 0.9.75
+     * panic ("Failed to remove listen FD from epoll set"). Clients that
+     * connect during the drain wait in the backlog and are reset at exit. */
     h->quiesced_fd = MHD_quiesce_daemon(h->daemon);
 }
 

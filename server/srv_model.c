@@ -1,11 +1,13 @@
 /* srv_model.c - loading a model with its batcher, and reference counting. */
 #include "srv_model.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "srv_clock.h"
+#include "srv_log.h"
 
 enum rt_status srv_model_load(const char *dir, const char *name, struct rt_backend *be,
                               const struct srv_batcher_options *opt, struct srv_model **out,
@@ -40,12 +42,40 @@ enum rt_status srv_model_load(const char *dir, const char *name, struct rt_backe
 
 void srv_model_ref(struct srv_model *m) { atomic_fetch_add(&m->refs, 1); }
 
-void srv_model_unref(struct srv_model *m)
+static void model_free(struct srv_model *m)
 {
-    if (!m || atomic_fetch_sub(&m->refs, 1) != 1)
-        return;
     srv_batcher_free(m->batcher);
     srv_stats_destroy(&m->stats);
     rt_model_free(m->rt);
     free(m);
+}
+
+static void *model_free_thread(void *m)
+{
+    model_free(m);
+    return NULL;
+}
+
+void srv_model_unref(struct srv_model *m)
+{
+    if (!m || atomic_fetch_sub(&m->refs, 1) != 1)
+        return;
+    /* The last reference can drop on one of the model's own batcher workers:
+     * a request whose client vanished is freed by its job's done(), and if
+     * the model was unloaded meanwhile that frees the model. A worker cannot
+     * join itself, so another thread does it (the worker returns first). */
+    if (m->batcher && srv_batcher_is_worker_thread(m->batcher)) {
+        pthread_t t;
+        pthread_attr_t attr;
+        bool spawned = pthread_attr_init(&attr) == 0;
+        if (spawned) {
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            spawned = pthread_create(&t, &attr, model_free_thread, m) == 0;
+            pthread_attr_destroy(&attr);
+        }
+        if (!spawned)
+            srv_log_error("model %s: no thread to free it; its memory stays allocated", m->name);
+        return;
+    }
+    model_free(m);
 }

@@ -212,11 +212,12 @@ enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_err
     char dir[PATH_MAX + RT_NAME_MAX + 2];
     snprintf(dir, sizeof(dir), "%s/%s", r->dir, name);
     struct srv_model *m = NULL;
-    enum rt_status st = model_contained(r->dir, dir)
-                            ? srv_model_load(dir, name, r->be, &r->opt, &m, err)
-                            : rt_error_set(err, RT_ERR_BAD_MODEL,
-                                           "model %s: a file links outside the model repository",
-                                           name);
+    enum rt_status st = RT_ERR_BAD_MODEL;
+    if (model_contained(r->dir, dir))
+        st = srv_model_load(dir, name, r->be, &r->opt, &m, err);
+    else
+        rt_error_set(err, RT_ERR_BAD_MODEL, "model %s: a file links outside the model repository",
+                     name);
     if (st != RT_OK) {
         scrub_path(err->msg, dir);
         scrub_path(err->msg, r->dir);
@@ -236,13 +237,14 @@ enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_err
     }
     pthread_mutex_unlock(&r->mu);
     srv_model_unref(old);
-    pthread_mutex_unlock(&r->load_mu);
+    /* still under load_mu: a concurrent unload or reload could free m */
     if (st == RT_OK)
         srv_log_info("model %s loaded in %.1f ms (max batch %d, %d instance%s)", name,
                      m->load_seconds * 1e3, m->cfg->max_batch_size, m->cfg->instance_count,
                      m->cfg->instance_count == 1 ? "" : "s");
     else
         srv_log_error("model %s failed to load: %s", name, err->msg);
+    pthread_mutex_unlock(&r->load_mu);
     return st;
 }
 
@@ -313,7 +315,7 @@ enum rt_status srv_repo_acquire(struct srv_repo *r, const char *name, struct srv
 int srv_repo_ready_models(struct srv_repo *r, struct srv_model ***out)
 {
     pthread_mutex_lock(&r->mu);
-    struct srv_model **list = calloc((size_t)(r->n ? r->n : 1), sizeof(*list));
+    struct srv_model **list = calloc((size_t)(r->n ? r->n : 1), sizeof(struct srv_model *));
     int k = 0;
     for (int i = 0; list && i < r->n; i++) {
         if (r->entries[i].model) {

@@ -10,14 +10,10 @@ SOAK_SECONDS=${SOAK_SECONDS:-600}
 dir=$(mktemp -d /tmp/inferd-soak-XXXXXX)
 cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
+# shellcheck source=tests/inferd_daemon.sh
+. "$(dirname "$0")/inferd_daemon.sh"
 
-"$BUILD/inferd" --model-repository model_repository --http-port 0 --port-file "$dir/port" \
-  --log-level warn 2>"$dir/inferd.log" &
-pid=$!
-for _ in $(seq 300); do [ -s "$dir/port" ] && break; sleep 0.1; done
-port=$(cat "$dir/port")
-url="http://127.0.0.1:$port"
-until curl -sf "$url/v2/health/ready" >/dev/null; do sleep 0.2; done
+start_inferd model_repository
 
 "$BUILD/inferd-loadgen" --url "$url" --model lenet5 --kind infer-json --mode closed \
   --concurrency 16 --duration 10 --warmup 2 --no-progress --out "$dir/peak" >/dev/null

@@ -23,7 +23,7 @@ static struct icl_tensor fp32_input(const float *x, int rows)
 TEST(client_encode_json)
 {
     float x[2 * 784];
-    test_rand_fill(x, 2 * 784, -3.0f, 3.0f);
+    test_rand_fill(x, (int64_t)2 * 784, -3.0f, 3.0f);
     struct icl_tensor in = fp32_input(x, 2);
     struct icl_output_request out = {"logits", 3};
     struct icl_infer_request req = {.id = "req \"7\"", .n_inputs = 1, .inputs = &in,
@@ -56,7 +56,7 @@ TEST(client_encode_json)
 TEST(client_encode_binary)
 {
     float x[3 * 784];
-    test_rand_fill(x, 3 * 784, -1.0f, 1.0f);
+    test_rand_fill(x, (int64_t)3 * 784, -1.0f, 1.0f);
     struct icl_tensor in = fp32_input(x, 3);
     struct icl_infer_request req = {.n_inputs = 1, .inputs = &in, .binary_inputs = true,
                                     .binary_outputs = true};
@@ -64,7 +64,7 @@ TEST(client_encode_binary)
     size_t len, header_len;
     ASSERT_EQ_INT(icl_infer_encode(&req, &body, &len, &header_len, NULL), ICL_OK);
     ASSERT_EQ_INT(len - header_len, sizeof(x));
-    ASSERT_TRUE(memcmp(body + header_len, x, sizeof(x)) == 0);
+    ASSERT_TRUE(memcmp(body + header_len, x, sizeof(x)) == 0); // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the wire bytes must be the floats bit for bit
     cJSON *root = cJSON_ParseWithLength((const char *)body, header_len);
     free(body);
     ASSERT_TRUE(root);

@@ -164,7 +164,7 @@ static enum test_result infer_raw_and_json(struct http_daemon *d)
 {
     enum { ROWS = 2 };
     static float x[ROWS * 784], want[ROWS * 10];
-    test_rand_fill(x, ROWS * 784, -0.8f, 2.8f);
+    test_rand_fill(x, (int64_t)ROWS * 784, -0.8f, 2.8f);
     struct http_offline off;
     ASSERT_TRUE(http_offline_open(&off, HTTP_SOURCE_MODEL));
     bool ran = http_offline_run(&off, ROWS, x, want);
@@ -196,7 +196,7 @@ static enum test_result infer_raw_and_json(struct http_daemon *d)
                 break;
             n++;
         }
-        if (n != rows * 10 || test_rel_error(got, want, rows * 10) > 1e-5) {
+        if (n != rows * 10 || test_rel_error(got, want, (int64_t)rows * 10) > 1e-5) {
             printf("  mode %d: status %d, %d values, output:\n%s\n", mode, r.status, n,
                    r.out ? r.out : "");
             result = TEST_FAIL;

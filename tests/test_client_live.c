@@ -87,7 +87,7 @@ static enum test_result infer_matches(struct icl_client *c, const float *x, int 
     ASSERT_STR_EQ(o->datatype, "FP32");
     ASSERT_EQ_INT(o->shape[0], rows);
     ASSERT_EQ_INT(o->byte_size, (size_t)rows * 10 * sizeof(float));
-    double rel = test_rel_error(o->data, want, rows * 10);
+    double rel = test_rel_error(o->data, want, (int64_t)rows * 10);
     icl_infer_result_free(&res);
     /* binary answers are the server's floats bit for bit; JSON ones are
      * printed by the server and may round the last digit */
@@ -99,7 +99,7 @@ static enum test_result infer(struct http_daemon *d)
 {
     enum { ROWS = 3 };
     static float x[ROWS * 784], want[ROWS * 10];
-    test_rand_fill(x, ROWS * 784, -0.8f, 2.8f);
+    test_rand_fill(x, (int64_t)ROWS * 784, -0.8f, 2.8f);
     struct http_offline off;
     ASSERT_TRUE(http_offline_open(&off, HTTP_SOURCE_MODEL));
     bool ran = http_offline_run(&off, ROWS, x, want);
@@ -116,7 +116,7 @@ static enum test_result infer(struct http_daemon *d)
     }
     /* the classification extension, binary: BYTES "score:index:label" */
     struct icl_tensor in = {.name = "input", .datatype = "FP32", .rank = 4,
-                            .shape = {1, 1, 28, 28}, .data = x, .byte_size = 784 * 4};
+                            .shape = {1, 1, 28, 28}, .data = x, .byte_size = 784 * sizeof(float)};
     struct icl_output_request out = {"logits", 2};
     struct icl_infer_request req = {.n_inputs = 1, .inputs = &in, .n_outputs = 1,
                                     .outputs = &out, .binary_outputs = true};
@@ -161,12 +161,12 @@ static enum test_result classify(struct http_daemon *d)
     static float x[N * 784], want[N * 10];
     bool ok = true;
     for (int i = 0; i < N && ok; i++) {
-        struct rt_image im = {28, 28, 1, ds.images + i * 784}, dec;
+        struct rt_image im = {28, 28, 1, ds.images + (size_t)i * 784}, dec;
         size_t len = 0;
         ok = rt_image_encode_png(&im, &png[i], &len, &rerr) == RT_OK &&
              rt_image_decode(png[i], len, NULL, &dec, &rerr) == RT_OK;
         if (ok) {
-            ok = rt_image_preprocess(&dec, &off.cfg->pre, x + i * 784, &rerr) == RT_OK;
+            ok = rt_image_preprocess(&dec, &off.cfg->pre, x + (size_t)i * 784, &rerr) == RT_OK;
             rt_image_free(&dec);
         }
         img[i] = (struct icl_image){png[i], len, "image/png", NULL};
@@ -188,11 +188,11 @@ static enum test_result classify(struct http_daemon *d)
         }
         for (int i = 0; i < n && r == TEST_PASS; i++) {
             const struct icl_classification *k = &res.results[i];
-            if (k->n_predictions != 3 || k->predictions[0].index != http_argmax(want + i * 10, 10) ||
+            if (k->n_predictions != 3 || k->predictions[0].index != http_argmax(want + (size_t)i * 10, 10) ||
                 !(k->predictions[0].score >= k->predictions[1].score) || k->total_us < 0) {
                 printf("  image %d: %d predictions, top %d, want %d\n", i, k->n_predictions,
                        k->n_predictions ? k->predictions[0].index : -1,
-                       http_argmax(want + i * 10, 10));
+                       http_argmax(want + (size_t)i * 10, 10));
                 r = TEST_FAIL;
             }
         }

@@ -260,10 +260,10 @@ TEST(cuda_op_global_avg_pool)
         enum kcuda_dtype t = DTYPES[i % 2];
         int n = test_rand_int(1, 9), c = test_rand_int(1, 70);
         int64_t hw = i < 2 ? 49 : test_rand_int(1, 400);
-        float *x = rand_buf(n * c * hw, -2, 2, t), *ref = out_buf(n * c);
+        float *x = rand_buf((int64_t)n * c * hw, -2, 2, t), *ref = out_buf((int64_t)n * c);
         kref_global_avg_pool_f32(n, c, hw, x, ref);
-        void *dx = dbuf_upload(x, n * c * hw, t), *dy = dbuf_poisoned(n * c, t);
-        failed += !finish("global avg pool", dy, ref, n * c, t, kcuda_global_avg_pool(n, c, hw, t, dx, dy, 0));
+        void *dx = dbuf_upload(x, (int64_t)n * c * hw, t), *dy = dbuf_poisoned((int64_t)n * c, t);
+        failed += !finish("global avg pool", dy, ref, (int64_t)n * c, t, kcuda_global_avg_pool(n, c, hw, t, dx, dy, 0));
         dbuf_free(dx), dbuf_free(dy);
         free(x), free(ref);
     }
@@ -344,7 +344,7 @@ TEST(cuda_op_bias_act)
     for (int i = 0; i < 8; i++) {
         enum kcuda_dtype t = DTYPES[i % 2];
         int n = test_rand_int(1, 4), c = test_rand_int(1, 40);
-        int64_t hw = test_rand_int(1, 200), count = n * c * hw;
+        int64_t hw = test_rand_int(1, 200), count = (int64_t)n * c * hw;
         enum k_act act = (enum k_act)test_rand_int(0, K_ACT_COUNT - 1);
         bool use_res = i % 4 < 2;
         float *y = rand_buf(count, -3, 3, t), *r = rand_buf(count, -1, 1, t), *b = rand_buf(c, -1, 1, KCUDA_F32);
@@ -375,7 +375,7 @@ TEST(cuda_op_convert)
     bool ok = e == cudaSuccess && dbuf_download(out, dy, n, KCUDA_F32);
     int64_t differ = 0;
     for (int64_t i = 0; ok && i < n; i++)
-        differ += memcmp(&out[i], &ref[i], sizeof(float)) != 0;
+        differ += memcmp(&out[i], &ref[i], sizeof(float)) != 0; // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the round trip must be exact
     dbuf_free(dx), dbuf_free(dh), dbuf_free(dy);
     free(x), free(ref), free(out);
     TEST_FAIL_IF(!ok, "conversion failed: %s", cudaGetErrorString(e));
@@ -463,11 +463,11 @@ TEST(cuda_pack_emulated)
             for (int m = 0; m < p.n * pixels; m++) {
                 int img = m / pixels, pix = m % pixels;
                 int ih0 = pix / p.ow * p.stride_h - p.pad_t, iw0 = pix % p.ow * p.stride_w - p.pad_l;
-                const float *xb = x + ((int64_t)img * p.c + g * cg) * p.h * p.w;
+                const float *xb = x + ((int64_t)img * p.c + (int64_t)g * cg) * p.h * p.w;
                 for (int n = 0; n < n_cols; n++) {
                     double acc = 0;
                     for (int k = 0; k < kpad; k++) {
-                        const int *t = table + 4 * k;
+                        const int *t = table + (size_t)k * 4;
                         int ih = ih0 + t[1], iw = iw0 + t[2];
                         bool in = (unsigned)ih < (unsigned)p.h && (unsigned)iw < (unsigned)p.w;
                         acc += (in ? xb[t[0] + ih * p.w + iw] : 0.0) * packed[((int64_t)g * kpad + k) * npad + n];

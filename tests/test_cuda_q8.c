@@ -283,14 +283,14 @@ TEST(cuda_q8_pool)
     for (int i = 0; i < 10; i++) {
         int n = test_rand_int(1, 4), c = test_rand_int(1, 70);
         int64_t hw = test_rand_int(1, i % 3 == 0 ? 3000 : 60);
-        int8_t *x = rand_q8(n * c * hw), *ref = malloc((size_t)(n * c));
+        int8_t *x = rand_q8((int64_t)n * c * hw), *ref = malloc((size_t)n * c);
         RT_ASSERT(ref);
         struct k_q8_mult m = rt_q8_mult(test_rand_float(0.5f, 2.0f) / (double)hw);
         kref_global_avg_pool_q8(n, c, hw, m, x, ref);
-        void *dx = dput(x, (size_t)(n * c * hw)), *dy = dput(NULL, (size_t)(n * c));
+        void *dx = dput(x, (size_t)n * c * hw), *dy = dput(NULL, (size_t)n * c);
         char what[80];
         snprintf(what, sizeof(what), "global avg pool q8 n%d c%d hw%lld", n, c, (long long)hw);
-        failed += !dcheck(what, kcuda_global_avg_pool_q8(n, c, hw, m, dx, dy, 0), dy, ref, (size_t)(n * c));
+        failed += !dcheck(what, kcuda_global_avg_pool_q8(n, c, hw, m, dx, dy, 0), dy, ref, (size_t)n * c);
         cudaFree(dx), cudaFree(dy);
         free(x), free(ref);
     }
@@ -352,7 +352,7 @@ TEST(cuda_q8_elementwise)
     /* I32 accumulators dequantised per channel */
     for (int i = 0; i < 6; i++) {
         int n = test_rand_int(1, 4), c = test_rand_int(1, 40);
-        int64_t inner = test_rand_int(1, 50), count = n * c * inner;
+        int64_t inner = test_rand_int(1, 50), count = (int64_t)n * c * inner;
         int32_t *x = malloc(sizeof(int32_t) * (size_t)count);
         float *sc = malloc(sizeof(float) * (size_t)c), *ref = malloc(sizeof(float) * (size_t)count);
         RT_ASSERT(x && sc && ref);
@@ -391,6 +391,7 @@ TEST(cuda_q8_concat)
             mults[j] = rand_mult(0.2, 1.8);
         }
         int64_t ny = p.outer * total * p.inner;
+        RT_ASSERT(ny > 0);
         int8_t *ref = malloc((size_t)ny);
         RT_ASSERT(ref);
         kref_concat_q8(&p, (const int8_t *const *)in, lens, mults, ref);
@@ -466,21 +467,26 @@ static enum test_result int8_model_vs_cpu(const char *name)
     float *x = malloc(sizeof(float) * (size_t)ds.count * (size_t)in_elems);
     float *ref = malloc(sizeof(float) * (size_t)ds.count * (size_t)classes);
     float *y = malloc(sizeof(float) * (size_t)ds.count * (size_t)classes);
-    RT_ASSERT(x && ref && y);
+    RT_ASSERT(x && ref && y && ds.count > 0);
     for (int i = 0; i < ds.count; i++) {
         struct rt_image img = {ds.cols, ds.rows, 1, ds.images + (size_t)i * (size_t)(ds.rows * ds.cols)};
         RT_ASSERT(rt_image_preprocess(&img, &cfg->pre, x + (int64_t)i * in_elems, &err) == RT_OK);
     }
     rt_model_free(m);
-    TEST_FAIL_IF(!run_model(src, cpu, ds.count, in_elems, x, classes, ref, &err), "CPU: %s", err.msg);
+    bool cpu_ok = run_model(src, cpu, ds.count, in_elems, x, classes, ref, &err);
+    size_t count = (size_t)ds.count * (size_t)classes;
     int failed = 0;
-    for (int graphs = 1; graphs >= 0; graphs--) {
+    for (int graphs = 1; cpu_ok && graphs >= 0; graphs--) {
         if (!graphs)
             setenv("INFERD_CUDA_GRAPHS", "0", 1);
         enum rt_status st = rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, &gpu, &err);
         unsetenv("INFERD_CUDA_GRAPHS");
-        TEST_FAIL_IF(st != RT_OK, "CUDA backend: %s", err.msg);
-        memset(y, 0xff, sizeof(float) * (size_t)ds.count * (size_t)classes);
+        if (st != RT_OK) {
+            printf("  %s graphs %d: CUDA backend: %s\n", name, graphs, err.msg);
+            failed++;
+            continue;
+        }
+        memset(y, 0xff, sizeof(float) * count);
         bool ran = run_model(src, gpu, ds.count, in_elems, x, classes, y, &err);
         rt_backend_free(gpu);
         if (!ran) {
@@ -488,11 +494,10 @@ static enum test_result int8_model_vs_cpu(const char *name)
             failed++;
             continue;
         }
-        size_t bytes = sizeof(float) * (size_t)ds.count * (size_t)classes;
-        if (memcmp(y, ref, bytes) != 0) {
-            size_t i = 0;
-            while (memcmp(&y[i], &ref[i], sizeof(float)) == 0)
-                i++;
+        size_t i = 0;
+        while (i < count && memcmp(&y[i], &ref[i], sizeof(float)) == 0) // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): bit for bit
+            i++;
+        if (i < count) {
             printf("  %s graphs %d: output %zu (sample %zu) is %.9g on CUDA, %.9g on the CPU\n", name, graphs, i,
                    i / (size_t)classes, y[i], ref[i]);
             failed++;
@@ -501,6 +506,7 @@ static enum test_result int8_model_vs_cpu(const char *name)
     free(x), free(ref), free(y);
     rt_dataset_free(&ds);
     rt_backend_free(cpu);
+    TEST_FAIL_IF(!cpu_ok, "CPU: %s", err.msg);
     TEST_FAIL_IF(failed, "%s: %d CUDA runs differ from the CPU backend", name, failed);
     return TEST_PASS;
 }

@@ -38,7 +38,7 @@ const char *cuda_test_unusable(void)
 void round_to_half(float *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
-        x[i] = (float)(_Float16)x[i];
+        x[i] = k_f16_round(x[i]);
 }
 
 void *dbuf_upload(const float *host, int64_t n, enum kcuda_dtype t)
@@ -47,9 +47,9 @@ void *dbuf_upload(const float *host, int64_t n, enum kcuda_dtype t)
     void *dev, *buf = malloc((size_t)n * es + 1);
     RT_ASSERT(buf);
     if (t == KCUDA_F16) {
-        _Float16 *h = buf;
+        uint16_t *h = buf;
         for (int64_t i = 0; i < n; i++)
-            h[i] = (_Float16)host[i];
+            h[i] = k_f16_from_f32(host[i]);
     } else {
         memcpy(buf, host, (size_t)n * es);
     }
@@ -82,7 +82,7 @@ bool dbuf_download(float *host, const void *dev, int64_t n, enum kcuda_dtype t)
         return false;
     }
     for (int64_t i = 0; i < n; i++)
-        host[i] = t == KCUDA_F16 ? (float)((const _Float16 *)(const void *)buf)[i] : ((const float *)(const void *)buf)[i];
+        host[i] = t == KCUDA_F16 ? k_f32_from_f16(((const uint16_t *)(const void *)buf)[i]) : ((const float *)(const void *)buf)[i];
     bool guard_ok = true;
     for (size_t i = (size_t)n * es; i < bytes; i++)
         guard_ok &= buf[i] == 0xff;

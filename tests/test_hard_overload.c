@@ -91,7 +91,7 @@ static enum test_result overload_run(struct http_daemon *d)
     struct overload o = {.d = d, .body = body};
     o.when = malloc(MAX_SAMPLES * sizeof(double));
     o.latency = malloc(MAX_SAMPLES * sizeof(double));
-    ASSERT_TRUE(o.when && o.latency);
+    RT_ASSERT(o.when && o.latency);
     o.t_start = now_s();
     o.t_end = o.t_start + seconds;
     pthread_t th[CLIENTS];

@@ -126,12 +126,14 @@ static enum test_result bad_transport(struct http_daemon *d)
     const char head[] = "POST " INFER " HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n";
     bool sent = http_raw_send(fd, head, sizeof(head) - 1);
     static char chunk[16 * 1024 + 16];
-    int hl = snprintf(chunk, sizeof(chunk), "%x\r\n", 16 * 1024);
-    memset(chunk + hl, ' ', 16 * 1024);
-    memcpy(chunk + hl + 16 * 1024, "\r\n", 2);
+    const size_t size = (size_t)16 * 1024;
+    int hl = snprintf(chunk, sizeof(chunk), "%zx\r\n", size);
+    memset(chunk + hl, ' ', size);
+    memcpy(chunk + hl + size, "\r\n", sizeof("\r\n"));
     for (int i = 0; i < 6 && sent; i++)
-        sent = http_raw_send(fd, chunk, (size_t)hl + 16 * 1024 + 2);
-    sent = sent && http_raw_send(fd, "0\r\n\r\n", 5);
+        sent = http_raw_send(fd, chunk, (size_t)hl + size + 2);
+    if (sent)
+        http_raw_send(fd, "0\r\n\r\n", 5);
     status = http_raw_status(fd, 5000);
     close(fd);
     ASSERT_EQ_INT(status, 413);
@@ -245,7 +247,7 @@ static enum test_result bad_images(struct http_daemon *d)
     size_t len = (size_t)n + tiny_len;
     EXPECT_POST(d, CLASSIFY, "multipart/form-data", body, len, 400);
     EXPECT_POST(d, CLASSIFY, mp, body, len, 400);                             /* unterminated */
-    memcpy(body + len, "\r\n--XyZ--\r\n", 11);
+    memcpy(body + len, "\r\n--XyZ--\r\n", sizeof("\r\n--XyZ--\r\n"));
     EXPECT_POST(d, CLASSIFY, mp, body, len + 11, 200);                        /* now complete */
     EXPECT_POST(d, CLASSIFY, mp, "--XyZ--\r\n", 9, 400);
     EXPECT_POST(d, CLASSIFY, mp, "no boundary line here", 21, 400);

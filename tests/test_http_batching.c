@@ -63,8 +63,8 @@ static struct client *make_clients(const struct http_daemon *d, const char *mode
     http_offline_close(&off);
     for (int i = 0; i < n; i++) {
         c[i] = (struct client){.d = d, .model = model, .requests = requests};
-        memcpy(c[i].x, x + i * 784, sizeof(c[i].x));
-        memcpy(c[i].want, y + i * 10, sizeof(c[i].want));
+        memcpy(c[i].x, x + (size_t)i * 784, sizeof(c[i].x));
+        memcpy(c[i].want, y + (size_t)i * 10, sizeof(c[i].want));
     }
     free(x);
     free(y);

@@ -55,7 +55,7 @@ static bool predict_offline(void)
     }
     ok = ok && http_offline_run(&off, N_IMAGES, x, y);
     for (int i = 0; ok && i < N_IMAGES; i++) {
-        const float *l = y + i * CLASSES;
+        const float *l = y + (size_t)i * CLASSES;
         offline_pred[i] = http_argmax(l, CLASSES);
         double sum = 0;
         for (int c = 0; c < CLASSES; c++)
@@ -184,7 +184,7 @@ static enum test_result classify_jpeg(struct http_daemon *d)
     ASSERT_TRUE(sent);
     printf("  JPEG (quality 90): %d/%d top-1 equal to the offline run on the original pixels\n",
            agree, N_IMAGES);
-    ASSERT_GE(agree, N_IMAGES * 98 / 100);
+    ASSERT_GE(agree, N_IMAGES * 98 / 100.0);
     return TEST_PASS;
 }
 

@@ -206,7 +206,7 @@ TEST(image_png_interlaced)
     int bad = img.width != 9 || img.height != 9 || img.channels != 3;
     for (int y = 0; !bad && y < 9; y++)
         for (int x = 0; x < 9; x++) {
-            const uint8_t *p = img.pixels + (y * 9 + x) * 3;
+            const uint8_t *p = img.pixels + (size_t)(y * 9 + x) * 3;
             bad |= p[0] != 20 * x || p[1] != 20 * y || p[2] != 10 * (x + y);
         }
     rt_image_free(&img);
@@ -378,7 +378,7 @@ static size_t png_header(uint8_t *buf, uint32_t w, uint32_t h)
                         (uint8_t)(h >> 8), (uint8_t)h, 8, 2, 0, 0, 0};
     uint32_t crc = (uint32_t)crc32(0, ihdr, sizeof(ihdr));
     memcpy(buf, sig, 8);
-    memcpy(buf + 8, "\x00\x00\x00\x0d", 4);
+    memcpy(buf + 8, (const uint8_t[4]){0, 0, 0, 13}, 4); /* IHDR length, big-endian */
     memcpy(buf + 12, ihdr, sizeof(ihdr));
     buf[29] = (uint8_t)(crc >> 24);
     buf[30] = (uint8_t)(crc >> 16);
@@ -461,7 +461,7 @@ TEST(image_malformed_status)
 
     /* A truncated PNG: half of a valid file. */
     struct rt_image src = {32, 32, 3, NULL};
-    src.pixels = malloc(32 * 32 * 3);
+    src.pixels = malloc((size_t)32 * 32 * 3);
     ASSERT_TRUE(src.pixels);
     for (int i = 0; i < 32 * 32 * 3; i++)
         src.pixels[i] = (uint8_t)test_rand_int(0, 255);
@@ -496,7 +496,7 @@ TEST(image_truncation_sweep)
      * (the sanitizer build checks for leaks and stray reads); prefixes
      * missing image data must fail. */
     struct rt_image src = {12, 9, 3, NULL};
-    src.pixels = malloc(12 * 9 * 3);
+    src.pixels = malloc((size_t)12 * 9 * 3);
     ASSERT_TRUE(src.pixels);
     fill_smooth(src.pixels, 12, 9, 3);
     size_t png_len, jpg_len;

@@ -49,7 +49,7 @@ TEST(image_preprocess_gray_exact)
         float t = (float)px[i] * pre.scale;
         t = t - pre.mean[0];
         t = t / pre.std[0];
-        TEST_FAIL_IF(memcmp(&t, &out[i], sizeof(float)) != 0, "pixel %d: %.9g != %.9g", i,
+        TEST_FAIL_IF(memcmp(&t, &out[i], sizeof(float)) != 0, "pixel %d: %.9g != %.9g", i, // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the same operations, so the same bits
                      (double)out[i], (double)t);
     }
     return TEST_PASS;
@@ -93,9 +93,9 @@ TEST(image_preprocess_downscale)
     ASSERT_EQ_INT(compare(out, want, 2, 0), 0);
 
     /* A constant image stays constant whatever the scale factor. */
-    uint8_t *flat = malloc(301 * 97);
+    uint8_t *flat = malloc((size_t)301 * 97);
     ASSERT_TRUE(flat);
-    memset(flat, 77, 301 * 97);
+    memset(flat, 77, (size_t)301 * 97);
     struct rt_image big = {301, 97, 1, flat};
     pre = identity_pre(28, 28, 1);
     float small[28 * 28], ref[28 * 28];
@@ -138,7 +138,7 @@ TEST(image_preprocess_shorter_side_crop)
     pre.resize_shorter = 4;
     float out16[16], want16[16];
     for (int i = 0; i < 16; i++)
-        want16[i] = (float)(30 + 20 * (i / 4));
+        want16[i] = (float)(30 + 20 * (i / 4)); // NOLINT(bugprone-integer-division): i / 4 is the row
     ASSERT_EQ_INT(rt_image_preprocess(&tall, &pre, out16, NULL), RT_OK);
     ASSERT_EQ_INT(compare(out16, want16, 16, 1e-4), 0);
     return TEST_PASS;

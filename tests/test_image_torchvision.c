@@ -56,7 +56,7 @@ static enum test_result check_photo(const char *name)
     const struct rt_st_tensor *crop = rt_safetensors_find(&fx, "crop"), *lut = rt_safetensors_find(&fx, "lut");
     const char *crc_text = rt_safetensors_meta(&fx, "crc32"), *w_text = rt_safetensors_meta(&fx, "width");
     ASSERT_TRUE(crop && lut && crc_text && w_text && crop->dtype == RT_DTYPE_U8 && lut->dtype == RT_DTYPE_F32);
-    ASSERT_TRUE(crop->elems == SIDE * SIDE * 3 && lut->elems == 3 * 256);
+    ASSERT_TRUE(crop->elems == (int64_t)SIDE * SIDE * 3 && lut->elems == (int64_t)3 * 256);
 
     size_t len;
     uint8_t *jpeg = read_file(jpeg_path, &len);
@@ -92,7 +92,7 @@ static enum test_result check_photo(const char *name)
     for (int c = 0; c < 3; c++)
         for (int i = 0; i < SIDE * SIDE; i++) {
             float want = table[c * 256 + px[i * 3 + c]], v = got[c * SIDE * SIDE + i];
-            if (memcmp(&want, &v, sizeof(float)) != 0) {
+            if (memcmp(&want, &v, sizeof(float)) != 0) { // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the LUT must be exact
                 differ++;
                 worst = fmax(worst, fabs((double)want - (double)v));
             }

@@ -39,14 +39,20 @@ static void *poisoned(size_t bytes)
     return y;
 }
 
-/* Both outputs written identically and the guards untouched. */
-#define CHECK_SAME(got, want, bytes, what)                                                       \
-    do {                                                                                         \
-        const uint8_t *g_ = (const uint8_t *)(got), *w_ = (const uint8_t *)(want);               \
-        for (size_t i_ = 0; i_ < (size_t)(bytes) + GUARD; i_++)                                  \
-            TEST_FAIL_IF(g_[i_] != w_[i_], "%s: byte %zu of %zu differs: %d vs %d (isa %s)",    \
-                         (what), i_, (size_t)(bytes), g_[i_], w_[i_], kcpu_isa_name(kcpu_isa())); \
-    } while (0)
+/* Both outputs written identically and the guards untouched; if not, a
+ * failure reported at the caller's line, and false. */
+static bool same_bytes(int line, const void *got, const void *want, size_t bytes, const char *what)
+{
+    const uint8_t *g = got, *w = want;
+    for (size_t i = 0; i < bytes + GUARD; i++)
+        if (g[i] != w[i]) {
+            test_fail_msg(__FILE__, line, "%s: byte %zu of %zu differs: %d vs %d (isa %s)", what, i, bytes, g[i],
+                          w[i], kcpu_isa_name(kcpu_isa()));
+            return false;
+        }
+    return true;
+}
+#define CHECK_SAME(got, want, bytes, what) same_bytes(__LINE__, (got), (want), (size_t)(bytes), (what))
 
 /* A random multiplier around realistic magnitudes, sometimes extreme. */
 static struct k_q8_mult rand_mult(void)
@@ -128,9 +134,18 @@ static void random_conv(struct k_conv2d *p)
     }
 }
 
-/* Runs one conv (or linear, when lin) case under every ISA and pool. */
-static enum test_result conv_case(const struct k_conv2d *p, const struct k_linear *lin, struct pools *ps)
+/* One layer to test: a convolution, or a linear one. */
+struct q8_layer {
+    bool linear;
+    struct k_conv2d conv;
+    struct k_linear fc;
+};
+
+/* Runs one conv (or linear) case under every ISA and pool. */
+static enum test_result conv_case(const struct q8_layer *layer, struct pools *ps)
 {
+    const struct k_conv2d *p = &layer->conv;
+    const struct k_linear *lin = layer->linear ? &layer->fc : NULL;
     int64_t xn = lin ? (int64_t)lin->n * lin->k : (int64_t)p->n * p->c * p->h * p->w;
     int64_t wn = lin ? (int64_t)lin->m * lin->k : (int64_t)p->oc * (p->c / p->groups) * p->kh * p->kw;
     int64_t yn = lin ? (int64_t)lin->n * lin->m : (int64_t)p->n * p->oc * p->oh * p->ow;
@@ -194,7 +209,7 @@ TEST(int8_conv2d_random)
     for (int it = 0; it < 60 && r == TEST_PASS; it++) {
         struct k_conv2d p;
         random_conv(&p);
-        r = conv_case(&p, NULL, &ps);
+        r = conv_case(&(struct q8_layer){.conv = p}, &ps);
     }
     pools_close(&ps);
     return r;
@@ -217,7 +232,7 @@ TEST(int8_conv2d_model_shapes)
                              .stride_h = s[4], .stride_w = s[4], .pad_t = s[5], .pad_l = s[5],
                              .dil_h = 1, .dil_w = 1, .groups = 1};
         p.oh = p.ow = (s[1] + 2 * s[5] - s[3]) / s[4] + 1;
-        r = conv_case(&p, NULL, &ps);
+        r = conv_case(&(struct q8_layer){.conv = p}, &ps);
     }
     pools_close(&ps);
     return r;
@@ -232,7 +247,7 @@ TEST(int8_linear_random)
         struct k_linear l = {.n = test_rand_int(1, 70), .k = test_rand_int(1, 300), .m = test_rand_int(1, 50)};
         if (it == 0)
             l = (struct k_linear){.n = 64, .k = 400, .m = 120};
-        r = conv_case(NULL, &l, &ps);
+        r = conv_case(&(struct q8_layer){.linear = true, .fc = l}, &ps);
     }
     pools_close(&ps);
     return r;
@@ -261,43 +276,45 @@ TEST(int8_pools_random)
 {
     struct pools ps;
     pools_open(&ps);
-    for (int it = 0; it < 40; it++) {
+    bool ok = true;
+    for (int it = 0; it < 40 && ok; it++) {
         struct k_pool2d p;
         random_pool(&p);
-        int64_t xn = (int64_t)p.n * p.c * p.h * p.w, yn = (int64_t)p.n * p.c * p.oh * p.ow;
+        int64_t xn = (int64_t)p.n * p.c * p.h * p.w, yn = (int64_t)p.n * p.c * p.oh * p.ow, gn = (int64_t)p.n * p.c;
         struct k_q8_mult counts[17];
         for (int c = 0; c <= p.kh * p.kw; c++)
             counts[c] = rand_mult();
         struct k_q8_mult gm = rand_mult();
         int8_t *x = rand_q8(xn);
-        int8_t *w_max = poisoned((size_t)yn), *w_avg = poisoned((size_t)yn), *w_gl = poisoned((size_t)(p.n * p.c));
-        int8_t *g = poisoned((size_t)(yn + p.n * p.c));
+        int8_t *w_max = poisoned((size_t)yn), *w_avg = poisoned((size_t)yn), *w_gl = poisoned((size_t)gn);
+        int8_t *g = poisoned((size_t)(yn + gn));
         kref_max_pool2d_q8(&p, x, w_max);
         kref_avg_pool2d_q8(&p, counts, x, w_avg);
         kref_global_avg_pool_q8(p.n, p.c, (int64_t)p.h * p.w, gm, x, w_gl);
         FOR_EACH_ISA(isa) {
             struct kcpu_pool *pool = ps.p[test_rand_int(0, 3)];
-            memset(g, POISON, (size_t)(yn + p.n * p.c) + GUARD);
+            memset(g, POISON, (size_t)(yn + gn) + GUARD);
             kcpu_max_pool2d_q8(pool, &p, x, g);
-            CHECK_SAME(g, w_max, yn, "max pool");
+            ok = ok && CHECK_SAME(g, w_max, yn, "max pool");
             memset(g, POISON, (size_t)yn + GUARD);
             kcpu_avg_pool2d_q8(pool, &p, counts, x, g);
-            CHECK_SAME(g, w_avg, yn, "avg pool");
-            memset(g, POISON, (size_t)(p.n * p.c) + GUARD);
+            ok = ok && CHECK_SAME(g, w_avg, yn, "avg pool");
+            memset(g, POISON, (size_t)gn + GUARD);
             kcpu_global_avg_pool_q8(pool, p.n, p.c, (int64_t)p.h * p.w, gm, x, g);
-            CHECK_SAME(g, w_gl, p.n * p.c, "global avg pool");
+            ok = ok && CHECK_SAME(g, w_gl, gn, "global avg pool");
         }
         free(x), free(w_max), free(w_avg), free(w_gl), free(g);
     }
     pools_close(&ps);
-    return TEST_PASS;
+    return ok ? TEST_PASS : TEST_FAIL;
 }
 
 TEST(int8_elementwise_random)
 {
     struct pools ps;
     pools_open(&ps);
-    for (int it = 0; it < 12; it++) {
+    bool ok = true;
+    for (int it = 0; it < 12 && ok; it++) {
         int64_t n = it == 0 ? 1 : test_rand_int(1, 70000);
         int8_t *a = rand_q8(n), *b = rand_q8(n), lut[256];
         float *f = malloc(sizeof(float) * (size_t)n);
@@ -324,28 +341,29 @@ TEST(int8_elementwise_random)
             struct kcpu_pool *pool = ps.p[test_rand_int(0, 3)];
             memset(g, POISON, (size_t)n + GUARD);
             kcpu_add_q8(pool, n, a, ma, b, mb, g);
-            CHECK_SAME(g, w_add, n, "add");
+            ok = ok && CHECK_SAME(g, w_add, n, "add");
             memset(g, POISON, (size_t)n + GUARD);
             kcpu_lut_q8(pool, n, lut, a, g);
-            CHECK_SAME(g, w_lut, n, "lut");
+            ok = ok && CHECK_SAME(g, w_lut, n, "lut");
             memset(g, POISON, (size_t)n + GUARD);
             kcpu_quantize_q8(pool, n, f, inv, g);
-            CHECK_SAME(g, w_q, n, "quantize");
+            ok = ok && CHECK_SAME(g, w_q, n, "quantize");
             memset(g_dq, POISON, sizeof(float) * (size_t)n + GUARD);
             kcpu_dequantize_q8(pool, n, a, scale, g_dq);
-            CHECK_SAME(g_dq, w_dq, sizeof(float) * (size_t)n, "dequantize");
+            ok = ok && CHECK_SAME(g_dq, w_dq, sizeof(float) * (size_t)n, "dequantize");
         }
         free(a), free(b), free(f), free(w_add), free(w_lut), free(w_q), free(w_dq), free(g_dq), free(g);
     }
     pools_close(&ps);
-    return TEST_PASS;
+    return ok ? TEST_PASS : TEST_FAIL;
 }
 
 TEST(int8_concat_and_dequant_i32_random)
 {
     struct pools ps;
     pools_open(&ps);
-    for (int it = 0; it < 20; it++) {
+    bool ok = true;
+    for (int it = 0; it < 20 && ok; it++) {
         struct k_concat p = {.outer = test_rand_int(1, 6), .inner = test_rand_int(1, 40), .count = test_rand_int(1, 4)};
         int64_t lens[4], total = 0;
         int8_t *in[4];
@@ -361,7 +379,7 @@ TEST(int8_concat_and_dequant_i32_random)
         int8_t *want = poisoned((size_t)yn), *got = poisoned((size_t)yn);
         kref_concat_q8(&p, (const int8_t *const *)in, lens, mults, want);
         int n = test_rand_int(1, 4), c = test_rand_int(1, 20);
-        int64_t inner = test_rand_int(1, 30), cnt = n * c * inner;
+        int64_t inner = test_rand_int(1, 30), cnt = (int64_t)n * c * inner;
         int32_t *x32 = malloc(sizeof(int32_t) * (size_t)cnt);
         float *sc = malloc(sizeof(float) * (size_t)c);
         RT_ASSERT(x32 && sc);
@@ -375,17 +393,17 @@ TEST(int8_concat_and_dequant_i32_random)
             struct kcpu_pool *pool = ps.p[test_rand_int(0, 3)];
             memset(got, POISON, (size_t)yn + GUARD);
             kcpu_concat_q8(pool, &p, (const int8_t *const *)in, lens, mults, got);
-            CHECK_SAME(got, want, yn, "concat");
+            ok = ok && CHECK_SAME(got, want, yn, "concat");
             memset(gf, POISON, sizeof(float) * (size_t)cnt + GUARD);
             kcpu_dequantize_i32(pool, n, c, inner, x32, sc, gf);
-            CHECK_SAME(gf, wf, sizeof(float) * (size_t)cnt, "dequantize i32");
+            ok = ok && CHECK_SAME(gf, wf, sizeof(float) * (size_t)cnt, "dequantize i32");
         }
         for (int i = 0; i < p.count; i++)
             free(in[i]);
         free(want), free(got), free(x32), free(sc), free(wf), free(gf);
     }
     pools_close(&ps);
-    return TEST_PASS;
+    return ok ? TEST_PASS : TEST_FAIL;
 }
 
 /* F16C against the scalar conversion of kernel_quant.h over a stride of all

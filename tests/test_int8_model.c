@@ -67,7 +67,7 @@ static bool q8_model_write(const char *dir, const char *json, const struct q8_we
     memcpy(bad, w->fc_s, sizeof(bad));
     bad[2] = v == V_SCALE_ZERO ? 0.0f : v == V_SCALE_NEG ? -0.01f : NAN;
     for (int i = 0; i < 5 * 36; i++)
-        f32w[i] = w->fc_w[i] * 0.01f;
+        f32w[i] = (float)w->fc_w[i] * 0.01f;
     struct rt_st_write t[] = {
         {"conv.weight", RT_DTYPE_I8, {4, {4, 1, 3, 3}}, w->conv_w},
         {"conv.weight_scale", RT_DTYPE_F32, {1, {4}}, w->conv_s},
@@ -133,12 +133,12 @@ TEST(int8_model_matches_reference_kernels)
     ASSERT_TRUE(q8_model_write(dir, Q8_JSON, &w, V_OK));
     enum { N = 7 };
     float x[N * 36], want[N * 5], got[N * 5];
-    test_rand_fill(x, N * 36, -2.5f, 2.5f);   /* some beyond 127 * S_X: saturating inputs */
+    test_rand_fill(x, (int64_t)N * 36, -2.5f, 2.5f);   /* some beyond 127 * S_X: saturating inputs */
     q8_forward_ref(&w, N, x, want);
     struct rt_error err = {0};
     struct rt_backend *b;
     ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 2}, &b, &err), RT_OK);
-    int saved __attribute__((cleanup(restore_isa))) = (int)kcpu_isa();
+    int saved __attribute__((cleanup(restore_isa))) = (int)kcpu_isa(); // NOLINT(clang-analyzer-deadcode.DeadStores): restore_isa reads it at scope exit
     enum test_result r = TEST_PASS;
     for (int isa = KCPU_ISA_SCALAR; isa <= (int)kcpu_isa_hardware() && r == TEST_PASS; isa++) {
         kcpu_isa_set_for_testing((enum kcpu_isa)isa);
@@ -152,7 +152,8 @@ TEST(int8_model_matches_reference_kernels)
         const float *in[1] = {x};
         float *out[1] = {got};
         ASSERT_EQ_INT(rt_session_run(s, N, in, out, &err), RT_OK);
-        if (memcmp(got, want, sizeof(got)) != 0) {
+        // cppcheck-suppress legacyUninitvar ; rt_session_run writes got through out
+        if (memcmp(got, want, sizeof(got)) != 0) { // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): bit-exact with the reference kernels
             test_fail_msg(__FILE__, __LINE__, "%s: outputs differ from the reference kernels (%g vs %g)",
                           kcpu_isa_name((enum kcpu_isa)isa), (double)got[0], (double)want[0]);
             r = TEST_FAIL;
@@ -175,8 +176,9 @@ static enum test_result expect_q8_error(const char *from, const char *to, enum v
     struct q8_weights w;
     q8_weights_init(&w);
     char *json = from ? str_replace_once(Q8_JSON, from, to) : strdup(Q8_JSON);
-    ASSERT_TRUE(q8_model_write(dir, json, &w, v));
+    bool written = q8_model_write(dir, json, &w, v);
     free(json);
+    ASSERT_TRUE(written);
     struct rt_error err = {0};
     struct rt_backend *b;
     struct rt_model *m = NULL;
@@ -285,7 +287,7 @@ TEST(int8_calibrate_write_load_pipeline)
     ASSERT_TRUE(tiny_model_write(src, TINY_MODEL_JSON, &tw));
     enum { N = 8 };
     float x[N * TINY_IN_ELEMS], ref[N * TINY_CLASSES], y[N * TINY_CLASSES], y2[N * TINY_CLASSES];
-    test_rand_fill(x, N * TINY_IN_ELEMS, -1, 1);
+    test_rand_fill(x, (int64_t)N * TINY_IN_ELEMS, -1, 1);
     struct rt_error err = {0};
     struct rt_backend *b;
     struct rt_model *m;
@@ -320,10 +322,10 @@ TEST(int8_calibrate_write_load_pipeline)
 
     /* fp32 written back: batch norm folded, the same numbers exactly */
     TEST_FAIL_IF(!run_folder(b, f32, N, x, y, &err), "%s", err.msg);
-    ASSERT_TRUE(memcmp(y, ref, sizeof(y)) == 0);
+    ASSERT_TRUE(memcmp(y, ref, sizeof(y)) == 0); // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): folding must be exact
     /* fp16: close to fp32, and every value representable in half */
     TEST_FAIL_IF(!run_folder(b, f16, N, x, y, &err), "%s", err.msg);
-    ASSERT_LE(test_rel_error(y, ref, N * TINY_CLASSES), 2e-3);
+    ASSERT_LE(test_rel_error(y, ref, (int64_t)N * TINY_CLASSES), 2e-3);
     for (int i = 0; i < N * TINY_CLASSES; i++)
         ASSERT_EQ_INT(k_f32_bits(k_f16_round(y[i])), k_f32_bits(y[i]));
     /* the fp32 folder marked fp16 rounds its weights at load: same result */
@@ -331,10 +333,10 @@ TEST(int8_calibrate_write_load_pipeline)
     ASSERT_TRUE(write_file(src, "model.json", json, strlen(json)));
     free(json);
     TEST_FAIL_IF(!run_folder(b, src, N, x, y2, &err), "%s", err.msg);
-    ASSERT_TRUE(memcmp(y, y2, sizeof(y)) == 0);
+    ASSERT_TRUE(memcmp(y, y2, sizeof(y)) == 0); // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the same numbers exactly
     /* int8: within a few quantisation steps of fp32 */
     TEST_FAIL_IF(!run_folder(b, q8, N, x, y, &err), "%s", err.msg);
-    double e = test_rel_error(y, ref, N * TINY_CLASSES);
+    double e = test_rel_error(y, ref, (int64_t)N * TINY_CLASSES);
     printf("  int8 vs fp32: relative error %.3g\n", e);
     ASSERT_LE(e, 0.05);
     rt_backend_free(b);

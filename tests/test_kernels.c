@@ -483,12 +483,12 @@ TEST(kernels_global_avg_pool_random)
     for (int i = 0; i < 60; i++) {
         int n = test_rand_int(1, 5), c = test_rand_int(1, 70);
         int64_t hw = test_rand_int(1, 3) == 1 ? test_rand_int(1, 3000) : test_rand_int(1, 64);
-        float *x = rand_buf(n * c * hw), *want = malloc((size_t)(n * c) * sizeof(float));
+        float *x = rand_buf((int64_t)n * c * hw), *want = malloc((size_t)n * c * sizeof(float));
         kref_global_avg_pool_f32(n, c, hw, x, want);
         FOR_EACH_ISA(isa) {
-            float *y = poisoned(n * c);
+            float *y = poisoned((int64_t)n * c);
             kcpu_global_avg_pool_f32(pick_pool(&ps), n, c, hw, x, y);
-            CHECK_OUTPUT(y, want, n * c, "global average pool");
+            CHECK_OUTPUT(y, want, (int64_t)n * c, "global average pool");
             free(y);
         }
         free(x);
@@ -644,7 +644,7 @@ TEST(kernels_concat_random)
             in[k] = rand_buf(p.outer * lens[k] * p.inner);
         }
         int64_t count = p.outer * total * p.inner;
-        float *want = malloc((size_t)count * sizeof(float));
+        float *want = poisoned(count);
         kref_concat_f32(&p, (const float *const *)in, lens, want);
         FOR_EACH_ISA(isa) {
             float *y = poisoned(count);

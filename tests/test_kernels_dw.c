@@ -24,7 +24,7 @@
 
 #define TOL 1e-5
 #define GUARD 29
-#define GUARD_VALUE -777.25f
+#define GUARD_VALUE (-777.25f)
 
 static float *rand_buf(int64_t count)
 {
@@ -92,7 +92,7 @@ static double check_dw(struct kcpu_pool *const *pools, const struct k_conv2d *p,
     kref_conv2d_f32(&linear, x, w, bias, res, pre);
     kcpu_conv2d_pack(p, w, packed);
     double worst = 0;
-    int saved __attribute__((cleanup(restore_isa))) = (int)kcpu_isa();
+    int saved __attribute__((cleanup(restore_isa))) = (int)kcpu_isa(); // NOLINT(clang-analyzer-deadcode.DeadStores): restore_isa reads it at scope exit
     for (int isa = KCPU_ISA_SCALAR; isa <= (int)kcpu_isa_hardware(); isa++) {
         RT_ASSERT(kcpu_isa_set_for_testing((enum kcpu_isa)isa) == 0);
         struct kcpu_pool *pool = pools[test_rand_int(0, 3)];

@@ -212,10 +212,10 @@ static void calib_images(const struct rt_preprocess *pre, int side, int first, i
                     for (int g = 0; g < 3; g++) {
                         /* half-pixel centres, edges clamped (align_corners=False) */
                         int n = CELLS[g];
-                        float fy = fmaxf(0.0f, (yy + 0.5f) * n / side - 0.5f);
-                        float fx = fmaxf(0.0f, (xx + 0.5f) * n / side - 0.5f);
+                        float fy = fmaxf(0.0f, ((float)yy + 0.5f) * (float)n / (float)side - 0.5f);
+                        float fx = fmaxf(0.0f, ((float)xx + 0.5f) * (float)n / (float)side - 0.5f);
                         int y0 = (int)fy, x0 = (int)fx, y1 = y0 + 1 < n ? y0 + 1 : y0, x1 = x0 + 1 < n ? x0 + 1 : x0;
-                        float ty = fy - y0, tx = fx - x0;
+                        float ty = fy - (float)y0, tx = fx - (float)x0;
                         float top = grid[g][y0 * n + x0] * (1 - tx) + grid[g][y0 * n + x1] * tx;
                         float bot = grid[g][y1 * n + x0] * (1 - tx) + grid[g][y1 * n + x1] * tx;
                         v += WEIGHT[g] * (top * (1 - ty) + bot * ty);

@@ -17,7 +17,7 @@ static size_t make_st(uint8_t *buf, size_t cap, const char *header, size_t n_dat
     RT_ASSERT(8 + padded + n_data <= cap);
     for (int i = 0; i < 8; i++)
         buf[i] = (uint8_t)((uint64_t)padded >> (8 * i));
-    memcpy(buf + 8, header, h);
+    memcpy(buf + 8, header, h); // NOLINT(bugprone-not-null-terminated-result): padded with spaces below, by the format
     memset(buf + 8 + h, ' ', padded - h);
     for (size_t i = 0; i < n_data; i++)
         buf[8 + padded + i] = (uint8_t)i;
@@ -173,7 +173,7 @@ TEST(safetensors_write_read_roundtrip)
     ASSERT_EQ_INT(rt_safetensors_open(path, "x", &st, &err), RT_OK);
     const struct rt_st_tensor *ra = rt_safetensors_find(&st, "a"), *rb = rt_safetensors_find(&st, "b");
     ASSERT_TRUE(ra && rb);
-    ASSERT_EQ_INT(memcmp(ra->data, a, sizeof(a)), 0);
+    ASSERT_EQ_INT(memcmp(ra->data, a, sizeof(a)), 0); // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): stored bytes round-trip
     ASSERT_EQ_INT(memcmp(rb->data, b, sizeof(b)), 0);
     ASSERT_EQ_INT(rb->dtype, RT_DTYPE_I8);
     ASSERT_STR_EQ(rt_safetensors_meta(&st, "scale"), "0.5");
@@ -247,7 +247,7 @@ TEST(model_tiny_runs_and_matches_reference)
     enum test_result r = TEST_PASS;
     for (int batch = 1; batch <= 8 && r == TEST_PASS; batch += 3) {
         float x[8 * TINY_IN_ELEMS], y[8 * TINY_CLASSES], ref[8 * TINY_CLASSES];
-        test_rand_fill(x, batch * TINY_IN_ELEMS, -2, 2);
+        test_rand_fill(x, (int64_t)batch * TINY_IN_ELEMS, -2, 2);
         for (int i = 0; i < 8 * TINY_CLASSES; i++)
             y[i] = NAN;
         const float *in[1] = {x};
@@ -258,7 +258,7 @@ TEST(model_tiny_runs_and_matches_reference)
             break;
         }
         tiny_forward_ref(&w, batch, x, ref);
-        double e = test_rel_error(y, ref, batch * TINY_CLASSES);
+        double e = test_rel_error(y, ref, (int64_t)batch * TINY_CLASSES);
         if (e > 1e-5) {
             test_fail_msg(__FILE__, __LINE__, "batch %d: relative error %g", batch, e);
             r = TEST_FAIL;

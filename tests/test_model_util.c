@@ -35,7 +35,7 @@ void tiny_weights_init(struct tiny_weights *w)
     test_rand_fill(w->bn_b, 4, -0.5f, 0.5f);
     test_rand_fill(w->bn_mean, 4, -0.5f, 0.5f);
     test_rand_fill(w->bn_var, 4, 0.5f, 2.0f);
-    test_rand_fill(w->fc_w, TINY_CLASSES * 36, -0.5f, 0.5f);
+    test_rand_fill(w->fc_w, (int64_t)TINY_CLASSES * 36, -0.5f, 0.5f);
     test_rand_fill(w->fc_b, TINY_CLASSES, -0.5f, 0.5f);
 }
 
@@ -123,11 +123,11 @@ char *str_replace_once(const char *text, const char *from, const char *to)
 {
     const char *at = strstr(text, from);
     RT_ASSERT(at != NULL);
-    size_t a = (size_t)(at - text), lf = strlen(from), lt = strlen(to), lr = strlen(at + lf);
-    char *out = malloc(a + lt + lr + 1);
+    const char *rest = at + strlen(from);
+    // cppcheck-suppress ctunullpointer ; a caller passing to NULL passes from NULL and never gets here
+    size_t size = (size_t)(at - text) + strlen(to) + strlen(rest) + 1;
+    char *out = malloc(size);
     RT_ASSERT(out);
-    memcpy(out, text, a);
-    memcpy(out + a, to, lt);
-    memcpy(out + a + lt, at + lf, lr + 1);
+    snprintf(out, size, "%.*s%s%s", (int)(at - text), text, to, rest);
     return out;
 }

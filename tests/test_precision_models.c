@@ -45,10 +45,10 @@ static bool run_model(const char *dir, const struct rt_dataset *ds, int count, f
         int nb = count - start < batch ? count - start : batch;
         for (int i = 0; ok && i < nb; i++) {
             struct rt_image img = {ds->cols, ds->rows, 1, ds->images + (size_t)(start + i) * 784};
-            ok = rt_image_preprocess(&img, &cfg->pre, x + i * 784, &err) == RT_OK;
+            ok = rt_image_preprocess(&img, &cfg->pre, x + (size_t)i * 784, &err) == RT_OK;
         }
         const float *in[1] = {x};
-        float *out[1] = {logits + start * 10};
+        float *out[1] = {logits + (size_t)start * 10};
         ok = ok && rt_session_run(s, nb, in, out, &err) == RT_OK;
     }
     if (!ok)
@@ -91,7 +91,7 @@ static enum test_result check_accuracy(const char *name, const char *dir, double
     }
     int ok32 = 0, ok = 0, differ = 0;
     for (int i = 0; r == TEST_PASS && i < ds.count; i++) {
-        int p = argmax(logits + i * 10, 10);
+        int p = argmax(logits + (size_t)i * 10, 10);
         ok32 += ref[i] == ds.labels[i];
         ok += p == ds.labels[i];
         differ += p != ref[i];
@@ -131,7 +131,7 @@ TEST(int8_shipped_models_identical_across_isas)
     static float want[COUNT * 10], got[COUNT * 10];
     static const char *const DIRS[] = {"model_repository/lenet5-int8", "model_repository/resnet-mini-int8"};
     char why[RT_ERROR_MSG_MAX + 64];
-    int saved __attribute__((cleanup(restore_isa))) = (int)kcpu_isa();
+    int saved __attribute__((cleanup(restore_isa))) = (int)kcpu_isa(); // NOLINT(clang-analyzer-deadcode.DeadStores): restore_isa reads it at scope exit
     enum test_result r = TEST_PASS;
     for (int d = 0; d < 2 && r == TEST_PASS; d++) {
         for (int isa = (int)kcpu_isa_hardware(); isa >= KCPU_ISA_SCALAR && r == TEST_PASS; isa--) {
@@ -139,7 +139,7 @@ TEST(int8_shipped_models_identical_across_isas)
             if (!run_model(DIRS[d], &ds, COUNT, isa == (int)kcpu_isa_hardware() ? want : got, why, sizeof(why))) {
                 test_fail_msg(__FILE__, __LINE__, "%s", why);
                 r = TEST_FAIL;
-            } else if (isa != (int)kcpu_isa_hardware() && memcmp(got, want, sizeof(got)) != 0) {
+            } else if (isa != (int)kcpu_isa_hardware() && memcmp(got, want, sizeof(got)) != 0) { // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): every ISA bit for bit
                 test_fail_msg(__FILE__, __LINE__, "%s: %s outputs differ from %s's", DIRS[d],
                               kcpu_isa_name((enum kcpu_isa)isa), kcpu_isa_name(kcpu_isa_hardware()));
                 r = TEST_FAIL;

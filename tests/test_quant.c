@@ -185,10 +185,10 @@ TEST(quant_bias_rounding_and_tables)
 TEST(quant_calibration_methods)
 {
     enum { N = 200000 };
-    float *x = malloc(sizeof(float) * N);
-    RT_ASSERT(x);
     struct rt_calib c;
     ASSERT_TRUE(rt_calib_init(&c, 3));
+    float *x = malloc(sizeof(float) * N);
+    RT_ASSERT(x);
     /* tensor 0: uniform [-1, 1]; 1: gaussian with ten outliers at 50;
      * 2: a ReLU output (half exact zeros) */
     for (int pass = 0; pass < 2; pass++) {
@@ -199,13 +199,14 @@ TEST(quant_calibration_methods)
             x[i] = sqrtf(-2 * logf(u1)) * cosf(6.2831853f * u2);
         }
         for (int i = 0; i < 10; i++)
-            x[i * 1000] = 50;
+            x[(size_t)i * 1000] = 50;
         rt_calib_add(&c, 1, x, N);
         for (int i = 0; i < N; i++)
             x[i] = x[i] < 0 ? 0 : x[i];
         rt_calib_add(&c, 2, x, N);
         rt_calib_next_pass(&c);
     }
+    free(x);
     ASSERT_NEAR(rt_calib_scale(&c, 0, RT_CALIB_MAX, 0) * 127, 1.0, 1e-3);
     ASSERT_NEAR(rt_calib_scale(&c, 0, RT_CALIB_PERCENTILE, 99.99) * 127, 1.0, 2e-3);
     ASSERT_GE(rt_calib_scale(&c, 0, RT_CALIB_ENTROPY, 0) * 127, 0.85);
@@ -218,7 +219,6 @@ TEST(quant_calibration_methods)
     double relu = rt_calib_scale(&c, 2, RT_CALIB_ENTROPY, 0) * 127;
     ASSERT_TRUE(relu > 2.0 && relu < 10);   /* the zero spike does not pull it down */
     rt_calib_free(&c);
-    free(x);
     /* method names */
     enum rt_calib_method m;
     ASSERT_TRUE(rt_calib_method_parse("entropy", &m) && m == RT_CALIB_ENTROPY);

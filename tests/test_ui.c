@@ -170,7 +170,7 @@ static bool write_pictures(const char *dir, struct picture *pics)
     ok = ok && http_offline_run(&off, N_PICTURES, x, y);
     for (int i = 0; ok && i < N_PICTURES; i++)
         snprintf(pics[i].label, sizeof(pics[i].label), "%s",
-                 off.cfg->labels[http_argmax(y + i * classes, classes)]);
+                 off.cfg->labels[http_argmax(y + (size_t)i * classes, classes)]);
     if (!ok)
         printf("  cannot prepare the test pictures%s%s\n", err.msg[0] ? ": " : "", err.msg);
     free(x);

@@ -138,6 +138,7 @@ int ctl_cmd_infer(int argc, char **argv)
     struct icl_infer_result res = {0};
     struct icl_model_metadata *meta = calloc(1, sizeof(*meta));
     if (!meta) {
+        fprintf(stderr, "inferctl infer: out of memory\n");
         rc = CTL_EXIT_ERROR;
     } else if (icl_file_read(input, &data, &len, &err) != ICL_OK) {
         fprintf(stderr, "inferctl infer: %s\n", err.message);

@@ -35,7 +35,7 @@
 #define LATE_NS 1000000        /* an open-loop send this far behind schedule is "late" */
 #define TICK_NS 10000000       /* timeouts and the live counters, every 10 ms */
 #define BACKOFF_NS 1000000     /* after a refused connection, before the next try */
-#define READ_BUF (64 * 1024)
+#define READ_BUF ((size_t)64 * 1024)
 #define MAX_EVENTS 256
 
 struct shared {

@@ -18,7 +18,7 @@ static int bucket_of(int64_t v)
 {
     if (v < 0)
         v = 0;
-    if (v < 2 * LG_HIST_SUB)
+    if (v < (int64_t)2 * LG_HIST_SUB)
         return (int)v;
     int msb = 63 - __builtin_clzll((unsigned long long)v);
     int e = msb - 7; /* v >> e lies in [LG_HIST_SUB, 2 * LG_HIST_SUB) */

@@ -91,7 +91,7 @@ static int pick(const char *s, const char *const *names, int n)
 /* Applies one value; false (with the reason in why) when it is invalid. */
 static bool set(struct lg_config *cfg, const struct opt *o, const char *v, const char **why)
 {
-    char *field = (char *)cfg + o->offset;
+    void *field = (char *)cfg + o->offset;
     double d;
     int k;
     switch (o->type) {

@@ -52,7 +52,7 @@ void lg_report_text(FILE *f, const struct lg_config *cfg, const struct lg_worklo
     if (lg_stats_errors(s)) {
         fprintf(f, "  errors     ");
         for (int c = 0; c < LG_MAX_STATUS; c++)
-            if (s->status[c] && (c < 200 || c > 299))
+            if ((c < 200 || c > 299) && s->status[c])
                 fprintf(f, " HTTP %d: %llu", c, (unsigned long long)s->status[c]);
         if (s->connect_errors)
             fprintf(f, " connect: %llu", (unsigned long long)s->connect_errors);
@@ -94,7 +94,7 @@ static cJSON *level_json(const struct lg_config *cfg, const struct lg_level_repo
         snprintf(key, sizeof(key), "%d", c);
         if (s->status[c])
             cJSON_AddNumberToObject(codes, key, (double)s->status[c]);
-        if (s->status[c] && (c < 200 || c > 299))
+        if ((c < 200 || c > 299) && s->status[c])
             cJSON_AddNumberToObject(err, key, (double)s->status[c]);
     }
     cJSON_AddNumberToObject(err, "connect", (double)s->connect_errors);

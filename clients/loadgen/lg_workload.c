@@ -147,7 +147,7 @@ static bool infer_request(const struct lg_config *cfg, const struct images *im, 
                                       .height = (int)desc->shape[2],
                                       .channels = (int)desc->shape[1], .scale = 1.0f / 255.0f,
                                       .std = {1, 1, 1}};
-    size_t sample = (size_t)(pre.channels * pre.width * pre.height);
+    size_t sample = (size_t)pre.channels * (size_t)pre.width * (size_t)pre.height;
     float *x = malloc((size_t)cfg->batch * sample * sizeof(float));
     bool ok = x != NULL;
     for (int j = 0; ok && j < cfg->batch; j++) {
@@ -279,6 +279,7 @@ int lg_workload_build(const struct lg_config *cfg, struct lg_workload *w)
     }
     /* more requests than distinct images would only repeat bodies */
     int n = cfg->pool < im.n ? cfg->pool : im.n;
+    RT_ASSERT(n > 0); /* pool >= 1, and a loader that succeeds read at least one image */
     w->requests = calloc((size_t)n, sizeof(*w->requests));
     bool ok = w->requests != NULL;
     for (int r = 0; ok && r < n; r++) {

@@ -37,8 +37,8 @@ tile(const int mr, const int partial, int64_t k, const float *a, const float *b,
     }
 #pragma GCC unroll 4
     for (int i = 0; i < mr; i++) {
-        _mm256_storeu_ps(out + i * KCPU_NR, c0[i]);
-        _mm256_storeu_ps(out + i * KCPU_NR + 8, c1[i]);
+        _mm256_storeu_ps(out + (int64_t)i * KCPU_NR, c0[i]);
+        _mm256_storeu_ps(out + (int64_t)i * KCPU_NR + 8, c1[i]);
     }
 }
 
@@ -69,7 +69,7 @@ void kcpu_gemm_avx2(const struct kcpu_gemm *g)
                 for (int c0 = 0; c0 < nr; c0 += 16) {
                     int cols = nr - c0 < 16 ? nr - c0 : 16;
                     __m256i m0 = lane_mask(cols), m1 = lane_mask(cols - 8);
-                    float *out = tmp + r0 * KCPU_NR + c0;
+                    float *out = tmp + (int64_t)r0 * KCPU_NR + c0;
                     switch (mr - r0 < 4 ? mr - r0 : 4) {
                     TILE_CASE(1)
                     TILE_CASE(2)

@@ -28,7 +28,7 @@ tile(const int mr, const int partial, const int indexed, int64_t k, const float 
          * first panel: fetch the same row of the next strip a strip early. */
         if (indexed) {
             __builtin_prefetch(bk + KCPU_NR);
-            __builtin_prefetch(bk + 2 * KCPU_NR - 1);
+            __builtin_prefetch(bk + (2 * KCPU_NR - 1));
         }
         /* A partial strip is masked so that B may end at the last column
          * (an unpacked input image) without reading past it. */
@@ -46,8 +46,8 @@ tile(const int mr, const int partial, const int indexed, int64_t k, const float 
     }
 #pragma GCC unroll 8
     for (int i = 0; i < mr; i++) {
-        out[2 * i] = c0[i];
-        out[2 * i + 1] = c1[i];
+        out[(int64_t)2 * i] = c0[i];
+        out[(int64_t)2 * i + 1] = c1[i];
     }
 }
 
@@ -121,9 +121,10 @@ static void store_tile(const struct kcpu_gemm *g, const __m512 *acc, const struc
         int t0 = tr->t0[r], t1 = t0 + tr->len[r];
         int64_t off = tr->off[r] + (int64_t)i0 * g->ldc;
         for (int h = 0; h < 2; h++) {
-            int lo = (int)kcpu_max64(t0, 16 * h) - 16 * h, hi = (int)kcpu_min64(t1, 16 * h + 16) - 16 * h;
+            int h0 = 16 * h;   /* the half's first tile column */
+            int lo = (int)kcpu_max64(t0, h0) - h0, hi = (int)kcpu_min64(t1, h0 + 16) - h0;
             if (lo < hi)
-                store_run(g, acc, i0, mr, h, lo, hi, j + 16 * h + lo, off + (16 * h + lo - t0));
+                store_run(g, acc, i0, mr, h, lo, hi, j + h0 + lo, off + (h0 + lo - t0));
         }
     }
 }

@@ -103,7 +103,7 @@ int kcpu_im2col_strip_avx512(const struct k_conv2d *p, const struct kcpu_col_run
                                 continue;
                             int lo = __builtin_ctz(lanes), hi = 32 - __builtin_clz(lanes);
                             uint32_t src = bits(2 * lo, 2 * hi - 1);
-                            const float *b = base + 32 * h;
+                            const float *b = base + (int64_t)32 * h;
                             __m512 a = _mm512_maskz_loadu_ps((__mmask16)src, b);
                             __m512 c = _mm512_maskz_loadu_ps((__mmask16)(src >> 16), b + 16);
                             __m512 v = _mm512_permutex2var_ps(a, evens, c);
@@ -115,7 +115,7 @@ int kcpu_im2col_strip_avx512(const struct k_conv2d *p, const struct kcpu_col_run
                     } else {
                         __m512i idx = _mm512_mullo_epi32(iota, _mm512_set1_epi32(sw));
                         v0 = _mm512_mask_i32gather_ps(v0, m0, idx, base, 4);
-                        v1 = _mm512_mask_i32gather_ps(v1, m1, idx, base + 16 * sw, 4);
+                        v1 = _mm512_mask_i32gather_ps(v1, m1, idx, base + (int64_t)16 * sw, 4);
                     }
                 }
                 _mm512_storeu_ps(dst, v0);

@@ -34,10 +34,10 @@
 
 /* Bytes of B per task: with the group's packed weights they should stay
  * in L2 while every A panel passes over them. */
-#define COL_BUDGET (192 * 1024)
+#define COL_BUDGET ((int64_t)192 * 1024)
 #define MAX_CHUNK 1024  /* columns */
 /* Grid floats one pad task writes at least: copying is cheap per float. */
-#define PAD_TASK_FLOATS (64 * 1024)
+#define PAD_TASK_FLOATS ((int64_t)64 * 1024)
 
 enum conv_path { PATH_DIRECT, PATH_IMPLICIT, PATH_IM2COL };
 
@@ -353,10 +353,10 @@ void kcpu_conv2d_f32(struct kcpu_pool *pool, const struct k_conv2d *p,
     const struct conv_plan *c = &j.c;
     if (c->cols <= 0 || p->oc <= 0)
         return;
-    float *base = kcpu_align64(scratch);
+    void *base = kcpu_align64(scratch);   /* the offset table then the grid, or the columns */
     if (c->path == PATH_IMPLICIT) {
-        j.boff = (int64_t *)base;
-        j.grid = base + table_floats(c);
+        j.boff = base;
+        j.grid = (float *)base + table_floats(c);
         int64_t kk = 0;
         for (int64_t ci = 0; ci < c->cg; ci++)
             for (int64_t ki = 0; ki < p->kh; ki++)
@@ -375,7 +375,7 @@ void kcpu_conv2d_f32(struct kcpu_pool *pool, const struct k_conv2d *p,
     /* Aim for four tasks per thread, none smaller than KCPU_MIN_TASK_MACS,
      * and never exceed the scratch chunk. */
     int64_t units = c->path == PATH_DIRECT ? (int64_t)p->groups * p->n : p->groups;
-    int64_t want = kcpu_ceil_div(4 * kcpu_pool_threads(pool), units);
+    int64_t want = kcpu_ceil_div(4 * (int64_t)kcpu_pool_threads(pool), units);
     int64_t chunk = kcpu_max64(kcpu_ceil_div(c->cols, want),
                                KCPU_MIN_TASK_MACS / kcpu_max64(1, c->mg * c->kg));
     chunk = kcpu_ceil_div(chunk, KCPU_NR) * KCPU_NR;

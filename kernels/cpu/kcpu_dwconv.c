@@ -197,8 +197,8 @@ void kcpu_dwconv_f32(struct kcpu_pool *pool, const struct k_conv2d *p, const flo
     int64_t units = (int64_t)p->n * p->groups;
     if (units <= 0 || p->oh <= 0 || p->ow <= 0)
         return;
-    float *base = kcpu_align64(scratch);
-    int64_t *off = (int64_t *)base;
+    void *base = kcpu_align64(scratch);   /* the offset table, then the threads' grids */
+    int64_t *off = base;
     for (int64_t ci = 0, k = 0; ci < d->cg; ci++)
         for (int ki = 0; ki < p->kh; ki++)
             for (int kj = 0; kj < p->kw; kj++) {
@@ -207,7 +207,7 @@ void kcpu_dwconv_f32(struct kcpu_pool *pool, const struct k_conv2d *p, const flo
                 off[k++] = ci * d->chan + phase * d->phase + dy / p->stride_h * d->row_len + dx / p->stride_w;
             }
     j.off = off;
-    j.thread_base = base + d->table_floats;
+    j.thread_base = (float *)base + d->table_floats;
     /* Four tasks per thread, none below KCPU_MIN_TASK_MACS (waking a
      * worker costs more than a small unit's work). */
     int64_t unit_macs = kcpu_max64(1, d->mg * p->oh * p->ow * d->ntaps);

@@ -33,7 +33,7 @@ static inline __attribute__((always_inline)) void accumulate(const struct kcpu_d
         __m512 x[4];
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
-            x[v] = _mm512_loadu_ps(src + 16 * v);
+            x[v] = _mm512_loadu_ps(src + (int64_t)16 * v);
 #pragma GCC unroll 4
         for (int o = 0; o < mo; o++) {
             __m512 wk = _mm512_set1_ps(b->w[o * b->ntaps + k]);
@@ -46,7 +46,7 @@ static inline __attribute__((always_inline)) void accumulate(const struct kcpu_d
     for (int o = 0; o < mo; o++)
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
-            _mm512_storeu_ps(b->acc + o * b->count + t + 16 * v, acc[o][v]);
+            _mm512_storeu_ps(b->acc + o * b->count + t + (int64_t)16 * v, acc[o][v]);
 }
 
 static inline __attribute__((always_inline)) void sweep(const struct kcpu_dw_block *b, const int mo)

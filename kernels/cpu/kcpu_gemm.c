@@ -8,6 +8,8 @@
  * have k <= a few thousand, for which one panel still fits L1, and keeping
  * the whole reduction in registers lets the epilogue run once, fused.
  */
+#include <string.h>
+
 #include "kcpu_impl.h"
 
 void kcpu_gemm_run(const struct kcpu_gemm *g)
@@ -58,8 +60,7 @@ void kcpu_gemm_scalar(const struct kcpu_gemm *g)
         for (int64_t t0 = 0; t0 < g->n; t0 += KCPU_NR) {
             int nr = (int)kcpu_min64(KCPU_NR, g->n - t0);
             const float *b = g->b + (t0 / KCPU_NR) * g->b_strip;
-            for (int e = 0; e < mr * KCPU_NR; e++)
-                tmp[e] = 0.0f;
+            memset(tmp, 0, sizeof(tmp));
             for (int64_t kk = 0; kk < g->k; kk++) {
                 const float *ak = a + kk * KCPU_MR;
                 const float *bk = b + (g->boff ? g->boff[kk] : kk * g->ldb);

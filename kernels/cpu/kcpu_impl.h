@@ -23,7 +23,7 @@
 /* Least multiply-adds worth a task of their own: waking a sleeping worker
  * costs microseconds (far more on a loaded machine), so small layers, as
  * at batch 1, stay on the calling thread. */
-#define KCPU_MIN_TASK_MACS (256 * 1024)
+#define KCPU_MIN_TASK_MACS ((int64_t)256 * 1024)
 
 /* One block of work for a GEMM microkernel loop.
  *
@@ -159,9 +159,9 @@ static inline int64_t kcpu_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* Rounds a caller's scratch pointer up to a 64-byte boundary; the
  * *_scratch_bytes functions include the slack. */
-static inline float *kcpu_align64(void *p)
+static inline void *kcpu_align64(void *p)
 {
-    return (float *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+    return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
 }
 
 #endif /* KCPU_IMPL_H */

@@ -11,7 +11,7 @@
 #include "kcpu_impl.h"
 
 /* Bytes of packed W one task streams; sized to sit in L2 beside the panel. */
-#define STRIP_BUDGET (256 * 1024)
+#define STRIP_BUDGET ((int64_t)256 * 1024)
 
 size_t kcpu_linear_packed_floats(const struct k_linear *p)
 {
@@ -98,7 +98,7 @@ void kcpu_linear_f32(struct kcpu_pool *pool, const struct k_linear *p,
     int64_t spt = kcpu_max64(1, STRIP_BUDGET / kcpu_max64(1, (int64_t)p->k * KCPU_NR * 4));
     spt = kcpu_min64(spt, j.strips);
     /* Enough tasks to keep every thread busy when the batch is small. */
-    int64_t want_runs = kcpu_ceil_div(2 * threads, j.panels);
+    int64_t want_runs = kcpu_ceil_div(2 * (int64_t)threads, j.panels);
     if (kcpu_ceil_div(j.strips, spt) < want_runs)
         spt = kcpu_max64(1, kcpu_ceil_div(j.strips, want_runs));
     int64_t strip_macs = kcpu_min64(p->n, KCPU_MR) * kcpu_max64(1, p->k) * KCPU_NR;

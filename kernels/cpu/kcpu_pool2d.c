@@ -44,7 +44,7 @@ static void max_plane_2x2(const struct k_pool2d *p, const float *xp, float *yp)
     for (int oh = 0; oh < p->oh; oh++) {
         const float *r0 = xp + (int64_t)(2 * oh) * p->w, *r1 = r0 + p->w;
         float *yr = yp + (int64_t)oh * p->ow;
-        for (int ow = 0; ow < p->ow; ow++) {
+        for (int64_t ow = 0; ow < p->ow; ow++) {
             float a = r0[2 * ow] > r0[2 * ow + 1] ? r0[2 * ow] : r0[2 * ow + 1];
             float b = r1[2 * ow] > r1[2 * ow + 1] ? r1[2 * ow] : r1[2 * ow + 1];
             yr[ow] = a > b ? a : b;
@@ -64,8 +64,8 @@ static void max_plane(const struct k_pool2d *p, const float *xp, float *yp)
             for (int ki = klo; ki < khi; ki++) {
                 const float *row = xp + (int64_t)(h0 + ki * p->dil_h) * p->w + w0;
                 for (int kj = jlo; kj < jhi; kj++)
-                    if (row[kj * p->dil_w] > best)
-                        best = row[kj * p->dil_w];
+                    if (row[(int64_t)kj * p->dil_w] > best)
+                        best = row[(int64_t)kj * p->dil_w];
             }
             yp[(int64_t)oh * p->ow + ow] = best;
         }
@@ -166,6 +166,6 @@ void kcpu_global_avg_pool_f32(struct kcpu_pool *pool, int n, int c, int64_t hw,
                               const float *x, float *y)
 {
     struct gap_job j = {.planes = (int64_t)n * c, .hw = hw, .x = x, .y = y,
-                        .planes_per_task = kcpu_max64(1, 16 * PLANE_WORK / kcpu_max64(1, hw))};
+                        .planes_per_task = kcpu_max64(1, (int64_t)16 * PLANE_WORK / kcpu_max64(1, hw))};
     kcpu_pool_run(pool, kcpu_ceil_div(j.planes, j.planes_per_task), gap_task, &j);
 }

@@ -16,7 +16,7 @@ void kref_conv2d_f32(const struct k_conv2d *p, const float *x, const float *w,
                 for (int ow = 0; ow < p->ow; ow++) {
                     double acc = 0;
                     for (int ci = 0; ci < cg; ci++) {
-                        const float *xc = x + ((int64_t)n * p->c + g * cg + ci) * p->h * p->w;
+                        const float *xc = x + ((int64_t)n * p->c + (int64_t)g * cg + ci) * p->h * p->w;
                         const float *wc = w + ((int64_t)o * cg + ci) * p->kh * p->kw;
                         for (int ki = 0; ki < p->kh; ki++) {
                             int ih = oh * p->stride_h - p->pad_t + ki * p->dil_h;

@@ -63,9 +63,9 @@ static void open_runner(struct runner *r, struct rt_backend *b, const char *dir,
     r->y = malloc(sizeof(float) * (size_t)batch * (size_t)cfg->outputs[0].sample_elems);
     if (!r->x || !r->y)
         abort();
-    srand(1);
+    srand(1); // NOLINT(cert-msc32-c,cert-msc51-cpp): the same inputs every run
     for (size_t i = 0; i < in_n; i++)
-        r->x[i] = (float)rand() / (float)RAND_MAX * 4.0f - 1.0f;
+        r->x[i] = (float)rand() / (float)RAND_MAX * 4.0f - 1.0f; // NOLINT(cert-msc30-c,cert-msc50-cpp): any numbers do for benchmark inputs
     /* warm-up, and iterations for a window of about 0.3 s */
     r->iters = 1;
     for (double t0 = now_s(); now_s() - t0 < 0.2;) {

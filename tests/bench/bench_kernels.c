@@ -56,7 +56,7 @@ static double layer_flops(const struct layer *l)
 {
     if (l->kind == L_CONV) {
         const struct k_conv2d *p = &l->conv;
-        return 2.0 * p->n * p->oc * p->oh * p->ow * (double)(p->c / p->groups) * p->kh * p->kw;
+        return 2.0 * p->n * p->oc * p->oh * p->ow * p->c / p->groups * p->kh * p->kw;
     }
     if (l->kind == L_LINEAR)
         return 2.0 * l->fc.n * (double)l->fc.k * l->fc.m;
@@ -118,9 +118,8 @@ static void layer_run(struct kcpu_pool *pool, const struct layer *l)
 /* Median seconds per run of the whole sequence. */
 static double time_layers(struct kcpu_pool *pool, struct layer *ls, int count, int reps)
 {
-    double t[64];
-    if (reps > 64)
-        reps = 64;
+    double t[64] = {0};
+    reps = reps < 1 ? 1 : reps > 64 ? 64 : reps;
     for (int w = 0; w < 3; w++)
         for (int i = 0; i < count; i++)
             layer_run(pool, &ls[i]);

@@ -78,7 +78,7 @@ static pid_t start_inferd(const char *tmp, int *port)
     }
     for (int i = 0; pid > 0 && i < 3000; i++) {
         const char *text = slurp(port_file);
-        if (text && sscanf(text, "%d", port) == 1 && *port > 0)
+        if (text && sscanf(text, "%d", port) == 1 && *port > 0) // NOLINT(cert-err34-c): the daemon's own port file
             return pid;
         if (waitpid(pid, NULL, WNOHANG) == pid)
             break;
@@ -177,7 +177,7 @@ int main(int argc, char **argv)
     printf("GET /v2/health/live, %d threads, %d connections, %d s per run, %d rounds\n",
            threads, conns, seconds, rounds);
     printf("%-6s %14s %14s\n", "round", "wrk req/s", "loadgen req/s");
-    double w[MAX_ROUNDS], l[MAX_ROUNDS];
+    double w[MAX_ROUNDS] = {0}, l[MAX_ROUNDS] = {0};
     bool ok = true;
     for (int r = 0; r < rounds && ok; r++) {
         /* alternate the order, so neither always meets a warmer server */

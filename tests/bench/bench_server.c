@@ -138,7 +138,7 @@ static bool make_payloads(const char *model, const struct rt_dataset *ds)
                       cfg->inputs[0].name, (long long)cfg->inputs[0].shape.dims[1],
                       (long long)cfg->inputs[0].shape.dims[2], (long long)cfg->inputs[0].shape.dims[3],
                       elems * sizeof(float), cfg->outputs[0].name);
-    char *bin = malloc((size_t)hl + elems * sizeof(float));
+    char *bin = ok ? malloc((size_t)hl + elems * sizeof(float)) : NULL;
     if (bin) {
         memcpy(bin, header, (size_t)hl);
         memcpy(bin + hl, x, elems * sizeof(float));
@@ -191,7 +191,7 @@ static int run_wrk(const char *script, int port, const char *path, int conc, int
     waitpid(pid, &status, 0);
     const char *line = strstr(buf, "BENCH ");
     long long reqs, dur_us, p50, p99, errors;
-    if (!line || sscanf(line, "BENCH %lld %lld %lld %lld %lld", &reqs, &dur_us, &p50, &p99, &errors) != 5)
+    if (!line || sscanf(line, "BENCH %lld %lld %lld %lld %lld", &reqs, &dur_us, &p50, &p99, &errors) != 5) // NOLINT(cert-err34-c): the output of our own client
         return -1;
     *out = (struct result){(double)reqs / ((double)dur_us / 1e6), (double)p50 / 1e3,
                            (double)p99 / 1e3, (long)errors};
@@ -209,7 +209,7 @@ static int measure(const struct opts *o, const char *script, int port, const cha
                    struct result *out)
 {
     struct result r[16];
-    double rps[16], p50[16], p99[16];
+    double rps[16] = {0}, p50[16] = {0}, p99[16] = {0};
     int n = o->repeat < 16 ? o->repeat : 16;
     if (run_wrk(script, port, path, conc, 1, &r[0]) != 0)
         return -1;
@@ -235,7 +235,7 @@ static double load_average(void)
     double l = -1;
     FILE *f = fopen("/proc/loadavg", "r");
     if (f) {
-        if (fscanf(f, "%lf", &l) != 1)
+        if (fscanf(f, "%lf", &l) != 1) // NOLINT(cert-err34-c): the kernel's own file
             l = -1;
         fclose(f);
     }
@@ -262,7 +262,7 @@ static pid_t start_inferd(bool batching, int *port)
     for (int i = 0; i < 3000; i++) {
         FILE *f = fopen(port_file, "r");
         if (f) {
-            int ok = fscanf(f, "%d", port);
+            int ok = fscanf(f, "%d", port); // NOLINT(cert-err34-c): the daemon's own port file
             fclose(f);
             if (ok == 1) {
                 usleep(300 * 1000); /* models load after the port is bound */

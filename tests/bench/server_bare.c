@@ -45,7 +45,7 @@ struct server_bare *server_bare_start(int threads)
     MHD_add_response_header(s->response, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     struct sockaddr_in addr = {.sin_family = AF_INET};
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
+    s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL,
                                  on_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
                                  MHD_OPTION_CONNECTION_LIMIT, 1024u,
