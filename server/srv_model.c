@@ -50,9 +50,18 @@ static void model_free(struct srv_model *m)
     free(m);
 }
 
+/* Models being freed on a thread of their own (see srv_model_unref). */
+static pthread_mutex_t frees_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t frees_cv = PTHREAD_COND_INITIALIZER;
+static int frees_pending;
+
 static void *model_free_thread(void *m)
 {
     model_free(m);
+    pthread_mutex_lock(&frees_mu);
+    frees_pending--;
+    pthread_cond_broadcast(&frees_cv);
+    pthread_mutex_unlock(&frees_mu);
     return NULL;
 }
 
@@ -65,6 +74,9 @@ void srv_model_unref(struct srv_model *m)
      * the model was unloaded meanwhile that frees the model. A worker cannot
      * join itself, so another thread does it (the worker returns first). */
     if (m->batcher && srv_batcher_is_worker_thread(m->batcher)) {
+        pthread_mutex_lock(&frees_mu);
+        frees_pending++;
+        pthread_mutex_unlock(&frees_mu);
         pthread_t t;
         pthread_attr_t attr;
         bool spawned = pthread_attr_init(&attr) == 0;
@@ -73,9 +85,21 @@ void srv_model_unref(struct srv_model *m)
             spawned = pthread_create(&t, &attr, model_free_thread, m) == 0;
             pthread_attr_destroy(&attr);
         }
-        if (!spawned)
+        if (!spawned) {
             srv_log_error("model %s: no thread to free it; its memory stays allocated", m->name);
+            pthread_mutex_lock(&frees_mu);
+            frees_pending--;
+            pthread_mutex_unlock(&frees_mu);
+        }
         return;
     }
     model_free(m);
+}
+
+void srv_model_wait_frees(void)
+{
+    pthread_mutex_lock(&frees_mu);
+    while (frees_pending > 0)
+        pthread_cond_wait(&frees_cv, &frees_mu);
+    pthread_mutex_unlock(&frees_mu);
 }

@@ -35,5 +35,9 @@ enum rt_status srv_model_load(const char *dir, const char *name, struct rt_backe
 
 void srv_model_ref(struct srv_model *m);
 void srv_model_unref(struct srv_model *m);
+/* Waits until every model whose last reference dropped on its own batcher
+ * thread has been freed (they are freed on a thread of their own); before
+ * the backend goes. */
+void srv_model_wait_frees(void);
 
 #endif /* SRV_MODEL_H */

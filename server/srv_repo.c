@@ -133,6 +133,7 @@ void srv_repo_free(struct srv_repo *r)
         return;
     for (int i = 0; i < r->n; i++)
         srv_model_unref(r->entries[i].model);
+    srv_model_wait_frees(); /* models unloaded earlier may still be going */
     free(r->entries);
     pthread_mutex_destroy(&r->mu);
     pthread_mutex_destroy(&r->load_mu);

@@ -51,9 +51,9 @@ TEST(srv_model_last_ref_on_batcher_thread)
         usleep(10 * 1000);
     ASSERT_TRUE(atomic_load(&l.done));
     ASSERT_EQ_INT(job.err.status, RT_OK);
-    /* The model is freed on a thread of its own; give it time to finish
-     * before the backend goes (LeakSanitizer checks at exit). */
-    usleep(300 * 1000);
+    /* The model is freed on a thread of its own: wait for it, as the
+     * repository does before the backend goes. */
+    srv_model_wait_frees();
     rt_backend_free(be);
     return TEST_PASS;
 }
