@@ -56,6 +56,13 @@ int test_rand_int(int lo, int hi);               /* inclusive */
 float test_rand_float(float lo, float hi);
 void test_rand_fill(float *x, int64_t count, float lo, float hi); /* never all zero */
 
+/* Whether two buffers hold the same bytes: for floats that must match bit
+ * for bit (a comparison of values would call -0.0 and 0.0 equal, NaN not). */
+static inline bool test_same_bits(const void *a, const void *b, size_t n)
+{
+    return memcmp(a, b, n) == 0;
+}
+
 /* max_i |a_i - b_i| / max(max_i |b_i|, tiny): the relative error of a vs a reference b. */
 double test_rel_error(const float *a, const float *b, int64_t count);
 /* Count of NaN or infinity in x. */

@@ -64,7 +64,7 @@ TEST(client_encode_binary)
     size_t len, header_len;
     ASSERT_EQ_INT(icl_infer_encode(&req, &body, &len, &header_len, NULL), ICL_OK);
     ASSERT_EQ_INT(len - header_len, sizeof(x));
-    ASSERT_TRUE(memcmp(body + header_len, x, sizeof(x)) == 0); // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the wire bytes must be the floats bit for bit
+    ASSERT_TRUE(test_same_bits(body + header_len, x, sizeof(x)));
     cJSON *root = cJSON_ParseWithLength((const char *)body, header_len);
     free(body);
     ASSERT_TRUE(root);

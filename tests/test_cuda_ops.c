@@ -375,7 +375,7 @@ TEST(cuda_op_convert)
     bool ok = e == cudaSuccess && dbuf_download(out, dy, n, KCUDA_F32);
     int64_t differ = 0;
     for (int64_t i = 0; ok && i < n; i++)
-        differ += memcmp(&out[i], &ref[i], sizeof(float)) != 0; // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the round trip must be exact
+        differ += !test_same_bits(&out[i], &ref[i], sizeof(float));
     dbuf_free(dx), dbuf_free(dh), dbuf_free(dy);
     free(x), free(ref), free(out);
     TEST_FAIL_IF(!ok, "conversion failed: %s", cudaGetErrorString(e));

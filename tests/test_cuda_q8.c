@@ -495,7 +495,7 @@ static enum test_result int8_model_vs_cpu(const char *name)
             continue;
         }
         size_t i = 0;
-        while (i < count && memcmp(&y[i], &ref[i], sizeof(float)) == 0) // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): bit for bit
+        while (i < count && test_same_bits(&y[i], &ref[i], sizeof(float)))
             i++;
         if (i < count) {
             printf("  %s graphs %d: output %zu (sample %zu) is %.9g on CUDA, %.9g on the CPU\n", name, graphs, i,

@@ -134,7 +134,7 @@ static enum test_result infer_json(struct http_daemon *d)
     parsed = http_parse_logits(r.body, nested_out, ROWS * 10);
     http_resp_free(&r);
     ASSERT_TRUE(parsed);
-    ASSERT_TRUE(memcmp(nested_out, got, sizeof(got)) == 0); // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the same bits either way
+    ASSERT_TRUE(test_same_bits(nested_out, got, sizeof(got)));
 
     /* UINT8 data converts losslessly: the same answer as the same values in FP32. */
     static float ints[784];
@@ -152,7 +152,7 @@ static enum test_result infer_json(struct http_daemon *d)
     free(fp);
     free(u8);
     ASSERT_TRUE(ok_a && ok_b);
-    ASSERT_TRUE(memcmp(a, b, sizeof(a)) == 0); // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the same bits either way
+    ASSERT_TRUE(test_same_bits(a, b, sizeof(a)));
     return TEST_PASS;
 }
 
@@ -223,7 +223,7 @@ static enum test_result infer_binary(struct http_daemon *d)
     ASSERT_STR_EQ(r.content_type, "application/octet-stream");
     ASSERT_TRUE(r.header_len > 0 && (size_t)r.header_len + sizeof(json_out) == r.len);
     ASSERT_STR_CONTAINS(r.body, "\"binary_data_size\":160");
-    ASSERT_TRUE(memcmp(r.body + r.header_len, json_out, sizeof(json_out)) == 0); // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the same bits either way
+    ASSERT_TRUE(test_same_bits(r.body + r.header_len, json_out, sizeof(json_out)));
     http_resp_free(&r);
 
     /* Binary in, JSON out, still identical. */
@@ -234,7 +234,7 @@ static enum test_result infer_binary(struct http_daemon *d)
     parsed = http_parse_logits(r.body, out2, ROWS * 10);
     http_resp_free(&r);
     ASSERT_TRUE(parsed);
-    ASSERT_TRUE(memcmp(out2, json_out, sizeof(out2)) == 0); // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the same bits either way
+    ASSERT_TRUE(test_same_bits(out2, json_out, sizeof(out2)));
 
     /* FP16 binary input of FP16-exact values equals the FP32 request. */
     static float xs[784];
@@ -253,7 +253,7 @@ static enum test_result infer_binary(struct http_daemon *d)
     bool ok16 = r.status == 200 && http_parse_logits(r.body, f16_out, 10);
     http_resp_free(&r);
     ASSERT_TRUE(ok32 && ok16);
-    ASSERT_TRUE(memcmp(f32_out, f16_out, sizeof(f32_out)) == 0); // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the same bits either way
+    ASSERT_TRUE(test_same_bits(f32_out, f16_out, sizeof(f32_out)));
 
     /* Sizes that disagree with the shape, the body or the header are 400. */
     b = binary_request("FP32", 1, xs, sizeof(xs) - 4, "");

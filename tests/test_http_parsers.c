@@ -12,7 +12,7 @@
 #include "server/srv_multipart.h"
 #include "test.h"
 
-static bool same_bits(double a, double b) { return memcmp(&a, &b, sizeof(a)) == 0; } // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): exact bits are the test
+static bool same_bits(double a, double b) { return test_same_bits(&a, &b, sizeof(a)); }
 
 TEST(http_parser_json_number_equals_strtod)
 {

@@ -49,7 +49,7 @@ TEST(image_preprocess_gray_exact)
         float t = (float)px[i] * pre.scale;
         t = t - pre.mean[0];
         t = t / pre.std[0];
-        TEST_FAIL_IF(memcmp(&t, &out[i], sizeof(float)) != 0, "pixel %d: %.9g != %.9g", i, // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the same operations, so the same bits
+        TEST_FAIL_IF(!test_same_bits(&t, &out[i], sizeof(float)), "pixel %d: %.9g != %.9g", i,
                      (double)out[i], (double)t);
     }
     return TEST_PASS;

@@ -92,7 +92,7 @@ static enum test_result check_photo(const char *name)
     for (int c = 0; c < 3; c++)
         for (int i = 0; i < SIDE * SIDE; i++) {
             float want = table[c * 256 + px[i * 3 + c]], v = got[c * SIDE * SIDE + i];
-            if (memcmp(&want, &v, sizeof(float)) != 0) { // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the LUT must be exact
+            if (!test_same_bits(&want, &v, sizeof(float))) {
                 differ++;
                 worst = fmax(worst, fabs((double)want - (double)v));
             }

@@ -153,7 +153,7 @@ TEST(int8_model_matches_reference_kernels)
         float *out[1] = {got};
         ASSERT_EQ_INT(rt_session_run(s, N, in, out, &err), RT_OK);
         // cppcheck-suppress legacyUninitvar ; rt_session_run writes got through out
-        if (memcmp(got, want, sizeof(got)) != 0) { // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): bit-exact with the reference kernels
+        if (!test_same_bits(got, want, sizeof(got))) {
             test_fail_msg(__FILE__, __LINE__, "%s: outputs differ from the reference kernels (%g vs %g)",
                           kcpu_isa_name((enum kcpu_isa)isa), (double)got[0], (double)want[0]);
             r = TEST_FAIL;
@@ -322,7 +322,7 @@ TEST(int8_calibrate_write_load_pipeline)
 
     /* fp32 written back: batch norm folded, the same numbers exactly */
     TEST_FAIL_IF(!run_folder(b, f32, N, x, y, &err), "%s", err.msg);
-    ASSERT_TRUE(memcmp(y, ref, sizeof(y)) == 0); // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): folding must be exact
+    ASSERT_TRUE(test_same_bits(y, ref, sizeof(y)));
     /* fp16: close to fp32, and every value representable in half */
     TEST_FAIL_IF(!run_folder(b, f16, N, x, y, &err), "%s", err.msg);
     ASSERT_LE(test_rel_error(y, ref, (int64_t)N * TINY_CLASSES), 2e-3);
@@ -333,7 +333,7 @@ TEST(int8_calibrate_write_load_pipeline)
     ASSERT_TRUE(write_file(src, "model.json", json, strlen(json)));
     free(json);
     TEST_FAIL_IF(!run_folder(b, src, N, x, y2, &err), "%s", err.msg);
-    ASSERT_TRUE(memcmp(y, y2, sizeof(y)) == 0); // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the same numbers exactly
+    ASSERT_TRUE(test_same_bits(y, y2, sizeof(y)));
     /* int8: within a few quantisation steps of fp32 */
     TEST_FAIL_IF(!run_folder(b, q8, N, x, y, &err), "%s", err.msg);
     double e = test_rel_error(y, ref, (int64_t)N * TINY_CLASSES);

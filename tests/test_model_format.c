@@ -173,7 +173,7 @@ TEST(safetensors_write_read_roundtrip)
     ASSERT_EQ_INT(rt_safetensors_open(path, "x", &st, &err), RT_OK);
     const struct rt_st_tensor *ra = rt_safetensors_find(&st, "a"), *rb = rt_safetensors_find(&st, "b");
     ASSERT_TRUE(ra && rb);
-    ASSERT_EQ_INT(memcmp(ra->data, a, sizeof(a)), 0); // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): stored bytes round-trip
+    ASSERT_TRUE(test_same_bits(ra->data, a, sizeof(a)));
     ASSERT_EQ_INT(memcmp(rb->data, b, sizeof(b)), 0);
     ASSERT_EQ_INT(rb->dtype, RT_DTYPE_I8);
     ASSERT_STR_EQ(rt_safetensors_meta(&st, "scale"), "0.5");

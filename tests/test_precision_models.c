@@ -139,7 +139,7 @@ TEST(int8_shipped_models_identical_across_isas)
             if (!run_model(DIRS[d], &ds, COUNT, isa == (int)kcpu_isa_hardware() ? want : got, why, sizeof(why))) {
                 test_fail_msg(__FILE__, __LINE__, "%s", why);
                 r = TEST_FAIL;
-            } else if (isa != (int)kcpu_isa_hardware() && memcmp(got, want, sizeof(got)) != 0) { // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): every ISA bit for bit
+            } else if (isa != (int)kcpu_isa_hardware() && !test_same_bits(got, want, sizeof(got))) {
                 test_fail_msg(__FILE__, __LINE__, "%s: %s outputs differ from %s's", DIRS[d],
                               kcpu_isa_name((enum kcpu_isa)isa), kcpu_isa_name(kcpu_isa_hardware()));
                 r = TEST_FAIL;
