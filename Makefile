@@ -429,7 +429,7 @@ lint-tidy: $(LINT_SRC:%.c=$(LINT_DIR)/%.ok)
 lint: deps deps-lint
 	@# (gnuplot's sprintf inside a script string in lg_report.c is not a C call)
 	@echo "  GREP  banned calls"; ! grep -nE '$(BANNED)' $(LINT_SRC) | grep -v "sprintf('"
-	@$(MAKE) --no-print-directory lint-tidy
+	@$(MAKE) --no-print-directory -j$(shell nproc) lint-tidy
 	@echo "  CPPCHECK $(words $(LINT_SRC)) files"; cppcheck --quiet --error-exitcode=1 --inline-suppr \
 	  --std=c11 -I. -I$(GEN) -I$(BUILD) --enable=warning,portability --suppress=missingIncludeSystem \
 	  --suppress=preprocessorErrorDirective:$(ONNX_PB_C:.c=.h) \
