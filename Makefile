@@ -2,8 +2,8 @@
 #
 #   make run           install deps, build, start inferd on the shipped models
 #   make test          install deps, build, run the whole no-GPU test suite
-#   make fuzz          every libFuzzer target in tests/fuzz/ for FUZZ_SECONDS each (clang)
-#   make fuzz-onnx     the ONNX loader's libFuzzer target alone
+#   make fuzz          every libFuzzer target in tests/fuzz/ for FUZZ_SECONDS each (clang; -j2: two at once)
+#   make fuzz-onnx     one libFuzzer target alone (fuzz-NAME for tests/fuzz/fuzz_NAME.c)
 #   make lint          clang-tidy and cppcheck on the project's C, and the banned-call grep
 #   make soak          a 10-minute load at 80% of the sustainable rate (docs/reliability.md)
 #   make overload      open-loop load at 2x the sustainable rate: 503s, bounded queue and latency
@@ -366,13 +366,14 @@ bench-imagenet: deps deps-python $(BUILD)/bench_models_cpu
 # ASan and UBSan into build-fuzz/ and run for FUZZ_SECONDS from its checked-in
 # seeds (tests/fuzz/corpus/NAME); new inputs go to build-fuzz/corpus/NAME,
 # crashes to build-fuzz/crashes/ (they belong in tests/fuzz/regressions/NAME/).
-.PHONY: deps-fuzz fuzz fuzz-onnx fuzz-build deps-lint lint lint-tidy soak overload
 DEBS_FUZZ     := clang libclang-rt-dev
 FUZZ_SECONDS  ?= 60
 FUZZ_BUILD    := build-fuzz
 # The parsers need no optimised kernels (whose ISA dispatch uses gcc-only builtins).
 FUZZ_KERNEL_SRC := $(wildcard kernels/ref/*.c)
 FUZZ_NAMES    := $(patsubst tests/fuzz/fuzz_%.c,%,$(filter-out tests/fuzz/fuzz_entry.c,$(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_RUNS     := $(FUZZ_NAMES:%=fuzz-%)
+.PHONY: deps-fuzz fuzz fuzz-build fuzz-build-all $(FUZZ_RUNS) deps-lint lint lint-tidy soak overload
 deps-fuzz:
 	$(call install_debs,$(DEBS_FUZZ))
 $(FUZZ_NAMES:%=$(BUILD)/obj/tests/fuzz/fuzz_%.o): CFLAGS += -I$(GEN)
@@ -380,25 +381,21 @@ $(FUZZ_NAMES:%=$(BUILD)/obj/tests/fuzz/fuzz_%.o): | $(ONNX_PB_C)
 $(BUILD)/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/obj/tests/fuzz/fuzz_entry.o $(SERVER_LIB) $(LIB)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer $^ -o $@ $(LDLIBS) -lmicrohttpd
 fuzz-build: $(FUZZ_NAMES:%=$(BUILD)/fuzz_%)
-fuzz: deps deps-fuzz
+# `make fuzz` runs the targets one after another; `make -j2 fuzz` two at a
+# time. One target: `make fuzz-onnx` (any fuzz-NAME).
+fuzz: $(FUZZ_RUNS)
+fuzz-build-all: deps deps-fuzz
 	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang CUDA=0 SANITIZE=fuzzer-no-link,address,undefined \
 	  KERNEL_SRC='$(FUZZ_KERNEL_SRC)' fuzz-build
-	@for t in $(FUZZ_NAMES); do \
-	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/crashes tests/fuzz/corpus/$$t; \
-	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s (log: $(FUZZ_BUILD)/fuzz_$$t.log)"; \
-	  $(FUZZ_BUILD)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	    -max_len=65536 -rss_limit_mb=2048 -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- \
-	    $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t > $(FUZZ_BUILD)/fuzz_$$t.log 2>&1; \
-	  rc=$$?; grep -E '^#[0-9]+ *DONE|stat::number_of_executed_units|cov:' $(FUZZ_BUILD)/fuzz_$$t.log | tail -n 2; \
-	  [ $$rc -eq 0 ] || { tail -n 40 $(FUZZ_BUILD)/fuzz_$$t.log; exit $$rc; }; \
-	done
-
-# The ONNX loader's fuzzer alone (make fuzz runs it among all the targets).
-fuzz-onnx: deps deps-fuzz
-	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang CUDA=0 SANITIZE=fuzzer-no-link,address,undefined $(FUZZ_BUILD)/fuzz_onnx
-	@mkdir -p $(FUZZ_BUILD)/corpus/onnx $(FUZZ_BUILD)/crashes
-	$(FUZZ_BUILD)/fuzz_onnx -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -max_len=65536 \
-	  -rss_limit_mb=2048 -artifact_prefix=$(FUZZ_BUILD)/crashes/onnx- $(FUZZ_BUILD)/corpus/onnx tests/fuzz/corpus/onnx
+$(FUZZ_RUNS): fuzz-%: fuzz-build-all
+	@mkdir -p $(FUZZ_BUILD)/corpus/$* $(FUZZ_BUILD)/crashes tests/fuzz/corpus/$*
+	@echo "== fuzz_$* for $(FUZZ_SECONDS) s (log: $(FUZZ_BUILD)/fuzz_$*.log)"
+	@$(FUZZ_BUILD)/fuzz_$* -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  -max_len=65536 -rss_limit_mb=2048 -artifact_prefix=$(FUZZ_BUILD)/crashes/$*- \
+	  $(FUZZ_BUILD)/corpus/$* tests/fuzz/corpus/$* > $(FUZZ_BUILD)/fuzz_$*.log 2>&1; \
+	  rc=$$?; echo "== fuzz_$* done:"; \
+	  grep -E '^#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units' $(FUZZ_BUILD)/fuzz_$*.log | tail -n 2; \
+	  [ $$rc -eq 0 ] || { tail -n 40 $(FUZZ_BUILD)/fuzz_$*.log; exit $$rc; }
 
 # clang-tidy (checks in .clang-tidy) on every C file of the project, tests
 # included, with the flags it is built with; one stamp per file, so a second
