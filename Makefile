@@ -13,9 +13,10 @@
 #   make accuracy      FP32 / FP16 / INT8 top-1 of the shipped models (docs/quantization.md)
 #   make bench-loadgen inferd-loadgen's request rate against wrk's (docs/performance.md)
 #   make bench-server  inferd's HTTP throughput and latency against bare libmicrohttpd
-#   make test-gpu      the GPU suite, then once more under compute-sanitizer memcheck
+#   make test-gpu      every GPU check (tests/gpu_check.sh full); skips with the reason without a GPU
 #   make bench-gpu     GPU benchmarks against cuBLAS, cuDNN and PyTorch
 #   make gpu-bundle    pack the GPU programs for a GPU machine (tests/gpu_check.sh runs them there)
+#   make cuda-sass     read the kernels' SASS: tensor cores where meant (no GPU needed; in make test)
 #   make cuda-report   ptxas resource report (registers, spills) per CUDA kernel
 #   make models        retrain and export the shipped models (PyTorch)
 #   make models-imagenet generate ResNet-50 and MobileNetV2 (seeded, not committed)
@@ -271,7 +272,12 @@ $(BUILD)/bench_server: $(BUILD)/obj/tests/bench/bench_server.o $(BUILD)/obj/test
 run: deps all
 	$(BUILD)/inferd --model-repository model_repository --http-port $(PORT)
 
+# (CUDA builds first read the kernels' SASS and check the GPU bundle; the
+# test runner's summary line stays last)
 test: deps deps-client deps-ui all
+ifeq ($(CUDA_ON)$(SANITIZE),1)
+	@$(MAKE) --no-print-directory cuda-sass gpu-bundle-check
+endif
 	$(BUILD)/run-tests
 
 # The whole ONNX backend test suite, a table per folder (BACKEND=cuda on a GPU).
@@ -294,27 +300,49 @@ bench-server: deps deps-wrk $(BUILD)/inferd $(BUILD)/bench_server
 bench-loadgen: deps deps-wrk all $(BUILD)/bench_loadgen_vs_wrk
 	$(BUILD)/bench_loadgen_vs_wrk
 
+# GPU: tests/gpu_check.sh runs the GPU checks in steps (quick | full | bench
+# | STEP...); make test-gpu runs `full` on the programs in $(BUILD). A
+# machine without a usable GPU skips every GPU step with the reason.
+DEBS_BUNDLE    := patchelf binutils
+BUNDLE_PROGRAMS = $(PROGRAMS) $(BUILD)/run-tests $(BUILD)/bench_gpu
+CUDA_TOOLS     := $(BUILD)/cuda-tools   # cuobjdump and nvdisasm from PyPI, when not installed
+.PHONY: deps-bundle gpu-bundle-check cuda-sass
+deps-bundle:
+	$(call install_debs,$(DEBS_BUNDLE))
 ifeq ($(CUDA_ON),1)
-COMPUTE_SANITIZER ?= $(or $(shell command -v compute-sanitizer 2>/dev/null),$(CUDA_HOME)/bin/compute-sanitizer)
 test-gpu: deps all
-	$(BUILD)/run-tests --gpu
-	$(COMPUTE_SANITIZER) --tool memcheck --error-exitcode 1 $(BUILD)/run-tests --gpu cuda_op_ cuda_session_ cuda_model_ cuda_q8_
+	tests/gpu_check.sh --bin $(BUILD) --logs $(BUILD)/gpu-logs full
 
 bench-gpu: deps $(BUILD)/bench_gpu
 	$(BUILD)/bench_gpu
 
 # Everything tests/gpu_check.sh needs on a GPU machine without our -dev
-# packages: the programs, their libraries and the Fashion-MNIST test split.
-gpu-bundle: deps all $(BUILD)/bench_gpu
-	@mkdir -p .git/info   # bundle.sh records .bundle/ there; a fresh clone may lack the folder
-	../shared/tools/bundle.sh $(PROGRAMS) $(BUILD)/run-tests $(BUILD)/bench_gpu
-	mkdir -p .bundle/data && cp /usr/share/datasets/fashion-mnist/t10k-* .bundle/data/
+# packages, in .bundle/: the programs (stripped, RPATH to the bundle's
+# libraries), the libraries, the Fashion-MNIST test split, the ONNX cases
+# the CPU passes; checked, size included (docs/performance.md, "Running the
+# GPU checks").
+gpu-bundle: deps deps-bundle all $(BUILD)/bench_gpu
+	SUITE=$(BUILD)/onnx-suite tests/gpu_bundle.sh .bundle $(BUNDLE_PROGRAMS)
+	tests/gpu_bundle_check.sh .bundle
+
+# The same bundle made and checked in a scratch folder (part of make test).
+gpu-bundle-check: deps deps-bundle all $(BUILD)/bench_gpu
+	@SUITE=$(BUILD)/onnx-suite tests/gpu_bundle.sh $(BUILD)/bundle-check $(BUNDLE_PROGRAMS)
+	@tests/gpu_bundle_check.sh $(BUILD)/bundle-check
+	@rm -rf $(BUILD)/bundle-check
+
+# The kernels' machine code read without a GPU: tensor cores where meant,
+# none for FP32 (part of make test).
+cuda-sass: $(CU_OBJ)
+	tests/cuda_sass_check.sh $(CUDA_TOOLS) $(CU_OBJ)
 
 cuda-report:
 	@for f in $(CU_SRC); do echo "== $$f"; \
 	  $(NVCC) $(NVCCFLAGS) -Xptxas -v -c $$f -o /dev/null 2>&1 | grep -E 'Compiling entry|registers|spill'; done
 else
-test-gpu bench-gpu gpu-bundle cuda-report:
+test-gpu:
+	@echo "make test-gpu: skipped: this build has no CUDA backend (nvcc was not found, or CUDA=0)"
+bench-gpu gpu-bundle gpu-bundle-check cuda-sass cuda-report:
 	@echo "make $@ needs the CUDA build (nvcc was not found, or CUDA=0)"; exit 1
 endif
 

@@ -12,6 +12,7 @@
  * Every CUDA call is checked through CUDA_CHECK or cuda_fail, except the
  * frees and destroys of teardown paths, whose status nobody could act on.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,7 @@ static void cuda_free_backend(struct rt_backend *b)
 {
     struct cuda_backend *cb = b->ctx;
     cuda_dnn_unload(cb->dnn);
+    pthread_mutex_destroy(&cb->dnn_lock);
     free(cb);
     free(b);
 }
@@ -107,6 +109,32 @@ static bool cuda_supports_step(struct rt_backend *b, const struct rt_plan *p, co
     default:
         return false;   /* flatten and reshape are views, never steps; (de)quantize belong to INT8 */
     }
+}
+
+/* cuDNN, loaded and probed when the first model asks for it (most never
+ * do); NULL, logged once, when it cannot be had. */
+static const struct cuda_dnn *backend_dnn(struct cuda_backend *cb)
+{
+    pthread_mutex_lock(&cb->dnn_lock);
+    if (!cb->dnn && !cb->dnn_tried) {
+        cb->dnn_tried = true;
+        if (cudaSetDevice(cb->dev[0]) == cudaSuccess)   /* the probe runs on the first device */
+            cb->dnn = cuda_dnn_load(cb->dnn_why, sizeof(cb->dnn_why));
+        else
+            snprintf(cb->dnn_why, sizeof(cb->dnn_why), "cudaSetDevice failed");
+        (void)cudaGetLastError();
+        char what[64] = "";
+        if (cb->dnn)
+            cuda_dnn_describe(cb->dnn, what, sizeof(what));
+        if (cb->dnn)
+            fprintf(stderr, "inferd: %s loaded for conv_engine \"cudnn\"\n", what);
+        else
+            fprintf(stderr, "inferd: conv_engine \"cudnn\" asked for, but %s; using inferd's kernels\n",
+                    cb->dnn_why);
+    }
+    const struct cuda_dnn *d = cb->dnn;
+    pthread_mutex_unlock(&cb->dnn_lock);
+    return d;
 }
 
 /* Copies FP32 host data to a new device buffer of element type dt
@@ -204,10 +232,7 @@ static enum rt_status cuda_prepare_step(struct rt_backend *b, const struct rt_pl
     if (s->op == RT_OP_CONV2D) {
         struct k_conv2d k = rt_step_conv2d(p, s, 1);
         bool want_dnn = p->cfg && p->cfg->conv_engine == RT_CONV_ENGINE_CUDNN;
-        if (want_dnn && !cb->dnn && !__atomic_exchange_n(&cb->warned_cudnn, 1, __ATOMIC_ACQ_REL))
-            fprintf(stderr, "inferd: conv_engine \"cudnn\" asked for, but %s; using inferd's kernels\n",
-                    cb->dnn_why);
-        pr->cudnn = want_dnn && cb->dnn && cuda_dnn_conv_ok(s);
+        pr->cudnn = want_dnn && backend_dnn(cb) && cuda_dnn_conv_ok(s);
         if (!pr->cudnn) {
             elems = kcuda_conv2d_packed_elems(&k);
             table_bytes = kcuda_conv2d_table_bytes(&k);
@@ -250,7 +275,7 @@ static void cuda_session_free(void *ctx)
     if (cudaSetDevice(cs->device) == cudaSuccess) {
         if (cs->stream)
             cudaStreamSynchronize(cs->stream);
-        cuda_exec_release_graphs(cs);
+        cuda_graph_cache_release(&cs->graphs);
         cuda_dnn_session_free(cs);
         cudaFree(cs->arena);
         cudaFree(cs->dstage);
@@ -317,6 +342,7 @@ static enum rt_status cuda_session_create(struct rt_backend *b, const struct rt_
     cs->slot = (int)(__atomic_fetch_add(&cb->next_slot, 1, __ATOMIC_RELAXED) % (unsigned)cb->n_dev);
     cs->device = cb->dev[cs->slot];
     cs->dt = plan_dtype(p);
+    cs->graphs = (struct cuda_graph_cache){.api = &CUDA_GRAPH_API_RUNTIME, .enabled = cb->graphs};
     enum rt_status s = session_init(cs, p, max_batch, arena_bytes, err);
     if (s != RT_OK) {
         cuda_session_free(cs);
@@ -403,20 +429,11 @@ enum rt_status rt_backend_cuda_create(const struct rt_backend_options *opt, stru
     }
     const char *graphs = getenv("INFERD_CUDA_GRAPHS");
     cb->graphs = !(graphs && strcmp(graphs, "0") == 0);
-    e = cudaSetDevice(cb->dev[0]);   /* cuDNN's probe runs on the first device */
-    if (e != cudaSuccess) {
-        free(cb);
-        free(b);
-        return rt_error_set(err, RT_ERR_UNAVAILABLE, "cudaSetDevice: %s", cudaGetErrorString(e));
-    }
-    cb->dnn = cuda_dnn_load(cb->dnn_why, sizeof(cb->dnn_why));
-    char dnn[64] = "no cuDNN";
-    if (cb->dnn)
-        cuda_dnn_describe(cb->dnn, dnn, sizeof(dnn));
+    pthread_mutex_init(&cb->dnn_lock, NULL);
     b->iface = &CUDA_IFACE;
     b->ctx = cb;
-    snprintf(b->description, sizeof(b->description), "cuda (%.60s, sm_%d%d, %d device%s, %s%s)", first.name,
-             first.major, first.minor, cb->n_dev, cb->n_dev > 1 ? "s" : "", dnn,
+    snprintf(b->description, sizeof(b->description), "cuda (%.60s, sm_%d%d, %d device%s%s)", first.name,
+             first.major, first.minor, cb->n_dev, cb->n_dev > 1 ? "s" : "",
              cb->graphs ? "" : ", graphs off");
     *out = b;
     return RT_OK;

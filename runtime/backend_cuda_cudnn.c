@@ -11,7 +11,13 @@
  * and one workspace sized at session creation for the largest batch; the
  * algorithm is chosen per step and batch size among those that fit it.
  * FP32 convolutions ask for FMA math (no TF32: results must match the CPU
- * within 1e-5); FP16 ones for tensor cores with FP32 accumulation.
+ * within 1e-5); FP16 ones for tensor cores with FP32 accumulation. Only
+ * GEMM-family and direct algorithms are taken (cuda_dnn_algo_allowed).
+ *
+ * FP16 rounds twice per convolution here: cuDNN writes the convolution in
+ * half, then kcuda_bias_act adds bias and residual and rounds again, where
+ * inferd's kernels and the CPU's FP16 path round once. The FP16 model checks
+ * count two roundings for such a step (tests/fp16_bound.h).
  */
 #include "backend_cuda_impl.h"
 
@@ -79,6 +85,25 @@ static enum rt_status set_descriptors(const struct cuda_dnn *d, struct cuda_dnn_
     return RT_OK;
 }
 
+bool cuda_dnn_algo_allowed(enum kcuda_dtype dt, int algo, int math_type)
+{
+    /* Winograd and FFT transform the operands first: their error grows with
+     * the transform, beyond FP32's 1e-5 and FP16's one-rounding-per-step
+     * bound. The GEMM family and direct convolution sum products in FP32. */
+    switch ((cudnnConvolutionFwdAlgo_t)algo) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
+        break;
+    default:
+        return false;
+    }
+    /* tensor cores on FP32 data would mean TF32 (10-bit mantissas) */
+    bool tensor_op = math_type == CUDNN_TENSOR_OP_MATH || math_type == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    return dt == KCUDA_F16 || !tensor_op;
+}
+
 /* The heuristics' best algorithm needing at most `limit` workspace bytes. */
 static enum rt_status pick_algo(const struct cuda_dnn *d, struct cuda_dnn_session *ds, enum kcuda_dtype dt,
                                 size_t limit, cudnnConvolutionFwdAlgo_t *algo, size_t *bytes, struct rt_error *err)
@@ -88,9 +113,8 @@ static enum rt_status pick_algo(const struct cuda_dnn *d, struct cuda_dnn_sessio
     DNN_CHECK(d, cudnnGetConvolutionForwardAlgorithm_v7(ds->h, ds->xd, ds->wd, ds->cd, ds->yd,
                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf), err);
     for (int i = 0; i < n; i++) {
-        bool tensor_op = perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
-                         perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit || (dt == KCUDA_F32 && tensor_op))
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit ||
+            !cuda_dnn_algo_allowed(dt, (int)perf[i].algo, (int)perf[i].mathType))
             continue;
         *algo = perf[i].algo;
         *bytes = perf[i].memory;
@@ -282,6 +306,8 @@ enum rt_status cuda_dnn_conv(struct cuda_session *cs, const struct rt_step *s, c
 }
 
 #else /* no cuDNN headers at build time: the engine is never available */
+
+bool cuda_dnn_algo_allowed(enum kcuda_dtype dt, int algo, int math_type) { return false; }
 
 struct cuda_dnn *cuda_dnn_load(char *why, size_t why_len)
 {

@@ -1,14 +1,9 @@
 /*
  * backend_cuda_exec.c - running a batch on the CUDA backend: the recorded
- * run (copy_in / run_step / copy_out only record), and sync, which replays
- * the CUDA graph captured for that batch size, captures it on first use, or
- * runs the steps eagerly (capture off, failed, or the cache full), then waits
- * for the stream and copies the outputs from pinned memory to the caller.
- *
- * A graph is valid for a batch size because everything it touches is fixed
- * for it: arena offsets scale with the batch, staging offsets follow the
- * order of the calls, weights never move. A signature of the recorded calls
- * guards that assumption: a mismatch recaptures.
+ * run (copy_in / run_step / copy_out only record), and sync, which hands
+ * the recorded run to backend_cuda_graph.c (eager, captured or replayed),
+ * then waits for the stream and copies the outputs from pinned memory to
+ * the caller.
  */
 #include <string.h>
 
@@ -249,91 +244,36 @@ static uint64_t signature(const struct cuda_session *cs)
     return h;
 }
 
-void cuda_exec_release_graphs(struct cuda_session *cs)
-{
-    for (int i = 0; i < cs->n_graphs; i++) {
-        if (cs->graphs[i].exec)
-            cudaGraphExecDestroy(cs->graphs[i].exec);
-    }
-    cs->n_graphs = 0;
-}
+static enum rt_status enqueue_recorded(void *ctx, struct rt_error *err) { return enqueue_all(ctx, err); }
 
-/* Captures the recorded run into g->exec and launches it. A run that cannot
- * be captured (g->exec stays NULL) runs eagerly now and from then on. */
-static enum rt_status capture_and_launch(struct cuda_session *cs, struct cuda_graph *g, struct rt_error *err)
+/* Runs the recorded run: cuDNN's algorithm choice for this batch on the
+ * host first (so a capture that follows makes no heuristics calls), then
+ * eagerly, captured or replayed. */
+static enum rt_status launch(struct cuda_session *cs, struct rt_error *err)
 {
-    if (g->exec)
-        cudaGraphExecDestroy(g->exec);
-    g->exec = NULL;
+    cudaError_t e = cudaSetDevice(cs->device);
+    if (e != cudaSuccess)
+        return cuda_fail(cs->cb, e, "cudaSetDevice", err);
     if (cs->dnn) {
         enum rt_status r = cuda_dnn_choose(cs, cs->batch, err);
         if (r != RT_OK)
             return r;
     }
-    KCHECK(cs, cudaStreamBeginCapture(cs->stream, cudaStreamCaptureModeThreadLocal), err);
-    struct rt_error capture_err = {0};
-    enum rt_status r = enqueue_all(cs, &capture_err);
-    cudaGraph_t graph = NULL;
-    cudaError_t e = cudaStreamEndCapture(cs->stream, &graph);
-    if (r == RT_OK && e == cudaSuccess)
-        e = cudaGraphInstantiate(&g->exec, graph, 0);
-    if (graph)
-        cudaGraphDestroy(graph);
-    if (r == RT_OK && e == cudaSuccess) {
-        KCHECK(cs, cudaGraphLaunch(g->exec, cs->stream), err);
-        return RT_OK;
-    }
-    g->exec = NULL;
-    if (e != cudaSuccess && r == RT_OK)
-        cuda_fail(cs->cb, e, "graph capture", &capture_err);   /* clears the error, or poisons */
-    if (__atomic_load_n(&cs->cb->poisoned, __ATOMIC_ACQUIRE)) {
-        *err = capture_err;
-        return err->status;
-    }
-    fprintf(stderr, "inferd: CUDA graph capture failed for batch %d (%s); that batch size runs without a graph\n",
-            cs->batch, capture_err.msg);
-    return enqueue_all(cs, err);
-}
-
-static enum rt_status launch(struct cuda_session *cs, struct rt_error *err)
-{
-    if (!cs->cb->graphs || cs->batch == 0)
-        return enqueue_all(cs, err);
-    uint64_t sig = signature(cs);
-    struct cuda_graph *g = NULL;
-    for (int i = 0; i < cs->n_graphs && !g; i++) {
-        if (cs->graphs[i].batch == cs->batch)
-            g = &cs->graphs[i];
-    }
-    if (!g && cs->n_graphs < CUDA_MAX_GRAPHS) {
-        g = &cs->graphs[cs->n_graphs++];
-        *g = (struct cuda_graph){.batch = cs->batch, .signature = sig};
-        return capture_and_launch(cs, g, err);
-    }
-    if (g && g->signature != sig) {
-        g->signature = sig;
-        return capture_and_launch(cs, g, err);
-    }
-    if (g && g->exec) {
-        KCHECK(cs, cudaGraphLaunch(g->exec, cs->stream), err);
-        return RT_OK;
-    }
-    return enqueue_all(cs, err);
+    return cuda_graph_run(&cs->graphs, cs->cb, cs->stream, cs->batch, signature(cs), enqueue_recorded, cs, NULL,
+                          err);
 }
 
 enum rt_status cuda_exec_sync(void *ctx, struct rt_error *err)
 {
     struct cuda_session *cs = ctx;
     enum rt_status r = alive(cs, err);
-    if (r == RT_OK) {
-        cudaError_t e = cudaSetDevice(cs->device);
-        r = e == cudaSuccess ? launch(cs, err) : cuda_fail(cs->cb, e, "cudaSetDevice", err);
-    }
-    if (r == RT_OK) {
-        cudaError_t e = cudaStreamSynchronize(cs->stream);
-        if (e != cudaSuccess)
-            r = cuda_fail(cs->cb, e, "cudaStreamSynchronize", err);
-    }
+    if (r == RT_OK)
+        r = launch(cs, err);
+    /* Wait for the stream on failure too: copies enqueued before the failing
+     * call may still read the pinned staging that the next run refills. */
+    cudaError_t e = cudaStreamSynchronize(cs->stream);
+    if (r == RT_OK && e != cudaSuccess)
+        r = cuda_fail(cs->cb, e, "cudaStreamSynchronize", err);
     for (int i = 0; i < cs->n_ops && r == RT_OK; i++) {
         const struct cuda_op *op = &cs->ops[i];
         if (op->kind == CUDA_OP_OUT)

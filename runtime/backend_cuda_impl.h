@@ -2,7 +2,8 @@
  * backend_cuda_impl.h - internals shared by the CUDA backend's files.
  *
  *   backend_cuda.c        devices, weights (per model), sessions, the iface
- *   backend_cuda_exec.c   recording a run, CUDA graphs, executing steps
+ *   backend_cuda_exec.c   recording a run, executing steps
+ *   backend_cuda_graph.c  CUDA graphs per batch size: warm-up, capture, replay
  *   backend_cuda_cudnn.c  cuDNN, loaded with dlopen, for convolutions
  *   backend_cuda_q8.c     INT8 steps: upload and dispatch to kernels/cuda/q8.cu
  *
@@ -22,14 +23,16 @@
 #ifndef BACKEND_CUDA_IMPL_H
 #define BACKEND_CUDA_IMPL_H
 
+#include <pthread.h>
+
 #include <cuda_runtime_api.h>
 
 #include "../kernels/cuda/kcuda.h"
+#include "backend_cuda_graph.h"
 #include "rt_backend_impl.h"
 #include "rt_quant.h"
 
 #define CUDA_MAX_DEVICES 16
-#define CUDA_MAX_GRAPHS 64          /* captured batch sizes per session; others run eagerly */
 #define CUDA_STAGE_ALIGN 256
 
 struct cuda_dnn;                    /* cuDNN entry points (backend_cuda_cudnn.c) */
@@ -40,9 +43,10 @@ struct cuda_backend {
     int dev[CUDA_MAX_DEVICES];      /* CUDA ordinals; weights live on each */
     unsigned next_slot;             /* round-robin of sessions over dev[] (atomic) */
     int poisoned;                   /* a sticky CUDA error was seen (atomic) */
-    int warned_cudnn;               /* "no cuDNN" logged (atomic) */
     bool graphs;                    /* INFERD_CUDA_GRAPHS=0 turns capture off */
-    struct cuda_dnn *dnn;           /* NULL when cuDNN could not be loaded */
+    pthread_mutex_t dnn_lock;       /* guards the three below */
+    bool dnn_tried;                 /* cuDNN is loaded on first use, once */
+    struct cuda_dnn *dnn;           /* NULL until then, or when it could not be loaded */
     char dnn_why[160];              /* ... and why */
 };
 
@@ -78,12 +82,6 @@ struct cuda_op {
     size_t bytes;                   /* IN, OUT: FP32 bytes at the model's edge */
 };
 
-struct cuda_graph {
-    int batch;
-    uint64_t signature;             /* of the recorded ops it was captured from */
-    cudaGraphExec_t exec;           /* NULL: capture failed, run eagerly */
-};
-
 struct cuda_session {
     struct cuda_backend *cb;
     const struct rt_plan *plan;
@@ -97,8 +95,7 @@ struct cuda_session {
     struct cuda_op *ops;
     int n_ops, cap_ops;
     int batch;                      /* of the recorded run; 0 before its first step */
-    struct cuda_graph graphs[CUDA_MAX_GRAPHS];
-    int n_graphs;
+    struct cuda_graph_cache graphs;
     struct cuda_dnn_session *dnn;
 };
 
@@ -121,7 +118,6 @@ enum rt_status cuda_exec_copy_out(void *ctx, void *dst, const void *src, size_t 
 enum rt_status cuda_exec_run_step(void *ctx, const struct rt_plan *p, const struct rt_step *s, int batch,
                                   const struct rt_step_io *io, struct rt_error *err);
 enum rt_status cuda_exec_sync(void *ctx, struct rt_error *err);
-void cuda_exec_release_graphs(struct cuda_session *cs);
 
 /* backend_cuda_q8.c */
 /* Whether an INT8 step (s->q8) has a kernel; else why not. */
@@ -139,6 +135,11 @@ struct cuda_dnn *cuda_dnn_load(char *why, size_t why_len);
 void cuda_dnn_unload(struct cuda_dnn *dnn);
 /* "cuDNN 9.19.0" */
 void cuda_dnn_describe(const struct cuda_dnn *dnn, char *out, size_t cap);
+/* Whether a cuDNN forward algorithm (cudnnConvolutionFwdAlgo_t) with this
+ * math type (cudnnMathType_t) keeps the precision contract of dt: the GEMM
+ * family and direct convolution only (no Winograd, no FFT), and no tensor
+ * cores (TF32) for FP32. */
+bool cuda_dnn_algo_allowed(enum kcuda_dtype dt, int algo, int math_type);
 /* Whether cuDNN computes this convolution exactly as the plan wants
  * (cuDNN pads symmetrically). */
 bool cuda_dnn_conv_ok(const struct rt_step *s);

@@ -220,6 +220,13 @@ static bool spawn(struct http_daemon *d, const char *const *extra)
     const char *argv[64] = {bin, "--model-repository", repo, "--http-port", "0",
                             "--port-file", port_file, "--http-threads", "2", "--threads", "1"};
     int argc = 11;
+    /* gpu_check.sh runs the HTTP suite on the GPU with INFERD_TEST_BACKEND=cuda
+     * (a test's own --backend, later on the line, still wins) */
+    const char *backend = getenv("INFERD_TEST_BACKEND");
+    if (backend && backend[0]) {
+        argv[argc++] = "--backend";
+        argv[argc++] = backend;
+    }
     for (int i = 0; extra && extra[i] && argc < 62; i++)
         argv[argc++] = extra[i];
     argv[argc] = NULL;

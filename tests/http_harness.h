@@ -13,7 +13,8 @@
  *     int status = http_daemon_stop(&d);      // SIGTERM; the exit status
  *
  * The daemon is the inferd beside the test runner (build-asan/run-tests
- * starts build-asan/inferd), or $INFERD_BIN. It dies with the runner.
+ * starts build-asan/inferd), or $INFERD_BIN, with --backend $INFERD_TEST_BACKEND
+ * when that is set. It dies with the runner.
  */
 #ifndef HTTP_HARNESS_H
 #define HTTP_HARNESS_H

@@ -448,14 +448,11 @@ static enum test_result int8_model_vs_cpu(const char *name)
     snprintf(path, sizeof(path), "%s/model.safetensors", src);
     if (access(path, R_OK) != 0)
         SKIP("%s has no trained weights yet", src);
-    const char *data = getenv("FASHION_MNIST_DIR") ? getenv("FASHION_MNIST_DIR") : RT_FASHION_MNIST_DIR;
-    char images[512], labels[512];
-    snprintf(images, sizeof(images), "%s/t10k-images-idx3-ubyte.gz", data);
-    snprintf(labels, sizeof(labels), "%s/t10k-labels-idx1-ubyte.gz", data);
     struct rt_error err = {0};
     struct rt_dataset ds;
-    if (rt_dataset_load_idx(images, labels, &ds, &err) != RT_OK)
-        SKIP("the Fashion-MNIST test set is not here (%s); set FASHION_MNIST_DIR", err.msg);
+    char why[600];
+    if (!cuda_test_dataset(&ds, why, sizeof(why)))
+        SKIP("%s", why);
 
     struct rt_backend *cpu, *gpu;
     struct rt_model *m;

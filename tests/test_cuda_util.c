@@ -104,3 +104,22 @@ bool cuda_check_close(const char *what, const float *out, const float *ref, int6
                t == KCUDA_F16 ? "f16" : "f32", e, tol, (long long)bad, (long long)n);
     return ok;
 }
+
+bool cuda_test_dataset(struct rt_dataset *ds, char *why, size_t cap)
+{
+    const char *data = getenv("FASHION_MNIST_DIR") ? getenv("FASHION_MNIST_DIR") : RT_FASHION_MNIST_DIR;
+    char images[512], labels[512];
+    snprintf(images, sizeof(images), "%s/t10k-images-idx3-ubyte.gz", data);
+    snprintf(labels, sizeof(labels), "%s/t10k-labels-idx1-ubyte.gz", data);
+    struct rt_error err = {0};
+    if (rt_dataset_load_idx(images, labels, ds, &err) != RT_OK) {
+        snprintf(why, cap, "the Fashion-MNIST test set is not here (%s); set FASHION_MNIST_DIR", err.msg);
+        return false;
+    }
+    const char *limit = getenv("INFERD_TEST_IMAGES");
+    long n = limit ? strtol(limit, NULL, 10) : 0;
+    if (n > 0 && n < ds->count)
+        ds->count = (int)n;
+    printf("  %d test images\n", ds->count);
+    return true;
+}

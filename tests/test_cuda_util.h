@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "kernels/cuda/kcuda.h"
+#include "runtime/rt_dataset.h"
 #include "runtime/rt_status.h"
 #include "test.h"
 
@@ -49,5 +50,10 @@ void round_to_half(float *x, int64_t n);
  * and finite, relative error within 1e-5 (F32) or 2e-3 (F16). Prints the
  * error with `what`. */
 bool cuda_check_close(const char *what, const float *out, const float *ref, int64_t n, enum kcuda_dtype t);
+
+/* The Fashion-MNIST test set (FASHION_MNIST_DIR, else Debian's folder),
+ * its first INFERD_TEST_IMAGES images when that is set (gpu_check.sh quick
+ * runs a few hundred); false with why when it cannot be read. */
+bool cuda_test_dataset(struct rt_dataset *ds, char *why, size_t cap);
 
 #endif /* TEST_CUDA_UTIL_H */

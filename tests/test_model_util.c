@@ -131,3 +131,60 @@ char *str_replace_once(const char *text, const char *from, const char *to)
     snprintf(out, size, "%.*s%s%s", (int)(at - text), text, to, rest);
     return out;
 }
+
+char *json_field_set(const char *json, const char *key, const char *value)
+{
+    char pat[64];
+    snprintf(pat, sizeof(pat), "\"%s\"", key);
+    const char *at = strstr(json, pat);
+    size_t len = strlen(json) + strlen(key) + strlen(value) + 16;
+    char *out = malloc(len);
+    RT_ASSERT(out);
+    if (!at) {
+        const char *brace = strchr(json, '{');
+        RT_ASSERT(brace);
+        snprintf(out, len, "%.*s{\"%s\": %s, %s", (int)(brace - json), json, key, value, brace + 1);
+        return out;
+    }
+    const char *v = strchr(at + strlen(pat), ':');
+    RT_ASSERT(v);
+    v++;
+    const char *end = v + strspn(v, " ");
+    end += *end == '"' ? strcspn(end + 1, "\"") + 2 : strcspn(end, ",}");
+    snprintf(out, len, "%.*s %s%s", (int)(v - json), json, value, end);
+    return out;
+}
+
+bool model_variant_make(const char *src, char *dir, size_t cap, const char *precision, const char *engine)
+{
+    char path[512], *text = NULL;
+    snprintf(path, sizeof(path), "%s/model.json", src);
+    FILE *f = fopen(path, "rb");
+    if (!f || !tmp_dir_make(dir, cap)) {
+        if (f)
+            fclose(f);
+        return false;
+    }
+    text = calloc(1, 1 << 20);
+    RT_ASSERT(text);
+    size_t n = fread(text, 1, (1 << 20) - 1, f);
+    fclose(f);
+    char *a = json_field_set(text, "precision", precision), *b = json_field_set(a, "conv_engine", engine);
+    char *c = json_field_set(b, "max_batch_size", "256"), name[80];
+    snprintf(name, sizeof(name), "\"%s\"", strrchr(dir, '/') + 1);   /* the loader wants the folder's name */
+    char *d = json_field_set(c, "name", name);
+    free(c);
+    c = d;
+    bool ok = n > 0 && write_file(dir, "model.json", c, strlen(c));
+    static const char *const LINKED[] = {"model.safetensors", "labels.txt"};
+    for (int i = 0; i < 2 && ok; i++) {
+        char from[512], to[512];
+        snprintf(from, sizeof(from), "%s/%s", src, LINKED[i]);
+        snprintf(to, sizeof(to), "%s/%s", dir, LINKED[i]);
+        char *abs = realpath(from, NULL);
+        ok = abs && symlink(abs, to) == 0;
+        free(abs);
+    }
+    free(text), free(a), free(b), free(c);
+    return ok;
+}

@@ -17,6 +17,7 @@
 #include "runtime/rt_model_write.h"
 #include "runtime/rt_safetensors.h"
 #include "test.h"
+#include "fp16_bound.h"
 #include "test_model_util.h"
 
 static int argmax(const float *x, int n)
@@ -190,5 +191,53 @@ TEST(fp16_models_within_a_tenth_of_fp32)
         }
         tmp_dir_remove(dir);
     }
+    return r;
+}
+
+/* The FP16 error bound the GPU checks use (fp16_bound.h), tried where it
+ * can be without a GPU: the CPU's FP16 path against its FP32 path on the
+ * shipped models stays within R * u, and the bound is not vacuous. */
+TEST(fp16_bound_holds_on_cpu)
+{
+    static const char *const NAMES[] = {"lenet5", "resnet-mini"};
+    enum { COUNT = 500 };
+    struct rt_dataset ds;
+    struct rt_error err = {0};
+    const char *data = getenv("FASHION_MNIST_DIR") ? getenv("FASHION_MNIST_DIR") : RT_FASHION_MNIST_DIR;
+    char images[512];
+    snprintf(images, sizeof(images), "%s/t10k-images-idx3-ubyte.gz", data);   /* the GPU bundle carries its own */
+    if (rt_dataset_load_idx(images, NULL, &ds, &err) != RT_OK)
+        SKIP("Fashion-MNIST test set not installed: %s", err.msg);
+    float *logits[2] = {malloc(sizeof(float) * COUNT * 10), malloc(sizeof(float) * COUNT * 10)};
+    RT_ASSERT(logits[0] && logits[1]);
+    enum test_result r = TEST_PASS;
+    for (int i = 0; i < 2 && r == TEST_PASS; i++) {
+        char src[128], dir[2][64], why[RT_ERROR_MSG_MAX + 64] = "";
+        snprintf(src, sizeof(src), "model_repository/%s", NAMES[i]);
+        RT_ASSERT(model_variant_make(src, dir[0], sizeof(dir[0]), "\"fp32\"", "\"custom\""));
+        RT_ASSERT(model_variant_make(src, dir[1], sizeof(dir[1]), "\"fp16\"", "\"custom\""));
+        struct rt_backend *b = NULL;
+        struct rt_model *m = NULL;
+        bool ok = rt_backend_create(RT_BACKEND_CPU, NULL, &b, &err) == RT_OK &&
+                  rt_model_load(dir[1], b, &m, &err) == RT_OK;
+        int roundings = ok ? fp16_roundings(m) : 0;
+        rt_model_free(m);
+        rt_backend_free(b);
+        ok = ok && run_model(dir[0], &ds, COUNT, logits[0], why, sizeof(why)) &&
+             run_model(dir[1], &ds, COUNT, logits[1], why, sizeof(why));
+        tmp_dir_remove(dir[0]);
+        tmp_dir_remove(dir[1]);
+        TEST_FAIL_IF(!ok, "%s: %s%s", NAMES[i], err.msg, why);
+        double e = test_rel_error(logits[1], logits[0], COUNT * 10), bound = fp16_bound_vs_fp32(roundings);
+        printf("  %s: FP16 vs FP32 rel error %.3g, bound %d roundings * 2^-11 = %.3g (%.0f%% of it)\n", NAMES[i], e,
+               roundings, bound, 100 * e / bound);
+        if (!(e > 0 && e <= bound && bound < 0.02)) {
+            test_fail_msg(__FILE__, __LINE__, "%s: error %.3g outside (0, %.3g], or the bound is vacuous", NAMES[i],
+                          e, bound);
+            r = TEST_FAIL;
+        }
+    }
+    free(logits[0]), free(logits[1]);
+    rt_dataset_free(&ds);
     return r;
 }

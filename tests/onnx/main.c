@@ -4,7 +4,8 @@
  *   build/onnx-suite [--backend cpu|cuda] [--verbose] [--root DIR] [FOLDER...]
  *
  * Runs the cases of each folder (default: node, pytorch-converted,
- * pytorch-operator, simple under /usr/share/libonnx-testdata/data), prints
+ * pytorch-operator, simple under /usr/share/libonnx-testdata/data, or
+ * $INFERD_ONNX_TESTDATA), prints
  * failures (every case with --verbose) and a passed / failed / unsupported
  * line per folder. Exits non-zero when a case failed. `make test-onnx`.
  */
@@ -17,7 +18,7 @@ int main(int argc, char **argv)
 {
     enum rt_backend_kind kind = RT_BACKEND_CPU;
     bool verbose = false;
-    const char *root = ONNX_SUITE_ROOT;
+    const char *root = onnx_suite_root();
     const char *dirs[64];
     int n_dirs = 0;
     for (int i = 1; i < argc; i++) {

@@ -17,6 +17,12 @@
 
 const char *const ONNX_SUITE_DIRS[] = {"node", "pytorch-converted", "pytorch-operator", "simple", NULL};
 
+const char *onnx_suite_root(void)
+{
+    const char *env = getenv("INFERD_ONNX_TESTDATA");
+    return env && env[0] ? env : ONNX_SUITE_ROOT;
+}
+
 #define MAX_PB (256u << 20)
 #define WHY_MAX 400
 

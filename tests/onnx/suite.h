@@ -31,6 +31,10 @@ struct onnx_suite_counts {
 bool onnx_suite_run_dir(struct rt_backend *b, const char *root, const char *dir, bool verbose,
                         struct onnx_suite_counts *out);
 
+/* Where the cases are: $INFERD_ONNX_TESTDATA when set (the GPU bundle
+ * carries the supported cases there), else ONNX_SUITE_ROOT. */
+const char *onnx_suite_root(void);
+
 /* The four folders the suite covers, NULL-terminated. */
 extern const char *const ONNX_SUITE_DIRS[];
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Reads the machine code of the built CUDA kernels, no GPU needed (make
+# cuda-sass, and make test in CUDA builds): every object holds sm_90 SASS,
+# the kernels meant for tensor cores use them, the FP32 ones do not (that
+# would be TF32, outside FP32's 1e-5 contract). Prints per kernel the
+# tensor-core and dot-product instructions it holds.
+#
+#   tests/cuda_sass_check.sh TOOLS_DIR OBJECT...
+#
+# cuobjdump and nvdisasm come from PATH, else from NVIDIA's PyPI wheels,
+# unpacked once into TOOLS_DIR. Where neither can be had the check skips
+# with the reason (exit 0).
+set -uo pipefail
+tools=${1:?usage: cuda_sass_check.sh TOOLS_DIR OBJECT...}
+shift
+WHEELS="nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37"
+
+# kernel (mangled name, extended regex) | rule: INSTR must be there, !INSTR must not | why
+RULES=(
+  'igemm_kernelI6__half|HMMA|FP16 GEMM and convolution run on tensor cores'
+  'igemm_kernelIf|!HMMA|FP32 GEMM and convolution never use tensor cores (TF32)'
+)
+
+if ! command -v cuobjdump >/dev/null || ! command -v nvdisasm >/dev/null; then
+  bin="$tools/nvidia/cu13/bin"
+  if [ ! -x "$bin/cuobjdump" ] || [ ! -x "$bin/nvdisasm" ]; then
+    mkdir -p "$tools"
+    pip=$(for p in /usr/bin/python3 python3; do "$p" -m pip --version >/dev/null 2>&1 && { echo "$p -m pip"; break; }; done)
+    [ -n "$pip" ] || pip=$(command -v pip3 || command -v pip || true)
+    echo "fetching $WHEELS (PyPI) into $tools"
+    # shellcheck disable=SC2086
+    if [ -z "$pip" ] || ! timeout 300 $pip download -q --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
+        --platform manylinux_2_17_x86_64 -d "$tools" $WHEELS; then
+      echo "skip: cuobjdump/nvdisasm are not installed and could not be fetched from PyPI"
+      exit 0
+    fi
+    for w in "$tools"/*.whl; do (cd "$tools" && python3 -m zipfile -e "$(basename "$w")" .) || exit 1; done
+    chmod +x "$bin/cuobjdump" "$bin/nvdisasm"
+  fi
+  export PATH="$bin:$PATH"
+fi
+
+failed=0 kernels=0
+table=$(mktemp)
+trap 'rm -f "$table"' EXIT
+for obj in "$@"; do
+  sass=$(cuobjdump -sass "$obj" 2>&1) || { echo "FAIL: cuobjdump $obj: $sass"; failed=1; continue; }
+  grep -q 'arch = sm_90' <<<"$sass" || { echo "FAIL: $obj holds no sm_90 SASS"; failed=1; }
+  # one line per kernel: name, then its instruction counts
+  awk -v obj="$(basename "$obj")" '
+    /Function :/ { if (name) print obj, name, h, i, d; name = $3; h = i = d = 0 }
+    /HMMA/ { h++ } /IMMA/ { i++ } /IDP\.?4A/ { d++ }
+    END { if (name) print obj, name, h, i, d }' <<<"$sass" >> "$table"
+done
+kernels=$(wc -l < "$table")
+printf '%-16s %5s %5s %5s  %s\n' object HMMA IMMA IDP4A kernel
+sort -u "$table" | while read -r obj name h i d; do
+  printf '%-16s %5d %5d %5d  %s\n' "$obj" "$h" "$i" "$d" "$(c++filt "$name" 2>/dev/null || echo "$name")"
+done
+
+for rule in "${RULES[@]}"; do
+  IFS='|' read -r pattern instr why <<<"$rule"
+  want=1; [ "${instr:0:1}" = '!' ] && { want=0; instr=${instr:1}; }
+  col=$(case $instr in HMMA) echo 3 ;; IMMA) echo 4 ;; IDP4A) echo 5 ;; esac)
+  matched=$(awk -v p="$pattern" '$2 ~ p' "$table" | wc -l)
+  bad=$(awk -v p="$pattern" -v c="$col" -v w="$want" '$2 ~ p && (($c > 0) != (w == 1)) {print $2}' "$table" | sort -u)
+  if [ "$matched" -eq 0 ]; then
+    echo "FAIL: no kernel matches '$pattern' ($why)"; failed=1
+  elif [ -n "$bad" ]; then
+    echo "FAIL: $why: $(wc -l <<<"$bad") kernel(s) break it:"; sed 's/^/  /' <<<"$bad"; failed=1
+  else
+    echo "ok   $why ($matched kernels)"
+  fi
+done
+echo "$kernels kernels read"
+exit $failed
