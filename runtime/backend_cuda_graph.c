@@ -111,8 +111,8 @@ enum rt_status cuda_graph_run(struct cuda_graph_cache *gc, struct cuda_backend *
                               uint64_t sig, cuda_enqueue_fn enqueue, void *ctx, enum cuda_graph_path *path,
                               struct rt_error *err)
 {
-    enum cuda_graph_path dummy;
-    path = path ? path : &dummy;
+    enum cuda_graph_path unused = CUDA_PATH_EAGER;
+    path = path ? path : &unused;
     *path = CUDA_PATH_EAGER;
     bool added = false;
     struct cuda_graph *g = gc->enabled && batch > 0 ? find_or_add(gc, batch, sig, &added) : NULL;

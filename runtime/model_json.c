@@ -257,7 +257,7 @@ static enum rt_status parse_serving(struct ctx *c, const cJSON *root, struct rt_
     if (db && !cJSON_IsObject(db))
         return fail(c, where, "must be an object");
     int delay, timeout;
-    if (!get_int(c, db, "max_queue_delay_us", 0, 10000000, 500, &delay, where) ||
+    if (!get_int(c, db, "max_queue_delay_us", 0, 10000000, 0, &delay, where) ||
         !get_int(c, db, "max_queue_size", 1, 1000000, 1024, &b->max_queue_size, where) ||
         !get_int(c, db, "default_timeout_us", 0, 2000000000, 0, &timeout, where))
         return c->err->status;

@@ -9,27 +9,34 @@
 #include <time.h>
 
 #include "runtime/rt_checked.h"
+#include "srv_batch_policy.h"
 #include "srv_clock.h"
 #include "srv_log.h"
 
 /* Fault injection for the tests (CI has no GPU and plenty of memory):
  * INFERD_FAULT=arena-oom fails every batch as if its arena could not be
  * allocated; INFERD_FAULT=device-error fails it as a CUDA error that
- * poisons the context would; INFERD_FAULT=slow makes every batch take
- * FAULT_SLOW_MS longer, so tests can hold jobs in the queue. Read once per
- * batcher, never on the hot path. */
+ * poisons the context would; INFERD_FAULT=slow (or slow:MS) makes every
+ * batch take 50 (MS) ms longer, so tests can keep an instance busy and
+ * hold jobs in the queue. Read once per batcher, never on the hot path. */
 enum fault { FAULT_NONE = 0, FAULT_ARENA_OOM, FAULT_DEVICE_ERROR, FAULT_SLOW };
 enum { FAULT_SLOW_MS = 50 };
 
-static enum fault fault_from_env(void)
+static enum fault fault_from_env(long *slow_ms)
 {
     const char *f = getenv("INFERD_FAULT");
+    *slow_ms = FAULT_SLOW_MS;
     if (!f)
         return FAULT_NONE;
     if (strcmp(f, "arena-oom") == 0)
         return FAULT_ARENA_OOM;
     if (strcmp(f, "device-error") == 0)
         return FAULT_DEVICE_ERROR;
+    if (strncmp(f, "slow:", 5) == 0) {
+        long ms = strtol(f + 5, NULL, 10);
+        *slow_ms = ms > 0 && ms <= 10000 ? ms : FAULT_SLOW_MS;
+        return FAULT_SLOW;
+    }
     if (strcmp(f, "slow") == 0)
         return FAULT_SLOW;
     return FAULT_NONE;
@@ -51,13 +58,19 @@ struct srv_batcher {
     struct srv_model_stats *stats;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    pthread_cond_t reaper_cv;      /* wakes the reaper: a job with a deadline, or stopping */
+    pthread_t reaper;
+    bool reaper_started;
     struct srv_job *head, *tail;   /* FIFO of waiting jobs */
     int depth;                     /* jobs waiting */
     int rows_waiting;
+    int64_t last_arrival_ns;       /* of the newest job */
+    int64_t row_gap_ns;            /* smoothed time between arriving rows (srv_batch_row_gap) */
     bool stopping;
     int n_workers;
     struct worker *workers;
     enum fault fault;
+    long slow_ms;                  /* FAULT_SLOW */
 };
 
 /* ------------------------------------------------------------ forming batches */
@@ -92,38 +105,32 @@ static void take_expired(struct srv_batcher *b, int64_t now, struct srv_job **ex
     }
 }
 
-/* How many rows the next batch may hold now, or 0 to keep waiting. */
-static int batch_limit(const struct srv_batcher *b, int64_t now)
+/* How many rows the next batch may hold now, or 0 to keep waiting until
+ * *wake (the rule's limit or the earliest deadline, whichever comes first). */
+static int batch_limit(const struct srv_batcher *b, int64_t now, int64_t *wake)
 {
     const struct rt_model_config *cfg = b->cfg;
-    int max = cfg->max_batch_size;
-    if (!b->opt.batching)
-        return 1;
-    if (b->rows_waiting >= max || b->stopping)
-        return max;
-    int best = 0;
-    for (int i = 0; i < cfg->batching.n_preferred; i++) {
-        int p = cfg->batching.preferred[i];
-        if (p <= b->rows_waiting && p <= max && p > best)
-            best = p;
-    }
-    if (best)
-        return best;
-    if (now - b->head->enqueue_ns >= cfg->batching.max_queue_delay_us * 1000)
-        return max;
-    return 0;
-}
-
-/* When a waiting worker must look again: the oldest job's delay or the
- * earliest deadline, whichever comes first. */
-static int64_t next_wakeup(const struct srv_batcher *b)
-{
-    int64_t t = b->head->enqueue_ns + b->cfg->batching.max_queue_delay_us * 1000;
+    const struct srv_batch_view v = {
+        .batching = b->opt.batching,
+        .stopping = b->stopping,
+        .max_batch = cfg->max_batch_size,
+        .preferred = cfg->batching.preferred,
+        .n_preferred = cfg->batching.n_preferred,
+        .delay_ns = cfg->batching.max_queue_delay_us * 1000,
+        .rows_waiting = b->rows_waiting,
+        .oldest_age_ns = now - b->head->enqueue_ns,
+        .row_gap_ns = b->row_gap_ns,
+    };
+    int64_t wait_ns;
+    int limit = srv_batch_limit(&v, &wait_ns);
+    if (limit > 0)
+        return limit;
+    *wake = now + wait_ns;
     for (const struct srv_job *j = b->head; j; j = j->next) {
-        if (j->deadline_ns && j->deadline_ns < t)
-            t = j->deadline_ns;
+        if (j->deadline_ns && j->deadline_ns < *wake)
+            *wake = j->deadline_ns;
     }
-    return t;
+    return 0;
 }
 
 /* Pops jobs in FIFO order while they fit in limit rows (the first always
@@ -180,7 +187,7 @@ static void run_batch(struct worker *w, struct srv_job **jobs, int n_jobs, int r
     else
         st = rt_session_run(w->session, rows, in, out, &err);
     if (b->fault == FAULT_SLOW)
-        nanosleep(&(struct timespec){0, FAULT_SLOW_MS * 1000000L}, NULL);
+        nanosleep(&(struct timespec){b->slow_ms / 1000, b->slow_ms % 1000 * 1000000L}, NULL);
     int64_t t2 = srv_now_ns();
     if (st == RT_OK && n_jobs > 1) {
         for (int i = 0; i < cfg->n_outputs; i++) {
@@ -239,11 +246,11 @@ static void *worker_main(void *arg)
         take_expired(b, now, &expired);
         int n_jobs = 0, rows = 0;
         if (b->head) {
-            int limit = batch_limit(b, now);
+            int64_t wake = 0;
+            int limit = batch_limit(b, now, &wake);
             if (limit > 0)
                 n_jobs = pop_batch(b, limit, w->jobs, &rows);
             else if (!expired) {
-                int64_t wake = next_wakeup(b);
                 struct timespec ts = {(time_t)(wake / 1000000000), (long)(wake % 1000000000)};
                 pthread_cond_timedwait(&b->cv, &b->mu, &ts);
                 continue;
@@ -256,6 +263,36 @@ static void *worker_main(void *arg)
         if (n_jobs > 0)
             run_batch(w, w->jobs, n_jobs, rows);
         pthread_mutex_lock(&b->mu);
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+/* Answers jobs whose deadline passes in the queue at that moment, also
+ * while every instance is busy (a worker only looks when it is free). */
+static void *reaper_main(void *arg)
+{
+    struct srv_batcher *b = arg;
+    pthread_mutex_lock(&b->mu);
+    while (!b->stopping) {
+        int64_t next = 0;
+        for (const struct srv_job *j = b->head; j; j = j->next) {
+            if (j->deadline_ns && (!next || j->deadline_ns < next))
+                next = j->deadline_ns;
+        }
+        int64_t now = srv_now_ns();
+        if (next && next <= now) {
+            struct srv_job *expired = NULL;
+            take_expired(b, now, &expired);
+            pthread_mutex_unlock(&b->mu);
+            fail_expired(expired);
+            pthread_mutex_lock(&b->mu);
+        } else if (next) {
+            struct timespec ts = {(time_t)(next / 1000000000), (long)(next % 1000000000)};
+            pthread_cond_timedwait(&b->reaper_cv, &b->mu, &ts);
+        } else {
+            pthread_cond_wait(&b->reaper_cv, &b->mu);
+        }
     }
     pthread_mutex_unlock(&b->mu);
     return NULL;
@@ -309,13 +346,14 @@ enum rt_status srv_batcher_create(const struct rt_model *model, const struct srv
     b->cfg = cfg;
     b->opt = *opt;
     b->stats = stats;
-    b->fault = fault_from_env();
+    b->fault = fault_from_env(&b->slow_ms);
     b->n_workers = cfg->instance_count > 0 ? cfg->instance_count : 1;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, &ca);
+    pthread_cond_init(&b->reaper_cv, &ca);
     pthread_condattr_destroy(&ca);
     b->workers = calloc((size_t)b->n_workers, sizeof(*b->workers));
     if (!b->workers) {
@@ -338,6 +376,11 @@ enum rt_status srv_batcher_create(const struct rt_model *model, const struct srv
         snprintf(name, sizeof(name), "w:%s", cfg->name);
         pthread_setname_np(w->thread, name);
     }
+    if (pthread_create(&b->reaper, NULL, reaper_main, b) != 0) {
+        srv_batcher_free(b);
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "cannot start a thread");
+    }
+    b->reaper_started = true;
     *out = b;
     return RT_OK;
 }
@@ -367,7 +410,18 @@ enum rt_status srv_batcher_submit(struct srv_batcher *b, struct srv_job *job, in
     b->tail = job;
     b->depth++;
     b->rows_waiting += job->rows;
+    /* The arrival rate counts only requests that join a non-empty queue: a
+     * lone client's next request waits for this answer, so its pace says
+     * nothing about who else would come while a batch waits. */
+    int64_t gap = now - b->last_arrival_ns;
+    if (b->depth > 1 && b->last_arrival_ns)
+        b->row_gap_ns = srv_batch_row_gap(b->row_gap_ns, gap, job->rows);
+    else if (gap > b->cfg->batching.max_queue_delay_us * 1000)
+        b->row_gap_ns = 0;   /* quiet for longer than the delay: the old pace is stale */
+    b->last_arrival_ns = now;
     pthread_cond_signal(&b->cv);
+    if (job->deadline_ns)
+        pthread_cond_signal(&b->reaper_cv);
     pthread_mutex_unlock(&b->mu);
     return RT_OK;
 }
@@ -382,6 +436,8 @@ int srv_batcher_queue_depth(struct srv_batcher *b)
 
 bool srv_batcher_is_worker_thread(const struct srv_batcher *b)
 {
+    if (b->reaper_started && pthread_equal(b->reaper, pthread_self()))
+        return true;   /* the reaper answers jobs too */
     for (int i = 0; i < b->n_workers; i++)
         if (b->workers[i].started && pthread_equal(b->workers[i].thread, pthread_self()))
             return true;
@@ -395,7 +451,10 @@ void srv_batcher_free(struct srv_batcher *b)
     pthread_mutex_lock(&b->mu);
     b->stopping = true;
     pthread_cond_broadcast(&b->cv);
+    pthread_cond_broadcast(&b->reaper_cv);
     pthread_mutex_unlock(&b->mu);
+    if (b->reaper_started)
+        pthread_join(b->reaper, NULL);
     for (int i = 0; b->workers && i < b->n_workers; i++) {
         if (b->workers[i].started) {
             int rc = pthread_join(b->workers[i].thread, NULL);
@@ -405,6 +464,7 @@ void srv_batcher_free(struct srv_batcher *b)
     }
     free(b->workers);
     pthread_cond_destroy(&b->cv);
+    pthread_cond_destroy(&b->reaper_cv);
     pthread_mutex_destroy(&b->mu);
     free(b);
 }

@@ -3,15 +3,16 @@
  *
  * Requests (jobs) enter one bounded FIFO per model. Each of the model's
  * instances is a worker thread that owns an rt_session and its batch
- * buffers; an idle worker forms a batch as soon as max_batch_size rows are
- * waiting, or a preferred batch size can be filled, or the oldest job has
- * waited max_queue_delay_us, copies the jobs' rows into one contiguous
- * batch, runs it, and copies each job's rows of the outputs back.
+ * buffers; an idle worker takes what is queued at once (the rule, with the
+ * one case where it waits for a fuller batch, is srv_batch_policy.h),
+ * copies the jobs' rows into one contiguous batch, runs it, and copies each
+ * job's rows of the outputs back.
  *
- * A job is never split: its rows run in one batch. Jobs whose deadline has
- * passed before a worker takes them fail with RT_ERR_UNAVAILABLE. done() is
- * called exactly once per accepted job, on a worker thread; after it returns
- * the batcher never touches the job again.
+ * A job is never split: its rows run in one batch. Jobs whose deadline
+ * passes in the queue fail with RT_ERR_UNAVAILABLE then, on the batcher's
+ * reaper thread, even while every worker is busy. done() is called exactly
+ * once per accepted job, on a worker (or the reaper); after it returns the
+ * batcher never touches the job again.
  */
 #ifndef SRV_BATCHER_H
 #define SRV_BATCHER_H
@@ -67,7 +68,8 @@ enum rt_status srv_batcher_submit(struct srv_batcher *b, struct srv_job *job, in
 /* Jobs waiting (not yet running). */
 int srv_batcher_queue_depth(struct srv_batcher *b);
 
-/* Whether the caller runs on one of b's workers (inside a job's done()). */
+/* Whether the caller runs on one of b's threads (a worker or the reaper of
+ * expired jobs: inside a job's done()). */
 bool srv_batcher_is_worker_thread(const struct srv_batcher *b);
 
 /* Lets the workers finish every queued job, then joins them and frees all.

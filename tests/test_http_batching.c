@@ -1,15 +1,18 @@
 /*
  * test_http_batching.c - the dynamic batcher seen from outside: 64
  * concurrent clients are batched together and each gets its own answer;
- * a full queue answers 503 with Retry-After; a request whose timeout
- * expires in the queue answers 503; SIGTERM under load answers every
- * accepted request and exits 0.
+ * a lone client never waits for company, whatever the queue delay; a full
+ * queue answers 503 with Retry-After; a request whose timeout expires in
+ * the queue answers 503; SIGTERM under load answers every accepted request
+ * and exits 0. A busy instance (INFERD_FAULT=slow:MS) is what holds
+ * requests in the queue.
  */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http_harness.h"
@@ -152,25 +155,67 @@ static enum test_result overflow(struct http_daemon *d)
     }
     free(c);
     ASSERT_EQ_INT(bad, 0);
-    ASSERT_EQ_INT(ok, 2);          /* the queue holds two */
-    ASSERT_EQ_INT(rejected, 4);
+    ASSERT_EQ_INT(ok, 3);          /* one runs, the queue holds two */
+    ASSERT_EQ_INT(rejected, 3);
     struct http_resp r;
     http_get(d, "/metrics", &r);
     double rej = http_metric(r.body, "nv_inference_request_failure{model=\"lenet5\",reason=\"REJECTED\",version=\"1\"}");
     http_resp_free(&r);
-    ASSERT_EQ_INT(rej, 4);
+    ASSERT_EQ_INT(rej, 3);
     ASSERT_TRUE(http_still_serves(d));
     return TEST_PASS;
 }
 
+/* http_run with every batch taking `slow_ms` longer (INFERD_FAULT=slow:MS),
+ * so that a busy instance holds requests in the queue. */
+static enum test_result run_slow(int slow_ms, const struct http_model_spec *specs, int n, http_test_fn fn)
+{
+    char fault[32];
+    snprintf(fault, sizeof(fault), "slow:%d", slow_ms);
+    setenv("INFERD_FAULT", fault, 1);
+    enum test_result r = http_run(specs, n, NULL, fn);
+    unsetenv("INFERD_FAULT");
+    return r;
+}
+
 TEST(http_queue_full_503_retry_after)
 {
-    /* The batcher holds requests 300 ms hoping for more; the queue takes two. */
+    /* One request per batch, each 300 ms: one runs, the queue takes two. */
     struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
-    spec.max_queue_delay_us = 300000;
+    spec.max_batch_size = 1;
     spec.max_queue_size = 2;
     spec.n_preferred = 0;
-    return http_run(&spec, 1, NULL, overflow);
+    return run_slow(300, &spec, 1, overflow);
+}
+
+/* An idle instance starts at once, whatever queue delay the model sets: a
+ * lone client's requests never wait for company (srv_batch_policy.h). */
+static enum test_result lone_client(struct http_daemon *d)
+{
+    static float x[784];
+    x[0] = 1;
+    char *req = http_infer_json(x, 1, NULL);
+    double worst = 0;
+    for (int i = 0; i < 20; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        long status = http_status(d, "POST", "/v2/models/lenet5/infer", "application/json", req, strlen(req));
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        worst = ms > worst ? ms : worst;
+        TEST_FAIL_IF(status != 200, "request %d: status %ld", i, status);
+    }
+    free(req);
+    printf("  20 requests one after another, queue delay 1 s: slowest %.1f ms\n", worst);
+    ASSERT_LE(worst, 250);   /* a paid delay would be 1000 ms */
+    return TEST_PASS;
+}
+
+TEST(http_batching_idle_instance_starts_at_once)
+{
+    struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
+    spec.max_queue_delay_us = 1000000;
+    return http_run(&spec, 1, NULL, lone_client);
 }
 
 /* ------------------------------------------------------------ queue timeout */
@@ -190,22 +235,64 @@ static long timed_post(const struct http_daemon *d, const char *path, const char
     return status;
 }
 
+/* A request that keeps model `model` busy for one slow batch. */
+struct blocker {
+    const struct http_daemon *d;
+    char path[64];
+    long status;
+    pthread_t thread;
+};
+
+static void *blocker_main(void *arg)
+{
+    struct blocker *b = arg;
+    static const float x[784];
+    char *req = http_infer_json(x, 1, NULL);
+    b->status = http_status(b->d, "POST", b->path, "application/json", req, strlen(req));
+    free(req);
+    return NULL;
+}
+
+/* Starts a blocker and gives the instance time to take it. */
+static void block(struct blocker *b, const struct http_daemon *d, const char *model)
+{
+    b->d = d;
+    snprintf(b->path, sizeof(b->path), "/v2/models/%s/infer", model);
+    RT_ASSERT(pthread_create(&b->thread, NULL, blocker_main, b) == 0);
+    nanosleep(&(struct timespec){0, 60 * 1000000L}, NULL);
+}
+
+static long unblock(struct blocker *b)
+{
+    pthread_join(b->thread, NULL);
+    return b->status;
+}
+
 static enum test_result timeouts(struct http_daemon *d)
 {
     double ms;
-    /* 50 ms timeout, 400 ms batching delay: expires in the queue, answered then. */
+    struct blocker b1, b2, b3;
+    /* The instance is busy for 400 ms: a 50 ms timeout expires in the queue
+     * and is answered then. */
+    block(&b1, d, "lenet5");
     ASSERT_EQ_INT(timed_post(d, "/v2/models/lenet5/infer", ",\"parameters\":{\"timeout\":50000}", &ms), 503);
     ASSERT_GE(ms, 45);
-    ASSERT_LE(ms, 350);
-    /* A timeout longer than the delay is no obstacle. */
+    ASSERT_LE(ms, 200);
+    /* A timeout longer than the wait is no obstacle. */
     ASSERT_EQ_INT(timed_post(d, "/v2/models/lenet5/infer", ",\"parameters\":{\"timeout\":5000000}", &ms), 200);
+    ASSERT_EQ_INT(unblock(&b1), 200);
     /* The model's default (50 ms) cannot be lengthened by the request. */
+    block(&b2, d, "short");
     ASSERT_EQ_INT(timed_post(d, "/v2/models/short/infer", "", &ms), 503);
+    ASSERT_LE(ms, 200);   /* answered when it expires, though the instance is busy */
     ASSERT_EQ_INT(timed_post(d, "/v2/models/short/infer", ",\"parameters\":{\"timeout\":10000000}", &ms), 503);
+    ASSERT_EQ_INT(unblock(&b2), 200);
     /* Classify takes the timeout as a query argument. */
     static const unsigned char PGM[] = "P5 1 1 255\n\x80";
+    block(&b3, d, "lenet5");
     ASSERT_EQ_INT(http_status(d, "POST", "/v2/models/lenet5/classify?timeout_us=20000",
                               "image/x-portable-graymap", PGM, sizeof(PGM) - 1), 503);
+    ASSERT_EQ_INT(unblock(&b3), 200);
     struct http_resp r;
     http_get(d, "/metrics", &r);
     double rej = http_metric(r.body, "nv_inference_request_failure{model=\"lenet5\",reason=\"REJECTED\",version=\"1\"}");
@@ -217,13 +304,15 @@ static enum test_result timeouts(struct http_daemon *d)
 
 TEST(http_queue_timeout_503)
 {
+    /* One request per batch, each 400 ms, so a busy instance holds the queue;
+     * the "short" model's requests time out after 50 ms by default. */
     struct http_model_spec specs[2] = {HTTP_MODEL_SPEC("lenet5"), HTTP_MODEL_SPEC("short")};
     for (int i = 0; i < 2; i++) {
-        specs[i].max_queue_delay_us = 400000;
+        specs[i].max_batch_size = 1;
         specs[i].n_preferred = 0;
     }
     specs[1].default_timeout_us = 50000;
-    return http_run(specs, 2, NULL, timeouts);
+    return run_slow(400, specs, 2, timeouts);
 }
 
 /* ------------------------------------------------------------ SIGTERM under load */

@@ -1,0 +1,43 @@
+/*
+ * srv_batch_policy.h - when an idle model instance starts a batch, and how
+ * large: the batcher's rule, as a pure function (tests/test_batch_policy.c).
+ *
+ * Work-conserving: an idle instance takes what is queued at once, up to
+ * max_batch_size. Requests that arrive while every instance is busy queue
+ * up and so form the next batch. A queue delay is spent only when the
+ * model sets one (max_queue_delay_us > 0; the default is 0, as Triton's),
+ * only by an idle instance, only until the oldest request has waited that
+ * long, and only while the next preferred batch size is within reach: the
+ * rows still missing, at the recent arrival rate, would come before the
+ * delay runs out. A lone client, whose next request waits for this
+ * answer, never makes the batcher wait.
+ */
+#ifndef SRV_BATCH_POLICY_H
+#define SRV_BATCH_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What the rule looks at, read under the batcher's lock. */
+struct srv_batch_view {
+    bool batching;              /* false: one request per batch */
+    bool stopping;              /* draining: take everything */
+    int max_batch;              /* max_batch_size */
+    const int *preferred;       /* preferred_batch_sizes, any order */
+    int n_preferred;
+    int64_t delay_ns;           /* max_queue_delay_us * 1000 */
+    int rows_waiting;           /* >= 1: rows of the queued requests */
+    int64_t oldest_age_ns;      /* how long the oldest queued request has waited */
+    int64_t row_gap_ns;         /* smoothed time between arriving rows; 0: not known yet */
+};
+
+/* Rows the next batch may hold now (>= 1), or 0 to wait: then *wait_ns is
+ * the longest wait before the rule must be asked again (an arrival asks it
+ * sooner). */
+int srv_batch_limit(const struct srv_batch_view *v, int64_t *wait_ns);
+
+/* The smoothed gap between arriving rows after `rows` arrived `gap_ns`
+ * after the previous request (exponential average, weight 1/8). */
+int64_t srv_batch_row_gap(int64_t smoothed_ns, int64_t gap_ns, int rows);
+
+#endif /* SRV_BATCH_POLICY_H */
