@@ -257,7 +257,7 @@ def model_config(name, nodes):
         "max_batch_size": 64,
         "dynamic_batching": {
             "preferred_batch_sizes": [16, 64],
-            "max_queue_delay_us": 0,
+            "max_queue_delay_us": 500,
             "max_queue_size": 1024,
             "default_timeout_us": 0,
         },

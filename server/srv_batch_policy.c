@@ -22,7 +22,7 @@ int srv_batch_limit(const struct srv_batch_view *v, int64_t *wait_ns)
         return reached;
     int64_t left = v->delay_ns - v->oldest_age_ns;
     int64_t missing = next - v->rows_waiting;
-    if (left <= 0 || v->row_gap_ns <= 0 || missing * v->row_gap_ns > left)
+    if (left <= 0 || next > v->peak_rows || v->row_gap_ns <= 0 || missing * v->row_gap_ns > left)
         return v->max_batch;   /* the delay is spent, or the next size is out of reach */
     *wait_ns = left;
     return 0;
@@ -32,4 +32,11 @@ int64_t srv_batch_row_gap(int64_t smoothed_ns, int64_t gap_ns, int rows)
 {
     int64_t per_row = gap_ns / (rows > 0 ? rows : 1);
     return smoothed_ns <= 0 ? per_row : smoothed_ns + (per_row - smoothed_ns) / 8;
+}
+
+int srv_batch_peak(int peak, int rows_now)
+{
+    /* up at once, down by one row per arrival: a burst of N rows is
+     * remembered for about N arrivals */
+    return rows_now >= peak ? rows_now : peak - 1;
 }

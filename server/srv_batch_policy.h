@@ -7,10 +7,12 @@
  * up and so form the next batch. A queue delay is spent only when the
  * model sets one (max_queue_delay_us > 0; the default is 0, as Triton's),
  * only by an idle instance, only until the oldest request has waited that
- * long, and only while the next preferred batch size is within reach: the
- * rows still missing, at the recent arrival rate, would come before the
- * delay runs out. A lone client, whose next request waits for this
- * answer, never makes the batcher wait.
+ * long, and only while the next preferred batch size is within reach: as
+ * many rows have lately been in the server at once (queued or running),
+ * and the rows still missing, at the recent arrival rate, would come before
+ * the delay runs out. A lone client, or a few that each wait for their
+ * answer before sending again, never make the batcher wait for rows that
+ * cannot come.
  */
 #ifndef SRV_BATCH_POLICY_H
 #define SRV_BATCH_POLICY_H
@@ -29,6 +31,7 @@ struct srv_batch_view {
     int rows_waiting;           /* >= 1: rows of the queued requests */
     int64_t oldest_age_ns;      /* how long the oldest queued request has waited */
     int64_t row_gap_ns;         /* smoothed time between arriving rows; 0: not known yet */
+    int peak_rows;              /* most rows lately in the server at once (srv_batch_peak) */
 };
 
 /* Rows the next batch may hold now (>= 1), or 0 to wait: then *wait_ns is
@@ -39,5 +42,9 @@ int srv_batch_limit(const struct srv_batch_view *v, int64_t *wait_ns);
 /* The smoothed gap between arriving rows after `rows` arrived `gap_ns`
  * after the previous request (exponential average, weight 1/8). */
 int64_t srv_batch_row_gap(int64_t smoothed_ns, int64_t gap_ns, int rows);
+
+/* The peak of rows in the server at once after an arrival that left
+ * `rows_now` rows queued or running: up at once, down one row per arrival. */
+int srv_batch_peak(int peak, int rows_now);
 
 #endif /* SRV_BATCH_POLICY_H */

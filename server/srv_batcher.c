@@ -66,6 +66,8 @@ struct srv_batcher {
     int rows_waiting;
     int64_t last_arrival_ns;       /* of the newest job */
     int64_t row_gap_ns;            /* smoothed time between arriving rows (srv_batch_row_gap) */
+    int rows_running;              /* in the batches the workers run now */
+    int peak_rows;                 /* srv_batch_peak of rows queued or running */
     bool stopping;
     int n_workers;
     struct worker *workers;
@@ -120,6 +122,7 @@ static int batch_limit(const struct srv_batcher *b, int64_t now, int64_t *wake)
         .rows_waiting = b->rows_waiting,
         .oldest_age_ns = now - b->head->enqueue_ns,
         .row_gap_ns = b->row_gap_ns,
+        .peak_rows = b->peak_rows,
     };
     int64_t wait_ns;
     int limit = srv_batch_limit(&v, &wait_ns);
@@ -258,11 +261,13 @@ static void *worker_main(void *arg)
         }
         if (b->head)
             pthread_cond_signal(&b->cv); /* another idle worker may take the rest */
+        b->rows_running += rows;
         pthread_mutex_unlock(&b->mu);
         fail_expired(expired);
         if (n_jobs > 0)
             run_batch(w, w->jobs, n_jobs, rows);
         pthread_mutex_lock(&b->mu);
+        b->rows_running -= rows;
     }
     pthread_mutex_unlock(&b->mu);
     return NULL;
@@ -419,6 +424,7 @@ enum rt_status srv_batcher_submit(struct srv_batcher *b, struct srv_job *job, in
     else if (gap > b->cfg->batching.max_queue_delay_us * 1000)
         b->row_gap_ns = 0;   /* quiet for longer than the delay: the old pace is stale */
     b->last_arrival_ns = now;
+    b->peak_rows = srv_batch_peak(b->peak_rows, b->rows_waiting + b->rows_running);
     pthread_cond_signal(&b->cv);
     if (job->deadline_ns)
         pthread_cond_signal(&b->reaper_cv);

@@ -1,6 +1,7 @@
 /* test_batch_policy.c - the batcher's rule (server/srv_batch_policy.h):
  * an idle instance starts at once unless the model set a queue delay and
- * the next preferred size is within reach; the delay is never exceeded;
+ * the next preferred size is within reach (seen in the server lately, and
+ * coming in time at the recent rate); the delay is never exceeded;
  * preferred sizes, max_batch_size, draining and batching off as before. */
 #include "server/srv_batch_policy.h"
 #include "test.h"
@@ -11,7 +12,8 @@ static struct srv_batch_view view(int rows, int64_t delay_us, int64_t age_us, in
 {
     return (struct srv_batch_view){.batching = true, .max_batch = 64, .preferred = PREFERRED, .n_preferred = 2,
                                    .delay_ns = delay_us * 1000, .rows_waiting = rows,
-                                   .oldest_age_ns = age_us * 1000, .row_gap_ns = gap_us * 1000};
+                                   .oldest_age_ns = age_us * 1000, .row_gap_ns = gap_us * 1000,
+                                   .peak_rows = 64};
 }
 
 static int limit_of(struct srv_batch_view v, int64_t *wait_us)
@@ -49,6 +51,13 @@ TEST(batch_policy_waits_only_within_reach)
     /* within reach only if the missing rows come before the delay ends */
     ASSERT_EQ_INT(limit_of(view(10, 500, 390, 20), &wait), 64);   /* 120 us needed, 110 left */
     ASSERT_EQ_INT(limit_of(view(10, 500, 380, 20), &wait), 0);    /* 120 us needed, 120 left */
+    /* out of reach when fewer rows than the target were lately in the server
+     * at once: four clients that wait for their answers never make 16 */
+    struct srv_batch_view few = view(4, 500, 0, 1);
+    few.peak_rows = 4;
+    ASSERT_EQ_INT(limit_of(few, &wait), 64);
+    few.peak_rows = 16;
+    ASSERT_EQ_INT(limit_of(few, &wait), 0);
     /* past the last preferred size the target is max_batch_size */
     ASSERT_EQ_INT(limit_of(view(20, 500, 0, 5), &wait), 16);      /* 16 reached: take it */
     struct srv_batch_view v = view(20, 500, 0, 5);
@@ -73,6 +82,20 @@ TEST(batch_policy_limits_unchanged)
     ASSERT_EQ_INT(limit_of(v, &wait), 0);                      /* 5 rows to 8 at 1 us: wait */
     v.rows_waiting = 8;
     ASSERT_EQ_INT(limit_of(v, &wait), 8);
+    return TEST_PASS;
+}
+
+TEST(batch_policy_peak)
+{
+    ASSERT_EQ_INT(srv_batch_peak(0, 5), 5);        /* up at once */
+    ASSERT_EQ_INT(srv_batch_peak(64, 70), 70);
+    ASSERT_EQ_INT(srv_batch_peak(64, 1), 63);      /* down slowly */
+    ASSERT_EQ_INT(srv_batch_peak(2, 1), 1);
+    int p = 64, n = 0;
+    while (p > 4 && n < 10000)
+        p = srv_batch_peak(p, 4), n++;
+    ASSERT_EQ_INT(p, 4);                           /* reaches the new level */
+    ASSERT_EQ_INT(n, 60);                          /* one row per arrival */
     return TEST_PASS;
 }
 

@@ -139,12 +139,48 @@ TEST(http_batching_64_clients)
 
 /* ------------------------------------------------------------ queue full */
 
+/* A request that keeps model `model` busy for one slow batch. */
+struct blocker {
+    const struct http_daemon *d;
+    char path[64];
+    long status;
+    pthread_t thread;
+};
+
+static void *blocker_main(void *arg)
+{
+    struct blocker *b = arg;
+    static const float x[784];
+    char *req = http_infer_json(x, 1, NULL);
+    b->status = http_status(b->d, "POST", b->path, "application/json", req, strlen(req));
+    free(req);
+    return NULL;
+}
+
+/* Starts a blocker and gives the instance time to take it. */
+static void block(struct blocker *b, const struct http_daemon *d, const char *model)
+{
+    b->d = d;
+    snprintf(b->path, sizeof(b->path), "/v2/models/%s/infer", model);
+    RT_ASSERT(pthread_create(&b->thread, NULL, blocker_main, b) == 0);
+    nanosleep(&(struct timespec){0, 60 * 1000000L}, NULL);
+}
+
+static long unblock(struct blocker *b)
+{
+    pthread_join(b->thread, NULL);
+    return b->status;
+}
+
 static enum test_result overflow(struct http_daemon *d)
 {
     enum { CLIENTS = 6 };
+    struct blocker busy;
+    block(&busy, d, "lenet5");   /* the instance is busy: what comes next queues */
     struct client *c = make_clients(d, "lenet5", CLIENTS, 1);
     ASSERT_TRUE(c);
     run_clients(c, CLIENTS);
+    ASSERT_EQ_INT(unblock(&busy), 200);
     int ok = 0, rejected = 0, bad = 0;
     for (int i = 0; i < CLIENTS; i++) {
         ok += c[i].ok;
@@ -155,13 +191,13 @@ static enum test_result overflow(struct http_daemon *d)
     }
     free(c);
     ASSERT_EQ_INT(bad, 0);
-    ASSERT_EQ_INT(ok, 3);          /* one runs, the queue holds two */
-    ASSERT_EQ_INT(rejected, 3);
+    ASSERT_EQ_INT(ok, 2);          /* the queue holds two */
+    ASSERT_EQ_INT(rejected, 4);
     struct http_resp r;
     http_get(d, "/metrics", &r);
     double rej = http_metric(r.body, "nv_inference_request_failure{model=\"lenet5\",reason=\"REJECTED\",version=\"1\"}");
     http_resp_free(&r);
-    ASSERT_EQ_INT(rej, 3);
+    ASSERT_EQ_INT(rej, 4);
     ASSERT_TRUE(http_still_serves(d));
     return TEST_PASS;
 }
@@ -233,39 +269,6 @@ static long timed_post(const struct http_daemon *d, const char *path, const char
     *ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
     free(req);
     return status;
-}
-
-/* A request that keeps model `model` busy for one slow batch. */
-struct blocker {
-    const struct http_daemon *d;
-    char path[64];
-    long status;
-    pthread_t thread;
-};
-
-static void *blocker_main(void *arg)
-{
-    struct blocker *b = arg;
-    static const float x[784];
-    char *req = http_infer_json(x, 1, NULL);
-    b->status = http_status(b->d, "POST", b->path, "application/json", req, strlen(req));
-    free(req);
-    return NULL;
-}
-
-/* Starts a blocker and gives the instance time to take it. */
-static void block(struct blocker *b, const struct http_daemon *d, const char *model)
-{
-    b->d = d;
-    snprintf(b->path, sizeof(b->path), "/v2/models/%s/infer", model);
-    RT_ASSERT(pthread_create(&b->thread, NULL, blocker_main, b) == 0);
-    nanosleep(&(struct timespec){0, 60 * 1000000L}, NULL);
-}
-
-static long unblock(struct blocker *b)
-{
-    pthread_join(b->thread, NULL);
-    return b->status;
 }
 
 static enum test_result timeouts(struct http_daemon *d)
@@ -356,21 +359,26 @@ TEST(http_sigterm_drains_under_load)
 {
     if (!http_source_model_present())
         SKIP("%s is missing (make models)", HTTP_SOURCE_MODEL);
-    enum { QUEUED = 16, LOADERS = 4 };
+    /* "slow" runs one request per 200 ms batch (INFERD_FAULT=slow:200): one
+     * runs, QUEUED wait in its queue */
+    enum { QUEUED = 16, CLIENTS = QUEUED + 1, LOADERS = 4 };
     struct http_model_spec specs[2] = {HTTP_MODEL_SPEC("lenet5"), HTTP_MODEL_SPEC("slow")};
-    specs[1].max_queue_delay_us = 400000;   /* requests wait in the queue */
+    specs[1].max_batch_size = 1;
     specs[1].n_preferred = 0;
     struct http_daemon d;
-    ASSERT_TRUE(http_daemon_start(&d, specs, 2, NULL));
-    struct client *c = make_clients(&d, "slow", QUEUED, 1);
+    setenv("INFERD_FAULT", "slow:200", 1);
+    bool started = http_daemon_start(&d, specs, 2, NULL);
+    unsetenv("INFERD_FAULT");
+    ASSERT_TRUE(started);
+    struct client *c = make_clients(&d, "slow", CLIENTS, 1);
     atomic_int stop = 0;
     struct loader l[LOADERS];
-    pthread_t lt[LOADERS], ct[QUEUED];
+    pthread_t lt[LOADERS], ct[CLIENTS];
     for (int i = 0; i < LOADERS; i++) {
         l[i] = (struct loader){.d = &d, .stop = &stop};
         pthread_create(&lt[i], NULL, loader_main, &l[i]);
     }
-    for (int i = 0; c && i < QUEUED; i++)
+    for (int i = 0; c && i < CLIENTS; i++)
         pthread_create(&ct[i], NULL, client_main, &c[i]);
     /* Wait until every slow request sits in the queue, then SIGTERM. */
     double pending = 0;
@@ -385,22 +393,22 @@ TEST(http_sigterm_drains_under_load)
     http_resp_free(&after);
     int status = http_daemon_wait(&d, 20000);
     atomic_store(&stop, 1);
-    for (int i = 0; c && i < QUEUED; i++)
+    for (int i = 0; c && i < CLIENTS; i++)
         pthread_join(ct[i], NULL);
     for (int i = 0; i < LOADERS; i++)
         pthread_join(lt[i], NULL);
     int answered = 0, load_ok = 0, broken = 0;
-    for (int i = 0; c && i < QUEUED; i++)
+    for (int i = 0; c && i < CLIENTS; i++)
         answered += c[i].ok;
     for (int i = 0; i < LOADERS; i++)
         load_ok += l[i].ok, broken += l[i].broken;
     free(c);
     http_daemon_stop(&d);
-    printf("  %d queued requests answered after SIGTERM; the load got %d answers before the drain\n",
-           answered, load_ok);
+    printf("  %d requests (%d of them queued) answered after SIGTERM; the load got %d answers before the drain\n",
+           answered, QUEUED, load_ok);
     ASSERT_EQ_INT(pending, QUEUED);
     ASSERT_TRUE(after.status == 0 || after.status == 503);
-    ASSERT_EQ_INT(answered, QUEUED);
+    ASSERT_EQ_INT(answered, CLIENTS);
     ASSERT_EQ_INT(broken, 0);
     ASSERT_TRUE(load_ok > 0);
     ASSERT_EQ_INT(status, 0);

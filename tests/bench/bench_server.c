@@ -6,19 +6,26 @@
  *   build/bench_server [--duration S] [--repeat N] [--models a,b] [--quick]
  *
  * For each shipped model (LeNet-5, resnet-mini) with dynamic batching on
- * and off, for classify (PNG body), infer with JSON tensors and infer with
- * binary tensors, at 1, 8 and 64 connections: requests/s and p50/p99
- * latency, the median of --repeat runs after a warm-up run, then the ratio
- * to the bare server at the same concurrency and of batching on to off.
+ * and off (two daemons running at once, their runs interleaved), for
+ * classify (PNG body), infer with JSON tensors and infer with binary
+ * tensors, at 1, 8 and 64 connections: requests/s and p50/p99 latency, the
+ * median of --repeat runs after a warm-up run, then the ratio to the bare
+ * server at the same concurrency and of batching on to off; last, the
+ * server's own time per request (the stats endpoint's request time minus
+ * compute_infer) at one connection.
  * inferd is the one beside this program; wrk comes from Debian.
  */
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -204,19 +211,11 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median of repeat runs (each statistic on its own) after a warm-up run. */
-static int measure(const struct opts *o, const char *script, int port, const char *path, int conc,
-                   struct result *out)
+static void take_median(const struct result *r, int n, struct result *out)
 {
-    struct result r[16];
     double rps[16] = {0}, p50[16] = {0}, p99[16] = {0};
-    int n = o->repeat < 16 ? o->repeat : 16;
-    if (run_wrk(script, port, path, conc, 1, &r[0]) != 0)
-        return -1;
     out->errors = 0;
     for (int i = 0; i < n; i++) {
-        if (run_wrk(script, port, path, conc, o->duration_s, &r[i]) != 0)
-            return -1;
         rps[i] = r[i].rps, p50[i] = r[i].p50_ms, p99[i] = r[i].p99_ms;
         out->errors += r[i].errors;
     }
@@ -224,9 +223,74 @@ static int measure(const struct opts *o, const char *script, int port, const cha
     qsort(p50, (size_t)n, sizeof(double), cmp_double);
     qsort(p99, (size_t)n, sizeof(double), cmp_double);
     out->rps = rps[n / 2], out->p50_ms = p50[n / 2], out->p99_ms = p99[n / 2];
-    fprintf(stderr, "  %-40s %3d conn: %8.0f req/s  p50 %.3f ms  p99 %.3f ms\n", path, conc,
-            out->rps, out->p50_ms, out->p99_ms);
+}
+
+/* Median of repeat runs (each statistic on its own) after a warm-up run, on
+ * each of n_ports servers, their runs interleaved (a, b, a, b, ...) so that
+ * a change in the machine's load between windows touches every server
+ * alike. */
+static int measure(const struct opts *o, const char *script, const int *ports, int n_ports, const char *path,
+                   int conc, struct result *out)
+{
+    struct result r[2][16];
+    int n = o->repeat < 16 ? o->repeat : 16;
+    for (int k = 0; k < n_ports; k++) {
+        if (run_wrk(script, ports[k], path, conc, 1, &r[k][0]) != 0)
+            return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < n_ports; k++) {
+            if (run_wrk(script, ports[k], path, conc, o->duration_s, &r[k][i]) != 0)
+                return -1;
+        }
+    }
+    for (int k = 0; k < n_ports; k++) {
+        take_median(r[k], n, &out[k]);
+        fprintf(stderr, "  %-40s %3d conn%s: %8.0f req/s  p50 %.3f ms  p99 %.3f ms\n", path, conc,
+                n_ports == 1 ? "" : k == 0 ? ", on " : ", off", out[k].rps, out[k].p50_ms, out[k].p99_ms);
+    }
     return 0;
+}
+
+/* The model's request and compute totals from GET /v2/models/M/stats
+ * (Triton's shape): requests, their nanoseconds from the request's arrival
+ * to its answer, and the nanoseconds of compute_infer. */
+struct stats_totals {
+    double count, request_ns, infer_ns;
+};
+
+static bool fetch_stats(int port, const char *model, struct stats_totals *t)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    char req[256];
+    int len = snprintf(req, sizeof(req), "GET /v2/models/%s/stats HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", model);
+    bool ok = write(fd, req, (size_t)len) == len;
+    static char buf[1 << 16];
+    size_t have = 0;
+    ssize_t n;
+    while (ok && have < sizeof(buf) - 1 && (n = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0)
+        have += (size_t)n;
+    close(fd);
+    buf[have] = '\0';
+    const char *body = strstr(buf, "\r\n\r\n");
+    cJSON *root = ok && body ? cJSON_Parse(body + 4) : NULL;
+    cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "model_stats"), 0);
+    cJSON *inf = cJSON_GetObjectItem(st, "inference_stats");
+    cJSON *succ = cJSON_GetObjectItem(inf, "success"), *infer = cJSON_GetObjectItem(inf, "compute_infer");
+    ok = succ && infer;
+    if (ok)
+        *t = (struct stats_totals){cJSON_GetNumberValue(cJSON_GetObjectItem(succ, "count")),
+                                   cJSON_GetNumberValue(cJSON_GetObjectItem(succ, "ns")),
+                                   cJSON_GetNumberValue(cJSON_GetObjectItem(infer, "ns"))};
+    cJSON_Delete(root);
+    return ok;
 }
 
 /* The 1-minute load average: other work on the machine skews every figure. */
@@ -369,42 +433,58 @@ int main(int argc, char **argv)
     struct result bare_r[N_CONC];
     if (!bare || !write_script(bare_script, NULL, NULL, -1))
         return 1;
+    int bare_port = bare ? server_bare_port(bare) : 0;
     for (int c = 0; c < N_CONC; c++) {
-        if (measure(&o, bare_script, server_bare_port(bare), "/", CONCURRENCY[c], &bare_r[c]) != 0) {
+        if (measure(&o, bare_script, &bare_port, 1, "/", CONCURRENCY[c], &bare_r[c]) != 0) {
             fprintf(stderr, "bench_server: wrk failed against the bare server\n");
             return 1;
         }
     }
     server_bare_stop(bare);
 
-    /* results[model][batching on=0/off=1][endpoint][conc] */
+    /* results[model][batching on=0/off=1][endpoint][conc]; both daemons run
+     * at once and every row alternates between them */
     static struct result res[8][2][N_ENDPOINTS][N_CONC];
     static const char *const SCRIPT_SUFFIX[N_ENDPOINTS] = {"classify", "json", "binary"};
-    for (int b = 0; b < 2; b++) {
-        int port;
-        pid_t pid = start_inferd(b == 0, &port);
-        if (pid < 0) {
-            fprintf(stderr, "bench_server: inferd did not start\n");
-            return 1;
-        }
-        for (int m = 0; m < n_models; m++) {
-            for (int e = 0; e < N_ENDPOINTS; e++) {
-                char script[256], path[128];
-                snprintf(script, sizeof(script), "%s/%s-%s.lua", work_dir, models[m], SCRIPT_SUFFIX[e]);
-                snprintf(path, sizeof(path), "/v2/models/%s/%s", models[m], e == 0 ? "classify" : "infer");
-                for (int c = 0; c < N_CONC; c++) {
-                    if (measure(&o, script, port, path, CONCURRENCY[c], &res[m][b][e][c]) != 0) {
-                        fprintf(stderr, "bench_server: wrk failed on %s\n", path);
-                        stop_inferd(pid);
-                        return 1;
-                    }
-                }
+    /* per model: the server's own time per request (request minus compute),
+     * in us, over the binary infer runs at one connection with batching on */
+    double overhead_us[8] = {0};
+    int ports[2];
+    pid_t pids[2] = {start_inferd(true, &ports[0]), -1};
+    if (pids[0] > 0)
+        pids[1] = start_inferd(false, &ports[1]);
+    if (pids[0] < 0 || pids[1] < 0) {
+        fprintf(stderr, "bench_server: inferd did not start\n");
+        return 1;
+    }
+    int rc = 0;
+    for (int m = 0; m < n_models && rc == 0; m++) {
+        for (int e = 0; e < N_ENDPOINTS && rc == 0; e++) {
+            char script[256], path[128];
+            snprintf(script, sizeof(script), "%s/%s-%s.lua", work_dir, models[m], SCRIPT_SUFFIX[e]);
+            snprintf(path, sizeof(path), "/v2/models/%s/%s", models[m], e == 0 ? "classify" : "infer");
+            for (int c = 0; c < N_CONC && rc == 0; c++) {
+                struct stats_totals before = {0}, after = {0};
+                bool timed = e == 2 && CONCURRENCY[c] == 1 && fetch_stats(ports[0], models[m], &before);
+                struct result pair[2];
+                rc = measure(&o, script, ports, 2, path, CONCURRENCY[c], pair);
+                res[m][0][e][c] = pair[0];
+                res[m][1][e][c] = pair[1];
+                if (timed && fetch_stats(ports[0], models[m], &after) && after.count > before.count)
+                    overhead_us[m] = (after.request_ns - before.request_ns - (after.infer_ns - before.infer_ns)) /
+                                     (after.count - before.count) / 1e3;
+                if (rc != 0)
+                    fprintf(stderr, "bench_server: wrk failed on %s\n", path);
             }
         }
-        stop_inferd(pid);
     }
+    stop_inferd(pids[0]);
+    stop_inferd(pids[1]);
+    if (rc != 0)
+        return 1;
 
-    printf("HTTP benchmark: wrk, %d s per run, median of %d runs after a 1 s warm-up; "
+    printf("HTTP benchmark: wrk, %d s per run, median of %d runs after a 1 s warm-up, batching on and off "
+           "interleaved; "
            "%d HTTP threads on %ld cores shared with wrk; load average %.2f before, %.2f after\n\n",
            o.duration_s, o.repeat, HTTP_THREADS, sysconf(_SC_NPROCESSORS_ONLN), load_before,
            load_average());
@@ -432,6 +512,22 @@ int main(int argc, char **argv)
         }
     }
     printf("\n");
+    double lowest = 1e9;
+    for (int m = 0; m < n_models; m++) {
+        for (int e = 0; e < N_ENDPOINTS; e++) {
+            for (int c = 0; c < N_CONC; c++) {
+                double ratio = res[m][0][e][c].rps / res[m][1][e][c].rps;
+                lowest = ratio < lowest ? ratio : lowest;
+            }
+        }
+    }
+    printf("batching on/off, lowest of all rows: %.2fx\n", lowest);
+    for (int m = 0; m < n_models; m++) {
+        const struct result *bin = res[m][0][2];
+        printf("%s: binary infer at 1 connection, batching on: p50 %.0f us, p99 %.0f us; server time per "
+               "request (stats: request minus compute_infer, mean) %.1f us\n",
+               models[m], bin[0].p50_ms * 1e3, bin[0].p99_ms * 1e3, overhead_us[m]);
+    }
     for (int m = 0; m < n_models; m++) {
         const struct result *on = res[m][0][1], *off = res[m][1][1];
         printf("%s: JSON infer at 64 connections: %.1f%% of bare; batching on/off %.2fx "
