@@ -18,6 +18,7 @@
  */
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "kernels/cpu/kcpu.h"
 #include "kernels/cpu/kcpu_impl.h"
@@ -133,6 +134,19 @@ TEST(kernels_pool_runs_every_task_once)
         kcpu_pool_free(pool);
     }
     ASSERT_TRUE(kcpu_pool_create(0) == NULL);
+    /* Workers asleep (past their spin): a small run stays on the caller. */
+    struct kcpu_pool *pool = kcpu_pool_create(2);
+    ASSERT_TRUE(pool != NULL);
+    nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
+    for (int t = 0; t < MAX_TASKS; t++)
+        atomic_init(&hits[t], 0);
+    struct count_job j = {.hits = hits, .threads = 1};
+    atomic_init(&j.bad_thread, 0);
+    kcpu_pool_run(pool, KCPU_POOL_COLD_TASKS - 1, count_task, &j);
+    kcpu_pool_free(pool);
+    for (int t = 0; t < KCPU_POOL_COLD_TASKS - 1; t++)
+        ASSERT_EQ_INT(atomic_load(&hits[t]), 1);
+    ASSERT_EQ_INT(atomic_load(&j.bad_thread), 0);   /* thread 0 only */
     return TEST_PASS;
 }
 

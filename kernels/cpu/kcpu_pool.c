@@ -1,20 +1,37 @@
 /*
  * kcpu_pool.c - fixed thread pool for data-parallel kernels.
  *
- * Workers sleep on a condition variable between runs (the CPU is shared
- * with other instances and processes, so idle workers must not spin). A run
- * publishes (fn, arg, tasks) under the mutex and bumps a generation counter;
- * every thread, the caller included, then claims task indices from one
- * atomic counter. The caller returns only after every worker has checked in
- * for that generation, so no worker can still be reading the job when the
- * next run overwrites it. Nothing is allocated after kcpu_pool_create.
+ * A run publishes (fn, arg, tasks) under the mutex and bumps a generation
+ * counter; every thread, the caller included, then claims task indices
+ * from one atomic counter. The caller returns only after every worker has
+ * checked in for that generation, so no worker can still be reading the job
+ * when the next run overwrites it. Nothing is allocated after
+ * kcpu_pool_create.
+ *
+ * Waking a sleeping thread costs tens of microseconds here (a futex wake,
+ * and on a VM an idle vCPU to rouse), more than most steps of a small
+ * model take. So, after a run, workers spin on the generation for
+ * KCPU_POOL_SPIN_NS before sleeping on the condition variable (the steps of
+ * one forward pass follow each other closely: a spinning worker joins the
+ * next within a fraction of a microsecond, yielding the CPU to anyone
+ * else runnable), the caller spins briefly for the check-ins of hot
+ * workers, and a run that would have to wake sleeping workers is split only
+ * when it has at least KCPU_POOL_COLD_TASKS tasks (kernels size their tasks
+ * to be worth a thread: KCPU_MIN_TASK_MACS); smaller runs go on the caller
+ * alone. The CPU is shared with other instances and the HTTP threads, so
+ * the spin is short and idle workers end up asleep.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "kcpu_pool.h"
+
+#define KCPU_POOL_SPIN_NS 50000     /* 50 us: workers, between runs */
+#define KCPU_POOL_WAIT_SPIN_NS 5000 /* 5 us: the caller, for the check-ins */
 
 struct kcpu_pool {
     int threads;               /* including the caller */
@@ -22,9 +39,10 @@ struct kcpu_pool {
     pthread_mutex_t mu;
     pthread_cond_t wake;       /* a new generation or stop */
     pthread_cond_t done;       /* the last worker checked in */
-    uint64_t generation;
-    int busy;                  /* workers not yet checked in this generation */
-    bool stop;
+    atomic_uint_fast64_t generation;
+    atomic_int busy;           /* workers not yet checked in this generation */
+    atomic_int sleepers;       /* workers waiting on `wake` (under mu) */
+    atomic_bool stop;
     kcpu_task_fn fn;
     void *arg;
     int64_t tasks;
@@ -36,6 +54,20 @@ struct worker_start {
     int index;
 };
 
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static void run_tasks(struct kcpu_pool *pool, kcpu_task_fn fn, void *arg, int64_t tasks, int thread)
 {
     for (;;) {
@@ -43,6 +75,24 @@ static void run_tasks(struct kcpu_pool *pool, kcpu_task_fn fn, void *arg, int64_
         if (t >= tasks)
             return;
         fn(arg, t, thread);
+    }
+}
+
+/* Spins until generation moves past seen, stop is set, or the spin time is
+ * up; whether it moved. */
+static bool spin_for_generation(struct kcpu_pool *pool, uint64_t seen)
+{
+    int64_t until = now_ns() + KCPU_POOL_SPIN_NS;
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(&pool->generation, memory_order_acquire) != seen ||
+            atomic_load_explicit(&pool->stop, memory_order_relaxed))
+            return true;
+        cpu_relax();
+        if (i % 64 == 0) {
+            if (now_ns() > until)
+                return false;
+            sched_yield();   /* let other runnable threads (another model's pool, HTTP) have the CPU */
+        }
     }
 }
 
@@ -54,13 +104,19 @@ static void *worker_main(void *p)
     free(start);
 
     uint64_t seen = 0;
-    pthread_mutex_lock(&pool->mu);
     for (;;) {
-        while (pool->generation == seen && !pool->stop)
+        spin_for_generation(pool, seen);
+        pthread_mutex_lock(&pool->mu);
+        while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->stop)) {
+            atomic_fetch_add(&pool->sleepers, 1);
             pthread_cond_wait(&pool->wake, &pool->mu);
-        if (pool->stop)
+            atomic_fetch_sub(&pool->sleepers, 1);
+        }
+        if (atomic_load(&pool->stop)) {
+            pthread_mutex_unlock(&pool->mu);
             break;
-        seen = pool->generation;
+        }
+        seen = atomic_load(&pool->generation);
         kcpu_task_fn fn = pool->fn;
         void *arg = pool->arg;
         int64_t tasks = pool->tasks;
@@ -68,11 +124,12 @@ static void *worker_main(void *p)
 
         run_tasks(pool, fn, arg, tasks, index);
 
-        pthread_mutex_lock(&pool->mu);
-        if (--pool->busy == 0)
+        if (atomic_fetch_sub(&pool->busy, 1) == 1) {
+            pthread_mutex_lock(&pool->mu);   /* the caller checks busy under mu before it waits */
             pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->mu);
+        }
     }
-    pthread_mutex_unlock(&pool->mu);
     return NULL;
 }
 
@@ -85,6 +142,10 @@ struct kcpu_pool *kcpu_pool_create(int threads)
         return NULL;
     pool->threads = threads;
     atomic_init(&pool->next, 0);
+    atomic_init(&pool->generation, 0);
+    atomic_init(&pool->busy, 0);
+    atomic_init(&pool->sleepers, 0);
+    atomic_init(&pool->stop, false);
     pool->workers = calloc((size_t)threads, sizeof(pthread_t));
     if (!pool->workers) {
         free(pool);
@@ -114,7 +175,7 @@ void kcpu_pool_free(struct kcpu_pool *pool)
     if (!pool)
         return;
     pthread_mutex_lock(&pool->mu);
-    pool->stop = true;
+    atomic_store(&pool->stop, true);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mu);
     for (int i = 0; i < pool->threads - 1; i++)
@@ -135,8 +196,9 @@ void kcpu_pool_run(struct kcpu_pool *pool, int64_t tasks, kcpu_task_fn fn, void 
 {
     if (tasks <= 0)
         return;
-    /* One task, or no helpers: waking workers would only add latency. */
-    if (!pool || pool->threads == 1 || tasks == 1) {
+    /* One task, no helpers, or helpers asleep and too little to wake them for. */
+    if (!pool || pool->threads == 1 || tasks == 1 ||
+        (tasks < KCPU_POOL_COLD_TASKS && atomic_load_explicit(&pool->sleepers, memory_order_relaxed) > 0)) {
         for (int64_t t = 0; t < tasks; t++)
             fn(arg, t, 0);
         return;
@@ -146,15 +208,28 @@ void kcpu_pool_run(struct kcpu_pool *pool, int64_t tasks, kcpu_task_fn fn, void 
     pool->arg = arg;
     pool->tasks = tasks;
     atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
-    pool->busy = pool->threads - 1;
-    pool->generation++;
-    pthread_cond_broadcast(&pool->wake);
+    atomic_store(&pool->busy, pool->threads - 1);
+    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
+    if (atomic_load(&pool->sleepers) > 0)
+        pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mu);
 
     run_tasks(pool, fn, arg, tasks, 0);
 
-    pthread_mutex_lock(&pool->mu);
-    while (pool->busy > 0)
-        pthread_cond_wait(&pool->done, &pool->mu);
-    pthread_mutex_unlock(&pool->mu);
+    /* Hot workers finish their last tasks within microseconds: spin for
+     * them, then sleep. (Sleeping at once after waking a worker lets the
+     * scheduler run it on this CPU, where it then competes with this thread
+     * for milliseconds: measured slower, bench_pool.) */
+    int64_t until = now_ns() + KCPU_POOL_WAIT_SPIN_NS;
+    for (unsigned i = 1; atomic_load_explicit(&pool->busy, memory_order_acquire) > 0; i++) {
+        cpu_relax();
+        if (i % 64 == 0 && now_ns() > until)
+            break;
+    }
+    if (atomic_load(&pool->busy) > 0) {
+        pthread_mutex_lock(&pool->mu);
+        while (atomic_load(&pool->busy) > 0)
+            pthread_cond_wait(&pool->done, &pool->mu);
+        pthread_mutex_unlock(&pool->mu);
+    }
 }

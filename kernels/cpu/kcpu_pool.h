@@ -9,11 +9,18 @@
  * kcpu_pool_run blocks until every task is done; the calling thread takes part.
  * A pool is used by one caller at a time (each model instance owns one).
  * kcpu_pool_run(NULL, ...) runs every task on the calling thread.
+ *
+ * Workers spin for 50 us after a run before they sleep, so the steps of a
+ * forward pass reach them at once; a run of fewer than KCPU_POOL_COLD_TASKS
+ * tasks never wakes a sleeping worker (waking one costs more than such a
+ * run is worth) and goes on the caller alone.
  */
 #ifndef KCPU_POOL_H
 #define KCPU_POOL_H
 
 #include <stdint.h>
+
+#define KCPU_POOL_COLD_TASKS 8   /* a run with sleeping workers is split from this many tasks on */
 
 struct kcpu_pool;
 
