@@ -76,7 +76,7 @@ static const struct srv_option OPTIONS[] = {
     {"tls-key", OPT_STRING, OFF(tls_key), "", 0, 0, NULL, "FILE",
      "PEM private key of --tls-cert"},
     {"drain-timeout", OPT_INT, OFF(drain_timeout_s), "30", 0, 86400, NULL, "SECONDS",
-     "on SIGTERM, how long to wait for accepted requests before giving up"},
+     "on SIGTERM, SIGINT or SIGHUP, how long to wait for accepted requests before giving up"},
     {"port-file", OPT_STRING, OFF(port_file), "", 0, 0, NULL, "FILE",
      "write the bound port here once serving (useful with --http-port 0)"},
     {"config", OPT_STRING, OFF(config_file), "", 0, 0, NULL, "FILE",

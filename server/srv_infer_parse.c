@@ -60,11 +60,26 @@ static void int_range(enum rt_dtype t, double *lo, double *hi)
     }
 }
 
-/* One number as datatype t: integer types must hold an integer in range. */
+/* Whether d, rounded to nearest, is a finite value of float type t: below
+ * the midpoint between the largest finite value and the next power of two
+ * (FP16: 65504 and 65536; FP32 and BF16, whose range is FP32's: FLT_MAX). */
+static bool float_in_range(double d, enum rt_dtype t)
+{
+    if (t == RT_DTYPE_F16)
+        return fabs(d) < 65520.0;
+    return isfinite((float)d);
+}
+
+/* One number as datatype t: integer types must hold an integer in range,
+ * float types a value they can hold (1e39 is no FP32, 70000 no FP16). */
 static bool number_value(double d, enum rt_dtype t, float *out, struct rt_error *err)
 {
     if (t == RT_DTYPE_BOOL) {
         rt_error_set(err, RT_ERR_INVALID, "BOOL data must be true or false");
+        return false;
+    }
+    if ((t == RT_DTYPE_F32 || t == RT_DTYPE_F16 || t == RT_DTYPE_BF16) && !float_in_range(d, t)) {
+        rt_error_set(err, RT_ERR_INVALID, "%g is out of the range of %s", d, rt_dtype_kserve_name(t));
         return false;
     }
     if (t != RT_DTYPE_F32 && t != RT_DTYPE_F16 && t != RT_DTYPE_BF16) {

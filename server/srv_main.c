@@ -5,8 +5,8 @@
  * Start-up order: parse settings, create the backend, open the repository,
  * start HTTP (live answers from here on; ready does not yet), load every
  * model (one failing ends start-up unless --exit-on-error false), then
- * wait. SIGTERM or SIGINT (or a device error that poisons the backend)
- * starts the drain: mark draining (health turns 503, new requests are
+ * wait. SIGTERM, SIGINT or SIGHUP (or a device error that poisons the
+ * backend) starts the drain (SIGHUP does not reload: model control does): mark draining (health turns 503, new requests are
  * refused), stop accepting connections, wait until every accepted request
  * is answered, then stop. Exit status 0 after a clean drain, 1 when
  * start-up or the drain failed or the device broke, 2 for bad flags.
@@ -97,6 +97,7 @@ int main(int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);   /* a closed terminal or a supervisor's hang-up: drain too */
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -139,7 +140,7 @@ int main(int argc, char **argv)
         atomic_store(&server.models_loaded, true);
         srv_log_info("ready");
         int sig = wait_for_signal(&set);
-        srv_log_info("%s received, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        srv_log_info("%s received, shutting down", sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM");
     } else {
         srv_log_error("start-up failed: %s", err.msg);
         atomic_store(&exit_status, 1);

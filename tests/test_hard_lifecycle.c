@@ -418,3 +418,54 @@ TEST(hard_unload_with_orphaned_requests)
 {
     return run_with_fault("slow", CONTROL, unload_orphans);
 }
+
+/* ------------------------------------------------------------ SIGHUP, SIGINT */
+
+struct one_request {
+    const struct http_daemon *d;
+    long status;
+};
+
+static void *one_request_main(void *arg)
+{
+    struct one_request *r = arg;
+    static const float x[784];
+    char *body = http_infer_json(x, 1, NULL);
+    r->status = http_status(r->d, "POST", "/v2/models/lenet5/infer", "application/json", body, strlen(body));
+    free(body);
+    return NULL;
+}
+
+/* SIGHUP and SIGINT drain as SIGTERM does: a request in flight (a 300 ms
+ * batch) is answered, the daemon says which signal it got and exits 0. */
+TEST(hard_sighup_sigint_drain)
+{
+    if (!http_source_model_present())
+        SKIP("%s is missing", HTTP_SOURCE_MODEL);
+    static const int SIGNALS[] = {SIGHUP, SIGINT};
+    static const char *const NAMES[] = {"SIGHUP received", "SIGINT received"};
+    for (int i = 0; i < 2; i++) {
+        struct http_daemon d;
+        ASSERT_TRUE(start_with_fault(&d, "slow:300", NULL));
+        struct one_request r = {&d, 0};
+        pthread_t t;
+        ASSERT_EQ_INT(pthread_create(&t, NULL, one_request_main, &r), 0);
+        usleep(100 * 1000);   /* the request is in its batch */
+        ASSERT_EQ_INT(kill(d.pid, SIGNALS[i]), 0);
+        int status = http_daemon_wait(&d, 20000);
+        pthread_join(t, NULL);
+        char path[320], log[8192] = "";
+        snprintf(path, sizeof(path), "%s/inferd.log", d.dir);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(log, 1, sizeof(log) - 1, f) : 0;
+        log[n] = '\0';
+        if (f)
+            fclose(f);
+        http_daemon_stop(&d);
+        printf("  %s: the request in flight got %ld, exit status %d\n", NAMES[i], r.status, status);
+        ASSERT_EQ_INT(r.status, 200);
+        ASSERT_EQ_INT(status, 0);
+        ASSERT_STR_CONTAINS(log, NAMES[i]);
+    }
+    return TEST_PASS;
+}

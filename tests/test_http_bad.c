@@ -34,6 +34,41 @@ static char *valid_request(void)
     return http_infer_json(x, 1, NULL);
 }
 
+/* ------------------------------------------------------------ number ranges */
+
+/* Numbers the declared datatype cannot hold are 400 (they used to become
+ * infinities); the largest values that fit, and tiny ones, pass. */
+static enum test_result out_of_range_numbers(struct http_daemon *d)
+{
+    static float x[784];
+    x[0] = 0.5f;
+    char *good = http_infer_json(x, 1, NULL);
+    static const struct { const char *dtype, *value; int status; } CASES[] = {
+        {"FP32", "1e400", 400}, {"FP32", "-1e400", 400}, {"FP32", "1e39", 400},
+        {"FP32", "3.4e38", 200}, {"FP16", "70000", 400}, {"FP16", "-65520", 400},
+        {"FP16", "65504", 200}, {"BF16", "1e39", 400}, {"FP32", "1e-50", 200},
+    };
+    for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
+        char first[40], dtype[24];
+        snprintf(first, sizeof(first), "\"data\":[%s,", CASES[i].value);
+        snprintf(dtype, sizeof(dtype), "\"%s\"", CASES[i].dtype);
+        char *a = str_replace_once(good, "\"data\":[0.5,", first);
+        char *b = str_replace_once(a, "\"FP32\"", dtype);
+        long status = http_status(d, "POST", INFER, "application/json", b, strlen(b));
+        free(a), free(b);
+        TEST_FAIL_IF(status != CASES[i].status, "%s %s: status %ld, want %d", CASES[i].dtype, CASES[i].value,
+                     status, CASES[i].status);
+    }
+    free(good);
+    ASSERT_TRUE(http_still_serves(d));
+    return TEST_PASS;
+}
+
+TEST(http_bad_out_of_range_numbers)
+{
+    return http_run(&LENET, 1, NULL, out_of_range_numbers);
+}
+
 /* ------------------------------------------------------------ infer bodies */
 
 static enum test_result bad_infer_bodies(struct http_daemon *d)
