@@ -14,6 +14,7 @@
 #include "srv_clock.h"
 #include "srv_handlers.h"
 #include "srv_multipart.h"
+#include "srv_topk.h"
 
 #define CLASSIFY_DEFAULT_TOP_K 5
 
@@ -59,18 +60,12 @@ static void softmax(const float *x, int n, float *p)
 }
 
 static void write_predictions(struct srv_buf *b, const struct rt_model_config *cfg,
-                              const float *prob, int n, int k)
+                              const float *prob, int n, int k, int *idx)
 {
-    bool used[4096] = {false};
+    srv_top_k(prob, n, k, idx);   /* k <= n: the caller caps top_k at the class count */
     srv_buf_puts(b, "\"predictions\":[");
     for (int j = 0; j < k; j++) {
-        int best = -1;
-        for (int i = 0; i < n; i++) {
-            if (!used[i] && (best < 0 || prob[i] > prob[best]))
-                best = i;
-        }
-        RT_ASSERT(best >= 0); /* k <= n: the caller caps top_k at the class count */
-        used[best] = true;
+        int best = idx[j];
         srv_buf_puts(b, j ? ",{\"label\":" : "{\"label\":");
         if (best < cfg->n_labels && cfg->labels && cfg->labels[best])
             srv_buf_json_str(b, cfg->labels[best]);
@@ -94,7 +89,10 @@ static void classify_finish(struct srv_request *r)
     }
     int n = (int)cfg->outputs[0].sample_elems;
     float *prob = malloc((size_t)n * sizeof(float));
-    if (!prob) {
+    int *idx = malloc((size_t)n * sizeof(int));
+    if (!prob || !idx) {
+        free(prob);
+        free(idx);
         srv_reply_error(r, 503, "out of memory");
         srv_record_outcome(r, c->model, &c->job.times);
         return;
@@ -108,7 +106,7 @@ static void classify_finish(struct srv_request *r)
     for (int k = 0; k < c->n_images; k++) {
         softmax(c->outputs[0] + (size_t)k * (size_t)n, n, prob);
         srv_buf_puts(&b, k ? ",{" : "{");
-        write_predictions(&b, cfg, prob, n, c->top_k);
+        write_predictions(&b, cfg, prob, n, c->top_k, idx);
         srv_buf_printf(&b, ",\"timing_us\":{\"queue\":%llu,\"compute\":%llu,\"total\":%lld}}",
                        (unsigned long long)(t->queue_ns / 1000),
                        (unsigned long long)((t->input_ns + t->infer_ns + t->output_ns) / 1000),
@@ -116,6 +114,7 @@ static void classify_finish(struct srv_request *r)
     }
     srv_buf_puts(&b, "]}");
     free(prob);
+    free(idx);
     srv_reply_json(r, 200, &b);
     srv_record_outcome(r, c->model, &c->job.times);
 }

@@ -8,22 +8,7 @@
 #include <string.h>
 
 #include "srv_infer.h"
-
-/* Indices of the k largest of x[0..n), largest first (ties: lower index). */
-static void top_k(const float *x, int n, int k, int *idx)
-{
-    for (int j = 0; j < k; j++) {
-        int best = -1;
-        for (int i = 0; i < n; i++) {
-            bool taken = false;
-            for (int t = 0; t < j && !taken; t++)
-                taken = idx[t] == i;
-            if (!taken && (best < 0 || x[i] > x[best]))
-                best = i;
-        }
-        idx[j] = best;
-    }
-}
+#include "srv_topk.h"
 
 /* One classification entry, formatted as Triton does ("%f" score). */
 static int class_entry(char *dst, size_t cap, const struct rt_model_config *cfg, float score,
@@ -48,7 +33,7 @@ static void write_classes(const struct rt_model_config *cfg, const struct srv_in
     bool first = true;
     for (int row = 0; row < q->rows; row++) {
         const float *x = q->outputs[o->index] + (size_t)row * (size_t)n;
-        top_k(x, n, k, idx);
+        srv_top_k(x, n, k, idx);
         for (int j = 0; j < k; j++) {
             char s[RT_NAME_MAX + 96];
             int len = class_entry(s, sizeof(s), cfg, x[idx[j]], idx[j]);
