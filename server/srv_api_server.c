@@ -16,8 +16,9 @@ void srv_handle_ready(struct srv_request *r)
         srv_reply_error(r, 503, "models are loading");
         return;
     }
-    if (!srv_repo_all_ready(r->srv->repo)) {
-        srv_reply_error(r, 503, "not every model is ready");
+    char why[400];
+    if (!srv_repo_all_ready(r->srv->repo, why, sizeof(why))) {
+        srv_reply_error(r, 503, "not ready: %s", why);
         return;
     }
     struct srv_buf b = {0};

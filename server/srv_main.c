@@ -138,7 +138,11 @@ int main(int argc, char **argv)
     }
     if (ok) {
         atomic_store(&server.models_loaded, true);
-        srv_log_info("ready");
+        char why[400];
+        if (srv_repo_all_ready(server.repo, why, sizeof(why)))
+            srv_log_info("ready");
+        else
+            srv_log_warn("serving, but not ready: %s", why);
         int sig = wait_for_signal(&set);
         srv_log_info("%s received, shutting down", sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM");
     } else {

@@ -58,6 +58,31 @@ static bool has_model_files(const char *dir, const char *name)
     return false;
 }
 
+/* A folder of the repository that is no model, said once when the
+ * repository is opened so a user sees why it is not served (files beside
+ * the models are passed over in silence). */
+static void log_skipped(const char *dir, const char *name)
+{
+    char path[PATH_MAX + RT_NAME_MAX];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (name[0] == '.' || stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return;
+    const char *esc = name;   /* srv_log escapes what it prints */
+    if (!srv_repo_valid_name(name)) {
+        srv_log_warn("model repository: skipping folder '%s': not a model name (letters, digits, '.', '_', '-')",
+                     esc);
+        return;
+    }
+    char triton[PATH_MAX + 2 * RT_NAME_MAX];
+    snprintf(triton, sizeof(triton), "%s/%s/1/model.onnx", dir, name);
+    if (stat(triton, &st) == 0)
+        srv_log_warn("model repository: skipping folder '%s': Triton's layout (%s/1/model.onnx) is not read; "
+                     "put model.onnx directly in %s/", esc, esc, esc);
+    else
+        srv_log_warn("model repository: skipping folder '%s': it holds no model.json or model.onnx", esc);
+}
+
 /* Caller holds mu. */
 static struct entry *find(struct srv_repo *r, const char *name)
 {
@@ -114,8 +139,10 @@ enum rt_status srv_repo_open(const char *dir, struct rt_backend *be,
     }
     struct dirent *de;
     while ((de = readdir(d))) {
-        if (!srv_repo_valid_name(de->d_name) || !has_model_files(r->dir, de->d_name))
+        if (!srv_repo_valid_name(de->d_name) || !has_model_files(r->dir, de->d_name)) {
+            log_skipped(r->dir, de->d_name);
             continue;
+        }
         if (!add_entry(r, de->d_name)) {
             closedir(d);
             srv_repo_free(r);
@@ -329,14 +356,24 @@ int srv_repo_ready_models(struct srv_repo *r, struct srv_model ***out)
     return k;
 }
 
-bool srv_repo_all_ready(struct srv_repo *r)
+bool srv_repo_all_ready(struct srv_repo *r, char *why, size_t cap)
 {
     pthread_mutex_lock(&r->mu);
-    bool ready = true;
-    for (int i = 0; i < r->n; i++)
-        ready = ready && (!r->entries[i].wanted || r->entries[i].state == SRV_MODEL_READY);
+    int wanted = 0;
+    const struct entry *bad = NULL;
+    for (int i = 0; i < r->n; i++) {
+        const struct entry *e = &r->entries[i];
+        wanted += e->wanted;
+        if (!bad && e->wanted && e->state != SRV_MODEL_READY)
+            bad = e;
+    }
+    if (bad)
+        snprintf(why, cap, "model '%s' is not ready: %s", bad->name, bad->reason[0] ? bad->reason : "loading");
+    else if (wanted == 0)
+        snprintf(why, cap, "no model is loaded: the repository holds none (a model is a folder with model.json "
+                           "or model.onnx directly inside), or all were unloaded");
     pthread_mutex_unlock(&r->mu);
-    return ready;
+    return !bad && wanted > 0;
 }
 
 void srv_repo_write_index(struct srv_repo *r, bool ready_only, struct srv_buf *out)

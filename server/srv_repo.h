@@ -47,8 +47,10 @@ enum rt_status srv_repo_acquire(struct srv_repo *r, const char *name, struct srv
 /* References to every ready model, in name order (*out malloc'd; unref each). */
 int srv_repo_ready_models(struct srv_repo *r, struct srv_model ***out);
 /* True when every model that should be loaded (all at start-up, minus those
- * unloaded on request since) is ready. */
-bool srv_repo_all_ready(struct srv_repo *r);
+ * unloaded on request since) is ready and there is at least one; else
+ * false with the reason in why (the first model not ready, or that there is
+ * no model at all). */
+bool srv_repo_all_ready(struct srv_repo *r, char *why, size_t cap);
 
 /* Appends the repository index: [{"name", "version", "state", "reason"}...];
  * ready_only lists only ready models. */
