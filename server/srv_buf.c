@@ -86,15 +86,41 @@ char *srv_buf_take(struct srv_buf *b, size_t *len)
     return p;
 }
 
+/* Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no
+ * overlongs, no surrogates, nothing past U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+    if (!len || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    }
+    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) || (c == 0xf0 && s[1] < 0x90) ||
+        (c == 0xf4 && s[1] >= 0x90))
+        return 0;
+    return len;
+}
+
 void srv_buf_json_strn(struct srv_buf *b, const char *s, size_t n)
 {
     static const char HEX[] = "0123456789abcdef";
+    const unsigned char *u = (const unsigned char *)s;
     srv_buf_putc(b, '"');
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
+        unsigned char c = u[i];
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\')
             continue;
+        if (c >= 0x80) {
+            size_t len = utf8_len(u + i, n - i);
+            if (len) {
+                i += len - 1;   /* well-formed: copied as it is */
+                continue;
+            }
+        }
         srv_buf_append(b, s + run, i - run);
         run = i + 1;
         char esc[6] = {'\\', 'u', '0', '0', HEX[c >> 4], HEX[c & 15]};
@@ -104,7 +130,12 @@ void srv_buf_json_strn(struct srv_buf *b, const char *s, size_t n)
         case '\n': srv_buf_append(b, "\\n", 2); break;
         case '\r': srv_buf_append(b, "\\r", 2); break;
         case '\t': srv_buf_append(b, "\\t", 2); break;
-        default: srv_buf_append(b, esc, 6); break;
+        default:
+            if (c >= 0x80)
+                srv_buf_append(b, "\xef\xbf\xbd", 3);   /* not UTF-8 (or cut mid-character): U+FFFD */
+            else
+                srv_buf_append(b, esc, 6);
+            break;
         }
     }
     srv_buf_append(b, s + run, n - run);

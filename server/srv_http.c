@@ -236,11 +236,26 @@ static void request_free(struct srv_request *r)
 }
 
 /* First callback: headers are in, no body yet. May answer at once. */
+/* Whether the decoded path holds a control byte (unescape_url turns %00
+ * into DEL, so none hides behind a NUL). */
+static bool has_control_byte(const char *path)
+{
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            return true;
+    }
+    return false;
+}
+
 static void request_start(struct srv_request *r)
 {
     const struct srv_config *cfg = &r->srv->cfg;
     if (atomic_load(&r->srv->draining)) {
         srv_reply_error(r, 503, "the server is shutting down");
+        return;
+    }
+    if (has_control_byte(r->path)) {
+        srv_reply_error(r, 400, "the path holds a control character");
         return;
     }
     int status;
@@ -431,6 +446,33 @@ static char *read_pem(const char *path)
     return text;
 }
 
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* libmicrohttpd's URL decoding, except that %00 becomes DEL (0x7f): a NUL
+ * would cut the path short ("/v2/models/a%00b" read as "/v2/models/a"),
+ * and request_start refuses every control byte with 400. Used for the path
+ * and the query arguments alike. */
+static size_t unescape_url(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls, (void)conn;
+    char *w = s;
+    for (const char *p = s; *p; p++) {
+        int hi, lo;
+        if (*p == '%' && (hi = hex_digit(p[1])) >= 0 && (lo = hex_digit(p[2])) >= 0) {
+            int c = hi * 16 + lo;
+            *w++ = (char)(c == 0 ? 0x7f : c);
+            p += 2;
+        } else {
+            *w++ = *p;
+        }
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}
+
 /* The optional settings (TLS, the per-address limit) as libmicrohttpd
  * option items, ended by MHD_OPTION_END (items holds 4). */
 static enum rt_status optional_settings(struct srv_http *h, struct MHD_OptionItem *items,
@@ -514,6 +556,7 @@ enum rt_status srv_http_start(struct srv_server *srv, struct srv_http **out, str
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)HTTP_LISTEN_BACKLOG,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape_url, NULL,
         MHD_OPTION_ARRAY, extra,
         MHD_OPTION_END);
     freeaddrinfo(ai);

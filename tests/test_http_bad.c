@@ -69,6 +69,32 @@ TEST(http_bad_out_of_range_numbers)
     return http_run(&LENET, 1, NULL, out_of_range_numbers);
 }
 
+/* ------------------------------------------------------------ paths */
+
+/* A decoded path with a control byte is 400: %00 used to cut the path
+ * short ("lenet5%00x" read as "lenet5"); ordinary escapes still decode. */
+static enum test_result control_bytes_in_paths(struct http_daemon *d)
+{
+    static const struct { const char *path; long status; } CASES[] = {
+        {"/v2/models/lenet5%00x/ready", 400}, {"/v2/models/lenet5%00/ready", 400},
+        {"/v2/models/lenet5%0a/ready", 400},  {"/v2/health/live%7f", 400},
+        {"/v2/models/%01lenet5", 400},        {"/v2/models/len%65t5/ready", 200},
+        {"/v2/models/lenet5/ready", 200},     {"/v2/models/lenet5%zz/ready", 404},
+    };
+    for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
+        long status = http_status(d, "GET", CASES[i].path, NULL, NULL, 0);
+        TEST_FAIL_IF(status != CASES[i].status, "%s: status %ld, want %ld", CASES[i].path, status,
+                     CASES[i].status);
+    }
+    ASSERT_TRUE(http_still_serves(d));
+    return TEST_PASS;
+}
+
+TEST(http_bad_control_bytes_in_paths)
+{
+    return http_run(&LENET, 1, NULL, control_bytes_in_paths);
+}
+
 /* ------------------------------------------------------------ infer bodies */
 
 static enum test_result bad_infer_bodies(struct http_daemon *d)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/srv_buf.h"
 #include "server/srv_json.h"
 #include "server/srv_json_numbers.h"
 #include "server/srv_multipart.h"
@@ -180,6 +181,32 @@ TEST(http_parser_multipart)
         enum rt_status st = srv_multipart_parse((const uint8_t *)t, cut, "AaB03x", p, 4, &k, &err);
         free(t);
         TEST_FAIL_IF(st == RT_OK, "truncated at %zu accepted", cut);
+    }
+    return TEST_PASS;
+}
+
+/* Every reply is valid UTF-8: JSON strings keep well-formed sequences and
+ * put U+FFFD for bytes that are not (a client's name echoed in an error, a
+ * message cut mid-character). */
+TEST(http_json_strings_are_utf8)
+{
+    static const struct { const char *in; size_t len; const char *want; } CASES[] = {
+        {"plain", 5, "\"plain\""},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+        {"a\xff" "b", 3, "\"a\xef\xbf\xbd" "b\""},                   /* not UTF-8 at all */
+        {"x\xe2\x82", 3, "\"x\xef\xbf\xbd\xef\xbf\xbd\""},            /* cut mid-character */
+        {"\xc0\xaf", 2, "\"\xef\xbf\xbd\xef\xbf\xbd\""},                /* overlong '/' */
+        {"\xed\xa0\x80", 3, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""}, /* a surrogate */
+        {"\xf4\x90\x80\x80", 4, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""}, /* past U+10FFFF */
+        {"q\"\\\n\x01", 5, "\"q\\\"\\\\\\n\\u0001\""},
+    };
+    for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
+        struct srv_buf b = {0};
+        srv_buf_json_strn(&b, CASES[i].in, CASES[i].len);
+        srv_buf_putc(&b, '\0');
+        TEST_FAIL_IF(b.failed || strcmp(b.data, CASES[i].want) != 0, "case %zu: got %s", i,
+                     b.data ? b.data : "(null)");
+        srv_buf_free(&b);
     }
     return TEST_PASS;
 }
