@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "srv_clock.h"
+#include "srv_conn_limits.h"
 #include "srv_log.h"
 #include "srv_routes.h"
 
@@ -23,6 +24,8 @@ struct srv_http {
     int port;
     MHD_socket quiesced_fd;     /* the listener after the drain began, closed at stop */
     atomic_uint_fast64_t next_id;
+    struct srv_conn_limits *limits;
+    atomic_int_fast64_t refusal_logged_s;   /* the last second a refusal was logged */
 };
 
 enum { HTTP_CONNECTION_MEMORY = 64 * 1024, HTTP_LISTEN_BACKLOG = 1024 };
@@ -145,6 +148,25 @@ static enum MHD_Result queue_reply(struct srv_request *r)
     return ret;
 }
 
+/* ------------------------------------------------------------ connections */
+
+/* libmicrohttpd opened or closed a connection: count it, and remember in
+ * its socket context which limit it is over (refuse_over_limit reads it). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct srv_http *h = cls;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *addr = ci ? ci->client_addr : NULL;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        *socket_context = (void *)(intptr_t)srv_conn_opened(h->limits, addr);
+        atomic_fetch_add(&h->srv->open_connections, 1);
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        srv_conn_closed(h->limits, addr);
+        atomic_fetch_sub(&h->srv->open_connections, 1);
+    }
+}
+
 /* ------------------------------------------------------------ deferral */
 
 void srv_request_defer(struct srv_request *r, void (*finish)(struct srv_request *r))
@@ -247,13 +269,46 @@ static bool has_control_byte(const char *path)
     return false;
 }
 
-static void request_start(struct srv_request *r)
+/* Health and metrics stay reachable on connections over a limit (the
+ * reserve of srv_conn_limits.h). */
+static bool always_served(const char *path)
+{
+    return strncmp(path, "/v2/health/", 11) == 0 || strcmp(path, "/metrics") == 0;
+}
+
+/* A request on a connection over a connection limit: 503, Retry-After,
+ * the connection closed after it, counted, logged at most once a second. */
+static bool refuse_over_limit(struct srv_request *r, struct srv_http *h)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    enum srv_conn_over over = ci ? (enum srv_conn_over)(intptr_t)ci->socket_context : SRV_CONN_WITHIN;
+    if (over == SRV_CONN_WITHIN || always_served(r->path))
+        return false;
+    const struct srv_config *cfg = &r->srv->cfg;
+    bool global = over == SRV_CONN_OVER_GLOBAL;
+    atomic_fetch_add(&r->srv->refused_connections[global ? 0 : 1], 1);
+    int64_t now_s = srv_now_ns() / 1000000000, last = atomic_load(&h->refusal_logged_s);
+    if (now_s != last && atomic_compare_exchange_strong(&h->refusal_logged_s, &last, now_s))
+        srv_log_warn("refusing requests: %s (counted in inferd_connections_refused_total)",
+                     global ? "more than --max-connections connections are open"
+                            : "a client address has more than --max-connections-per-ip connections open");
+    srv_reply_header(r, "Retry-After", "1");
+    srv_reply_header(r, "Connection", "close");
+    srv_reply_error(r, 503, global ? "too many connections (the server allows %lld)"
+                                   : "too many connections from your address (the server allows %lld)",
+                    (long long)(global ? cfg->max_connections : cfg->max_connections_per_ip));
+    return true;
+}
+
+static void request_start(struct srv_request *r, struct srv_http *h)
 {
     const struct srv_config *cfg = &r->srv->cfg;
     if (atomic_load(&r->srv->draining)) {
         srv_reply_error(r, 503, "the server is shutting down");
         return;
     }
+    if (refuse_over_limit(r, h))
+        return;
     if (has_control_byte(r->path)) {
         srv_reply_error(r, 400, "the path holds a control character");
         return;
@@ -376,7 +431,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         if (!r)
             return MHD_NO;
         *con_cls = r;
-        request_start(r);
+        request_start(r, h);
         return r->status ? queue_reply(r) : MHD_YES;
     }
     if (r->queued) {
@@ -473,16 +528,13 @@ static size_t unescape_url(void *cls, struct MHD_Connection *conn, char *s)
     return (size_t)(w - s);
 }
 
-/* The optional settings (TLS, the per-address limit) as libmicrohttpd
- * option items, ended by MHD_OPTION_END (items holds 4). */
+/* The optional settings (TLS) as libmicrohttpd option items, ended by
+ * MHD_OPTION_END (items holds 4). */
 static enum rt_status optional_settings(struct srv_http *h, struct MHD_OptionItem *items,
                                         unsigned *flags, struct rt_error *err)
 {
     const struct srv_config *cfg = &h->srv->cfg;
     int n = 0;
-    if (cfg->max_connections_per_ip > 0)
-        items[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                                             (intptr_t)cfg->max_connections_per_ip, NULL};
     if (cfg->tls_cert[0] || cfg->tls_key[0]) {
         if (!cfg->tls_cert[0] || !cfg->tls_key[0])
             return rt_error_set(err, RT_ERR_INVALID, "--tls-cert and --tls-key go together");
@@ -505,6 +557,7 @@ static void http_free(struct srv_http *h)
 {
     free(h->tls_cert);
     free(h->tls_key);
+    srv_conn_limits_free(h->limits);
     free(h);
 }
 
@@ -527,6 +580,13 @@ enum rt_status srv_http_start(struct srv_server *srv, struct srv_http **out, str
     h->srv = srv;
     h->quiesced_fd = MHD_INVALID_SOCKET;
     atomic_init(&h->next_id, 1);
+    atomic_init(&h->refusal_logged_s, 0);
+    h->limits = srv_conn_limits_new((int)cfg->max_connections, (int)cfg->max_connections_per_ip);
+    if (!h->limits) {
+        freeaddrinfo(ai);
+        free(h);
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned threads = cfg->http_threads > 0 ? (unsigned)cfg->http_threads
                                              : (unsigned)(cores > 0 ? cores : 1);
@@ -552,7 +612,8 @@ enum rt_status srv_http_start(struct srv_server *srv, struct srv_http **out, str
         MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections + SRV_CONN_RESERVE,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)HTTP_LISTEN_BACKLOG,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,

@@ -165,6 +165,14 @@ static void write_metrics(struct srv_buf *b, struct srv_server *srv, const struc
         srv_buf_printf(b, " %.6f\n", v[i].load_seconds);
     }
     write_gpu(b, srv);
+    family(b, "inferd_open_connections", "gauge", "Client connections open right now");
+    srv_buf_printf(b, "inferd_open_connections %d\n", atomic_load(&srv->open_connections));
+    family(b, "inferd_connections_refused_total", "counter",
+           "Requests answered 503 because their connection was over a connection limit");
+    srv_buf_printf(b, "inferd_connections_refused_total{limit=\"global\"} %llu\n",
+                   (unsigned long long)atomic_load(&srv->refused_connections[0]));
+    srv_buf_printf(b, "inferd_connections_refused_total{limit=\"per_address\"} %llu\n",
+                   (unsigned long long)atomic_load(&srv->refused_connections[1]));
     family(b, "inferd_inflight_requests", "gauge", "HTTP requests being handled right now");
     srv_buf_printf(b, "inferd_inflight_requests %d\n", atomic_load(&srv->inflight));
     family(b, "inferd_http_responses_total", "counter", "HTTP responses sent, by status code");

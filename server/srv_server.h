@@ -24,6 +24,8 @@ struct srv_server {
     atomic_bool models_loaded;         /* start-up loading finished */
     atomic_int inflight;               /* HTTP requests between arrival and completion */
     atomic_uint_fast64_t responses[600];  /* responses sent, by status code */
+    atomic_int open_connections;       /* client connections open now */
+    atomic_uint_fast64_t refused_connections[2];  /* requests refused over --max-connections, -per-ip */
 };
 
 #endif /* SRV_SERVER_H */

@@ -25,7 +25,7 @@ TEST(hard_defaults_loopback_and_no_model_control)
     ASSERT_STR_EQ(cfg.host, "127.0.0.1");
     ASSERT_FALSE(cfg.enable_model_control);
     ASSERT_STR_EQ(cfg.api_key, "");
-    ASSERT_TRUE(cfg.max_connections_per_ip > 0);
+    ASSERT_EQ_INT(cfg.max_connections_per_ip, 0);   /* off: a load balancer is one address */
     return TEST_PASS;
 }
 
@@ -164,40 +164,68 @@ TEST(hard_logs_escape_client_bytes)
     return http_run(&spec, 1, ARGS, log_escapes);
 }
 
-static enum test_result per_ip_limit(struct http_daemon *d)
+/* Two kept-alive connections fill the limit; on a third, health is still
+ * answered, anything else gets 503 with Retry-After (then the connection
+ * closes), counted in /metrics under `limit`, and logged. */
+static enum test_result over_limit(struct http_daemon *d, const char *limit)
 {
-    /* The harness's probes may still count against the address until the
-     * daemon has seen them close. */
+    /* The harness's probes may still count until the daemon has seen them close. */
     usleep(300 * 1000);
-    /* Two kept-alive connections, each proven accepted by an answer... */
-    const char get[] = "GET /v2/health/live HTTP/1.1\r\nHost: t\r\n\r\n";
+    const char live[] = "GET /v2/health/live HTTP/1.1\r\nHost: t\r\n\r\n";
+    const char meta[] = "GET /v2/models/lenet5 HTTP/1.1\r\nHost: t\r\n\r\n";
     int a = http_raw_connect(d), b = http_raw_connect(d);
     ASSERT_TRUE(a >= 0 && b >= 0);
-    http_raw_send(a, get, sizeof(get) - 1);
-    http_raw_send(b, get, sizeof(get) - 1);
-    int first = http_raw_status(a, 5000);
-    ASSERT_EQ_INT(http_raw_status(b, 5000), 200);
-    /* ...then a third from the same address is closed unanswered. */
+    http_raw_send(a, meta, sizeof(meta) - 1);
+    http_raw_send(b, meta, sizeof(meta) - 1);
+    int first = http_raw_status(a, 5000), second = http_raw_status(b, 5000);
     int c = http_raw_connect(d);
-    if (c >= 0)
-        http_raw_send(c, get, sizeof(get) - 1);
-    int third = c >= 0 ? http_raw_status(c, 2000) : 0;
+    ASSERT_TRUE(c >= 0);
+    http_raw_send(c, live, sizeof(live) - 1);
+    int health = http_raw_status(c, 5000);
+    http_raw_send(c, meta, sizeof(meta) - 1);
+    int refused = http_raw_status(c, 5000);
     close(a);
     close(b);
-    if (c >= 0)
-        close(c);
-    ASSERT_EQ_INT(third, 0); /* closed without an answer */
+    close(c);
     ASSERT_EQ_INT(first, 200);
+    ASSERT_EQ_INT(second, 200);
+    ASSERT_EQ_INT(health, 200);    /* health stays reachable */
+    ASSERT_EQ_INT(refused, 503);
     usleep(100 * 1000);
+    struct http_resp r;
+    http_get(d, "/metrics", &r);
+    char name[96];
+    snprintf(name, sizeof(name), "inferd_connections_refused_total{limit=\"%s\"}", limit);
+    double counted = http_metric(r.body, name);
+    http_resp_free(&r);
+    ASSERT_GE(counted, 1);
+    char path[400], log[1 << 16];
+    snprintf(path, sizeof(path), "%s/inferd.log", d->dir);
+    FILE *f = fopen(path, "rb");
+    ASSERT_TRUE(f != NULL);
+    size_t n = fread(log, 1, sizeof(log) - 1, f);
+    fclose(f);
+    log[n] = '\0';
+    ASSERT_STR_CONTAINS(log, "refusing requests");
     ASSERT_TRUE(http_still_serves(d));
     return TEST_PASS;
 }
+
+static enum test_result per_ip_limit(struct http_daemon *d) { return over_limit(d, "per_address"); }
+static enum test_result global_limit(struct http_daemon *d) { return over_limit(d, "global"); }
 
 TEST(hard_per_ip_connection_limit)
 {
     struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
     static const char *const ARGS[] = {"--max-connections-per-ip", "2", NULL};
     return http_run(&spec, 1, ARGS, per_ip_limit);
+}
+
+TEST(hard_global_connection_limit)
+{
+    struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
+    static const char *const ARGS[] = {"--max-connections", "2", NULL};
+    return http_run(&spec, 1, ARGS, global_limit);
 }
 
 /* ------------------------------------------------------------ TLS */

@@ -51,9 +51,9 @@ static const struct opt OPTS[] = {
      "stop each level after N measured requests (0: duration only)"},
     {"threads", OPT_INT, OFF(threads), "0", 0, 1024, "N",
      "sending threads (0: one per core, at most one per connection)"},
-    {"max-inflight", OPT_INT, OFF(max_inflight), "1024", 1, 100000, "N",
+    {"max-inflight", OPT_INT, OFF(max_inflight), "1000", 1, 100000, "N",
      "open loop: requests outstanding at once, one connection each (later arrivals wait, "
-     "and their wait counts)"},
+     "and their wait counts); the default stays under inferd's --max-connections (1024)"},
     {"timeout", OPT_DOUBLE, OFF(timeout_s), "10", 0.001, 3600, "SECONDS", "per request"},
     {"out", OPT_STRING, OFF(out), NULL, 0, 0, "PREFIX",
      "write PREFIX.json and PREFIX.csv (and PREFIX.png for a sweep)"},
