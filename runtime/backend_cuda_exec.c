@@ -246,21 +246,21 @@ static uint64_t signature(const struct cuda_session *cs)
 
 static enum rt_status enqueue_recorded(void *ctx, struct rt_error *err) { return enqueue_all(ctx, err); }
 
-/* Runs the recorded run: cuDNN's algorithm choice for this batch on the
- * host first (so a capture that follows makes no heuristics calls), then
- * eagerly, captured or replayed. */
+/* Runs the recorded run eagerly, captured or replayed. Unless it replays,
+ * cuDNN's algorithms for this batch are chosen on the host first, so a
+ * capture that follows makes no heuristics calls. */
 static enum rt_status launch(struct cuda_session *cs, struct rt_error *err)
 {
     cudaError_t e = cudaSetDevice(cs->device);
     if (e != cudaSuccess)
         return cuda_fail(cs->cb, e, "cudaSetDevice", err);
-    if (cs->dnn) {
+    uint64_t sig = signature(cs);
+    if (cs->dnn && !cuda_graph_will_replay(&cs->graphs, cs->batch, sig)) {
         enum rt_status r = cuda_dnn_choose(cs, cs->batch, err);
         if (r != RT_OK)
             return r;
     }
-    return cuda_graph_run(&cs->graphs, cs->cb, cs->stream, cs->batch, signature(cs), enqueue_recorded, cs, NULL,
-                          err);
+    return cuda_graph_run(&cs->graphs, cs->cb, cs->stream, cs->batch, sig, enqueue_recorded, cs, NULL, err);
 }
 
 enum rt_status cuda_exec_sync(void *ctx, struct rt_error *err)

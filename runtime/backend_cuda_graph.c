@@ -92,6 +92,16 @@ static enum rt_status capture(struct cuda_graph_cache *gc, struct cuda_backend *
     return RT_OK;
 }
 
+bool cuda_graph_will_replay(const struct cuda_graph_cache *gc, int batch, uint64_t sig)
+{
+    for (int i = 0; gc->enabled && i < gc->n; i++) {
+        const struct cuda_graph *g = &gc->graphs[i];
+        if (g->batch == batch)
+            return g->state == CUDA_GRAPH_READY && g->signature == sig;
+    }
+    return false;
+}
+
 static struct cuda_graph *find_or_add(struct cuda_graph_cache *gc, int batch, uint64_t sig, bool *added)
 {
     *added = false;

@@ -86,6 +86,11 @@ enum rt_status cuda_graph_run(struct cuda_graph_cache *gc, struct cuda_backend *
                               uint64_t sig, cuda_enqueue_fn enqueue, void *ctx, enum cuda_graph_path *path,
                               struct rt_error *err);
 
+/* Whether cuda_graph_run would replay a captured graph for this batch and
+ * signature (no kernel is enqueued one by one: work done only for an
+ * enqueue, such as cuDNN's algorithm choice, can be skipped). */
+bool cuda_graph_will_replay(const struct cuda_graph_cache *gc, int batch, uint64_t sig);
+
 /* Destroys every captured graph; the cache starts empty again. */
 void cuda_graph_cache_release(struct cuda_graph_cache *gc);
 

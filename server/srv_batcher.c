@@ -108,7 +108,7 @@ static void take_expired(struct srv_batcher *b, int64_t now, struct srv_job **ex
 }
 
 /* How many rows the next batch may hold now, or 0 to keep waiting until
- * *wake (the rule's limit or the earliest deadline, whichever comes first). */
+ * *wake (an arrival wakes the worker sooner). */
 static int batch_limit(const struct srv_batcher *b, int64_t now, int64_t *wake)
 {
     const struct rt_model_config *cfg = b->cfg;
@@ -126,14 +126,8 @@ static int batch_limit(const struct srv_batcher *b, int64_t now, int64_t *wake)
     };
     int64_t wait_ns;
     int limit = srv_batch_limit(&v, &wait_ns);
-    if (limit > 0)
-        return limit;
-    *wake = now + wait_ns;
-    for (const struct srv_job *j = b->head; j; j = j->next) {
-        if (j->deadline_ns && j->deadline_ns < *wake)
-            *wake = j->deadline_ns;
-    }
-    return 0;
+    *wake = now + wait_ns;   /* (deadlines are the reaper's) */
+    return limit;
 }
 
 /* Pops jobs in FIFO order while they fit in limit rows (the first always

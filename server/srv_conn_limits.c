@@ -40,9 +40,10 @@ struct srv_conn_limits *srv_conn_limits_new(int max_total, int max_per_address)
         return NULL;
     l->max_total = max_total;
     l->max_per_address = max_per_address;
-    l->n_slots = max_total + SRV_CONN_RESERVE + 1;
-    l->slots = calloc((size_t)l->n_slots, sizeof(*l->slots));
-    if (!l->slots) {
+    /* slots only for a per-address limit: otherwise a count is all it takes */
+    l->n_slots = max_per_address > 0 ? max_total + SRV_CONN_RESERVE + 1 : 0;
+    l->slots = l->n_slots ? calloc((size_t)l->n_slots, sizeof(*l->slots)) : NULL;
+    if (l->n_slots && !l->slots) {
         free(l);
         return NULL;
     }

@@ -24,7 +24,7 @@ trap cleanup EXIT
   --port-file "$work/port" > "$work/inferd.log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do   # up to 60 s: model load on a cold GPU
-  [ -s "$work/port" ] && grep -q ' ready' "$work/inferd.log" && break
+  [ -s "$work/port" ] && grep -qE ' INFO +ready$' "$work/inferd.log" && break
   if ! kill -0 "$pid" 2>/dev/null; then
     wait "$pid"; rc=$?; pid=
     cat "$work/inferd.log"
@@ -37,7 +37,7 @@ for _ in $(seq 600); do   # up to 60 s: model load on a cold GPU
   fi
   sleep 0.1
 done
-[ -s "$work/port" ] || { cat "$work/inferd.log"; echo "FAIL: inferd was not ready within 60 s"; exit 1; }
+grep -qE ' INFO +ready$' "$work/inferd.log" || { cat "$work/inferd.log"; echo "FAIL: inferd was not ready within 60 s"; exit 1; }
 url="http://127.0.0.1:$(cat "$work/port")"
 grep -m1 'backend' "$work/inferd.log"
 failed=0

@@ -193,6 +193,20 @@ void http_inferd_path(char *out, size_t cap)
     snprintf(out, cap, "%s/inferd", n > 0 ? self : "build");
 }
 
+bool http_daemon_log(const struct http_daemon *d, char *buf, size_t cap)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/inferd.log", d->dir);
+    FILE *f = fopen(path, "rb");
+    buf[0] = '\0';
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return true;
+}
+
 static void print_log(const struct http_daemon *d)
 {
     char path[PATH_MAX];

@@ -76,6 +76,10 @@ typedef enum test_result (*http_test_fn)(struct http_daemon *d);
 enum test_result http_run(const struct http_model_spec *models, int n_models,
                           const char *const *extra_args, http_test_fn fn);
 
+/* The daemon's log so far (its first cap - 1 bytes) into buf; false when
+ * there is none. Valid until http_daemon_stop removes the folder. */
+bool http_daemon_log(const struct http_daemon *d, char *buf, size_t cap);
+
 /* The inferd binary the tests run (beside run-tests, or $INFERD_BIN). */
 void http_inferd_path(char *out, size_t cap);
 

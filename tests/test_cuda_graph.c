@@ -124,7 +124,11 @@ TEST(cuda_graph_warm_capture_replay)
     fake_reset(&cb, &gc, true);
     ASSERT_EQ_INT(run(&gc, &cb, 8, 1), CUDA_PATH_WARMUP);
     ASSERT_EQ_INT(fake.begins, 0);   /* nothing is captured on a batch size's first run */
+    ASSERT_FALSE(cuda_graph_will_replay(&gc, 8, 1));
     ASSERT_EQ_INT(run(&gc, &cb, 8, 1), CUDA_PATH_CAPTURED);
+    ASSERT_TRUE(cuda_graph_will_replay(&gc, 8, 1));
+    ASSERT_FALSE(cuda_graph_will_replay(&gc, 8, 2));   /* a changed recording recaptures */
+    ASSERT_FALSE(cuda_graph_will_replay(&gc, 3, 1));
     ASSERT_EQ_INT(run(&gc, &cb, 8, 1), CUDA_PATH_REPLAYED);
     ASSERT_EQ_INT(run(&gc, &cb, 8, 1), CUDA_PATH_REPLAYED);
     ASSERT_EQ_INT(fake.eager_runs, 1);
@@ -157,6 +161,7 @@ TEST(cuda_graph_failed_capture_runs_eagerly)
     /* and that batch size is never captured again */
     ASSERT_EQ_INT(run(&gc, &cb, 4, 1), CUDA_PATH_EAGER);
     ASSERT_EQ_INT(run(&gc, &cb, 4, 2), CUDA_PATH_EAGER);
+    ASSERT_FALSE(cuda_graph_will_replay(&gc, 4, 1));
     ASSERT_EQ_INT(fake.begins, 1);
     ASSERT_EQ_INT(fake.eager_runs, 4);
     ASSERT_EQ_INT(fake.execs_alive, 0);

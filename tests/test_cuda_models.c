@@ -18,6 +18,7 @@
 #include "runtime/rt_image.h"
 #include "runtime/rt_model.h"
 #include "fp16_bound.h"
+#include "model_variant.h"
 #include "test_cuda_util.h"
 #include "test_model_util.h"
 
@@ -292,7 +293,7 @@ static bool cpu_reference(const char *src, const char *precision, struct rt_back
                           float *ref, int *roundings, struct rt_error *err)
 {
     char dir[64];
-    RT_ASSERT(model_variant_make(src, dir, sizeof(dir), precision, "\"custom\""));
+    RT_ASSERT(model_variant_make(src, dir, sizeof(dir), precision, "\"custom\"", 256));
     struct rt_model *m;
     bool ok = rt_model_load(dir, cpu, &m, err) == RT_OK;
     if (ok) {
@@ -300,7 +301,7 @@ static bool cpu_reference(const char *src, const char *precision, struct rt_back
         rt_model_free(m);
     }
     ok = ok && eval(dir, cpu, es, ref, err);
-    tmp_dir_remove(dir);
+    model_variant_remove(dir);
     return ok;
 }
 
@@ -348,10 +349,10 @@ static enum test_result model_vs_cpu(const char *name)
     for (int v = 0; cpu_ok && v < 4; v++) {
         char dir[64];
         struct rt_backend *b;
-        RT_ASSERT(model_variant_make(src, dir, sizeof(dir), VARIANTS[v][0], VARIANTS[v][1]));
+        RT_ASSERT(model_variant_make(src, dir, sizeof(dir), VARIANTS[v][0], VARIANTS[v][1], 256));
         bool f16 = v >= 2, dnn = v % 2, ran = cuda_backend(true, &b, &err) == RT_OK;
         ran = ran && eval(dir, b, &es, y, &err);
-        tmp_dir_remove(dir);
+        model_variant_remove(dir);
         if (!ran) {
             printf("  %s %s %s: %s\n", name, VARIANTS[v][0], VARIANTS[v][1], err.msg);
             failed++;

@@ -454,13 +454,8 @@ TEST(hard_sighup_sigint_drain)
         ASSERT_EQ_INT(kill(d.pid, SIGNALS[i]), 0);
         int status = http_daemon_wait(&d, 20000);
         pthread_join(t, NULL);
-        char path[320], log[8192] = "";
-        snprintf(path, sizeof(path), "%s/inferd.log", d.dir);
-        FILE *f = fopen(path, "r");
-        size_t n = f ? fread(log, 1, sizeof(log) - 1, f) : 0;
-        log[n] = '\0';
-        if (f)
-            fclose(f);
+        char log[8192];
+        http_daemon_log(&d, log, sizeof(log));
         http_daemon_stop(&d);
         printf("  %s: the request in flight got %ld, exit status %d\n", NAMES[i], r.status, status);
         ASSERT_EQ_INT(r.status, 200);

@@ -144,13 +144,8 @@ static enum test_result log_escapes(struct http_daemon *d)
     /* control bytes in a path are refused (400), and logged escaped */
     ASSERT_EQ_INT(http_status(d, "GET", "/v2/models/a%0aFORGED%1b[31m/ready", NULL, NULL, 0), 400);
     ASSERT_EQ_INT(http_status(d, "GET", "/v2/models/..%2f..%2fetc/ready", NULL, NULL, 0), 404);
-    char path[400], log[1 << 16];
-    snprintf(path, sizeof(path), "%s/inferd.log", d->dir);
-    FILE *f = fopen(path, "rb");
-    ASSERT_TRUE(f != NULL);
-    size_t n = fread(log, 1, sizeof(log) - 1, f);
-    fclose(f);
-    log[n] = '\0';
+    static char log[1 << 16];
+    ASSERT_TRUE(http_daemon_log(d, log, sizeof(log)));
     ASSERT_STR_CONTAINS(log, "a\\x0aFORGED\\x1b[31m");
     ASSERT_TRUE(strstr(log, "\nFORGED") == NULL);
     ASSERT_TRUE(strchr(log, '\x1b') == NULL);
@@ -199,13 +194,8 @@ static enum test_result over_limit(struct http_daemon *d, const char *limit)
     double counted = http_metric(r.body, name);
     http_resp_free(&r);
     ASSERT_GE(counted, 1);
-    char path[400], log[1 << 16];
-    snprintf(path, sizeof(path), "%s/inferd.log", d->dir);
-    FILE *f = fopen(path, "rb");
-    ASSERT_TRUE(f != NULL);
-    size_t n = fread(log, 1, sizeof(log) - 1, f);
-    fclose(f);
-    log[n] = '\0';
+    static char log[1 << 16];
+    ASSERT_TRUE(http_daemon_log(d, log, sizeof(log)));
     ASSERT_STR_CONTAINS(log, "refusing requests");
     ASSERT_TRUE(http_still_serves(d));
     return TEST_PASS;

@@ -40,13 +40,4 @@ bool tiny_model_write(const char *dir, const char *json, const struct tiny_weigh
  * by to (aborts if from is absent: a broken test). */
 char *str_replace_once(const char *text, const char *from, const char *to);
 
-/* A malloc'd copy of model.json text with `"key": value` set (replaced,
- * or added at the top); value is JSON text ("\"fp16\"", "256"). */
-char *json_field_set(const char *json, const char *key, const char *value);
-
-/* A new temporary folder (dir) holding model folder src with "precision"
- * and "conv_engine" set and max_batch_size 256; the weights and labels are
- * symbolic links. False when src cannot be read. */
-bool model_variant_make(const char *src, char *dir, size_t cap, const char *precision, const char *engine);
-
 #endif /* TEST_MODEL_UTIL_H */

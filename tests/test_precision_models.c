@@ -18,6 +18,7 @@
 #include "runtime/rt_safetensors.h"
 #include "test.h"
 #include "fp16_bound.h"
+#include "model_variant.h"
 #include "test_model_util.h"
 
 static int argmax(const float *x, int n)
@@ -214,8 +215,8 @@ TEST(fp16_bound_holds_on_cpu)
     for (int i = 0; i < 2 && r == TEST_PASS; i++) {
         char src[128], dir[2][64], why[RT_ERROR_MSG_MAX + 64] = "";
         snprintf(src, sizeof(src), "model_repository/%s", NAMES[i]);
-        RT_ASSERT(model_variant_make(src, dir[0], sizeof(dir[0]), "\"fp32\"", "\"custom\""));
-        RT_ASSERT(model_variant_make(src, dir[1], sizeof(dir[1]), "\"fp16\"", "\"custom\""));
+        RT_ASSERT(model_variant_make(src, dir[0], sizeof(dir[0]), "\"fp32\"", "\"custom\"", 64));
+        RT_ASSERT(model_variant_make(src, dir[1], sizeof(dir[1]), "\"fp16\"", "\"custom\"", 64));
         struct rt_backend *b = NULL;
         struct rt_model *m = NULL;
         bool ok = rt_backend_create(RT_BACKEND_CPU, NULL, &b, &err) == RT_OK &&
@@ -225,8 +226,8 @@ TEST(fp16_bound_holds_on_cpu)
         rt_backend_free(b);
         ok = ok && run_model(dir[0], &ds, COUNT, logits[0], why, sizeof(why)) &&
              run_model(dir[1], &ds, COUNT, logits[1], why, sizeof(why));
-        tmp_dir_remove(dir[0]);
-        tmp_dir_remove(dir[1]);
+        model_variant_remove(dir[0]);
+        model_variant_remove(dir[1]);
         if (!ok) {
             test_fail_msg(__FILE__, __LINE__, "%s: %s%s", NAMES[i], err.msg, why);
             r = TEST_FAIL;

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "kernels/cuda/kcuda.h"
+#include "tests/model_variant.h"
 #include "runtime/rt_model.h"
 
 #define MAX_REPEATS 31
@@ -233,77 +234,6 @@ static const int BATCHES[] = {1, 8, 64, 256, 1024};
 /* [model][fp16][cudnn][batch]: images/s and ms per call */
 static double rate[2][2][2][N_BATCHES], latency[2][2][2][N_BATCHES];
 
-/* model.json with `"key": value` set; the caller frees. */
-static char *json_set(const char *json, const char *key, const char *value)
-{
-    char pat[64];
-    snprintf(pat, sizeof(pat), "\"%s\"", key);
-    const char *at = strstr(json, pat);
-    size_t len = strlen(json) + strlen(key) + strlen(value) + 16;
-    char *out = malloc(len);
-    if (!out)
-        abort();
-    if (!at) {
-        const char *brace = strchr(json, '{');
-        snprintf(out, len, "%.*s{\"%s\": %s, %s", (int)(brace - json), json, key, value, brace + 1);
-        return out;
-    }
-    const char *v = strchr(at + strlen(pat), ':') + 1;
-    const char *end = v + strspn(v, " ");
-    end += *end == '"' ? strcspn(end + 1, "\"") + 2 : strcspn(end, ",}");
-    snprintf(out, len, "%.*s %s%s", (int)(v - json), json, value, end);
-    return out;
-}
-
-/* A temporary model folder: src's model.json with precision, engine and
- * max batch 1024, weights and labels linked. */
-static bool variant_dir(const char *src, char *dir, const char *prec, const char *engine)
-{
-    char path[512];
-    snprintf(path, sizeof(path), "%s/model.json", src);
-    FILE *f = fopen(path, "rb");
-    static const char TEMPLATE[] = "/tmp/inferd-bench-XXXXXX"; /* callers pass dir[64] */
-    memcpy(dir, TEMPLATE, sizeof(TEMPLATE));
-    if (!f || !mkdtemp(dir)) {
-        if (f)
-            fclose(f);
-        return false;
-    }
-    static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof(text) - 1, f);
-    text[n] = '\0';
-    fclose(f);
-    char *a = json_set(text, "precision", prec), *b = json_set(a, "conv_engine", engine);
-    char *c = json_set(b, "max_batch_size", "1024");
-    snprintf(path, sizeof(path), "%s/model.json", dir);
-    f = fopen(path, "wb");
-    bool ok = f && fwrite(c, 1, strlen(c), f) == strlen(c);
-    if (f)
-        fclose(f);
-    free(a), free(b), free(c);
-    static const char *const LINKED[] = {"model.safetensors", "labels.txt"};
-    for (int i = 0; i < 2 && ok; i++) {
-        char from[512], to[512];
-        snprintf(from, sizeof(from), "%s/%s", src, LINKED[i]);
-        snprintf(to, sizeof(to), "%s/%s", dir, LINKED[i]);
-        char *abs = realpath(from, NULL);
-        ok = abs && symlink(abs, to) == 0;
-        free(abs);
-    }
-    return ok;
-}
-
-static void remove_dir(const char *dir)
-{
-    char path[600];
-    static const char *const FILES[] = {"model.json", "model.safetensors", "labels.txt"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(path, sizeof(path), "%s/%s", dir, FILES[i]);
-        unlink(path);
-    }
-    rmdir(dir);
-}
-
 /* images/s and seconds per call: median over repeats of 0.2 s windows. */
 static void measure(struct rt_session *s, int batch, int64_t in_elems, int64_t out_elems, double *ips, double *lat)
 {
@@ -345,7 +275,8 @@ static void bench_models(void)
             for (int dnn = 0; dnn < 2; dnn++) {
                 char src[128], dir[64];
                 snprintf(src, sizeof(src), "model_repository/%s", MODELS[mi]);
-                if (!variant_dir(src, dir, f16 ? "\"fp16\"" : "\"fp32\"", dnn ? "\"cudnn\"" : "\"custom\"")) {
+                if (!model_variant_make(src, dir, sizeof(dir), f16 ? "\"fp16\"" : "\"fp32\"",
+                                        dnn ? "\"cudnn\"" : "\"custom\"", 1024)) {
                     printf("%-12s (not available)\n", MODELS[mi]);
                     break;
                 }
@@ -353,12 +284,14 @@ static void bench_models(void)
                 struct rt_backend *b;
                 struct rt_model *m;
                 struct rt_session *s;
-                if (rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, &b, &err) != RT_OK ||
-                    rt_model_load(dir, b, &m, &err) != RT_OK || rt_session_create(m, &s, &err) != RT_OK) {
+                bool loaded = rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, &b,
+                                                &err) == RT_OK &&
+                              rt_model_load(dir, b, &m, &err) == RT_OK && rt_session_create(m, &s, &err) == RT_OK;
+                model_variant_remove(dir);
+                if (!loaded) {
                     fprintf(stderr, "%s: %s\n", src, err.msg);
                     exit(1);
                 }
-                remove_dir(dir);
                 const struct rt_model_config *cfg = rt_model_config(m);
                 for (int bi = 0; bi < N_BATCHES; bi++) {
                     double *r = &rate[mi][f16][dnn][bi], *l = &latency[mi][f16][dnn][bi];

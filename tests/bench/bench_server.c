@@ -448,7 +448,7 @@ int main(int argc, char **argv)
     static const char *const SCRIPT_SUFFIX[N_ENDPOINTS] = {"classify", "json", "binary"};
     /* per model: the server's own time per request (request minus compute),
      * in us, over the binary infer runs at one connection with batching on */
-    double overhead_us[8] = {0};
+    double overhead_us[8] = {-1, -1, -1, -1, -1, -1, -1, -1};   /* < 0: the stats could not be read */
     int ports[2];
     pid_t pids[2] = {start_inferd(true, &ports[0]), -1};
     if (pids[0] > 0)
@@ -524,9 +524,12 @@ int main(int argc, char **argv)
     printf("batching on/off, lowest of all rows: %.2fx\n", lowest);
     for (int m = 0; m < n_models; m++) {
         const struct result *bin = res[m][0][2];
+        char server_time[32] = "not measured (stats unreadable)";
+        if (overhead_us[m] >= 0)
+            snprintf(server_time, sizeof(server_time), "%.1f us", overhead_us[m]);
         printf("%s: binary infer at 1 connection, batching on: p50 %.0f us, p99 %.0f us; server time per "
-               "request (stats: request minus compute_infer, mean) %.1f us\n",
-               models[m], bin[0].p50_ms * 1e3, bin[0].p99_ms * 1e3, overhead_us[m]);
+               "request (stats: request minus compute_infer, mean) %s\n",
+               models[m], bin[0].p50_ms * 1e3, bin[0].p99_ms * 1e3, server_time);
     }
     for (int m = 0; m < n_models; m++) {
         const struct result *on = res[m][0][1], *off = res[m][1][1];
