@@ -74,7 +74,7 @@ endif
 
 # ---------------------------------------------------------------- sources
 KERNEL_SRC  := $(wildcard kernels/ref/*.c kernels/cpu/*.c)
-RUNTIME_SRC := $(wildcard runtime/*.c)
+RUNTIME_SRC := $(wildcard runtime/*.c runtime/*/*.c)
 ifneq ($(CUDA_ON),1)
   RUNTIME_SRC := $(foreach f,$(RUNTIME_SRC),$(if $(findstring cuda,$(f)),,$(f)))
 endif

@@ -21,6 +21,7 @@ struct cpu_backend {
 };
 
 struct cpu_session {
+    const struct rt_tensor *tensors;   /* the plan's graph's */
     struct kcpu_pool *pool;
     void *arena;
     void *scratch;
@@ -32,88 +33,21 @@ static void cpu_free(struct rt_backend *b)
     free(b);
 }
 
-static bool cpu_supports_step(struct rt_backend *b, const struct rt_plan *p, const struct rt_step *s,
-                              enum rt_precision prec, char *why, size_t why_len)
-{
-    return s->op < RT_OP_COUNT && s->op != RT_OP_FLATTEN && s->op != RT_OP_RESHAPE;
-}
+/* ---- FP32 kernels, one per op: the step, its parameters at this batch and
+ * its tensors. */
 
-/* ---- ops whose weights are run-time tensors (ONNX weights as graph inputs) */
+typedef void (*cpu_run_fn)(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
+                           const struct rt_step_io *io);
+/* Packs a step's constant weights at load (k at the model's max batch). */
+typedef void *(*cpu_pack_fn)(const struct rt_step *s, const union rt_step_params *k);
+/* Scratch bytes a step needs at the model's max batch. */
+typedef size_t (*cpu_scratch_fn)(const union rt_step_params *k, int threads);
 
-static struct k_matmul step_matmul(const struct rt_plan *p, const struct rt_step *s, int batch)
-{
-    const struct rt_graph *g = p->g;
-    const struct rt_matmul_attrs *at = &s->node->a.matmul;
-    const struct rt_tensor *a = &g->tensors[s->in[0]], *b = &g->tensors[s->in[1]], *y = &g->tensors[s->out];
-    int ra = a->shape.rank - 1, rb = b->shape.rank - 1, ry = y->shape.rank - 1;
-    struct k_matmul k = {.n = batch, .rank = ry - 2, .a_sample = a->sample_elems, .b_sample = b->sample_elems,
-                         .m = y->shape.dims[ry - 1], .cols = y->shape.dims[ry],
-                         .k = a->shape.dims[at->trans_a ? ra - 1 : ra],
-                         .trans_a = at->trans_a, .trans_b = at->trans_b, .alpha = at->alpha};
-    const int64_t *dims[2] = {a->shape.dims + 1, b->shape.dims + 1};
-    int bat[2] = {ra - 2, rb - 2};
-    int64_t *stride[2] = {k.a_stride, k.b_stride};
-    int64_t mat[2] = {a->shape.dims[ra - 1] * a->shape.dims[ra], b->shape.dims[rb - 1] * b->shape.dims[rb]};
-    for (int o = 0; o < 2; o++) {
-        int64_t step = mat[o];
-        for (int d = k.rank - 1; d >= 0; d--) {
-            int src = d - (k.rank - bat[o]);
-            int64_t len = src >= 0 ? dims[o][src] : 1;
-            stride[o][d] = len == 1 ? 0 : step;
-            step *= len;
-        }
-    }
-    for (int d = 0; d < k.rank; d++)
-        k.dims[d] = y->shape.dims[d + 1];
-    return k;
-}
-
-/* One sample's convolution: n = the sample's images. */
-static struct k_conv2d step_conv2d_dyn(const struct rt_plan *p, const struct rt_step *s)
-{
-    const struct rt_graph *g = p->g;
-    const struct rt_shape *x = &g->tensors[s->in[0]].shape, *y = &g->tensors[s->out].shape;
-    const struct rt_shape *w = &g->tensors[s->in[1]].shape;
-    const struct rt_conv_attrs *a = &s->node->a.conv;
-    return (struct k_conv2d){
-        .n = (int)x->dims[1], .c = (int)x->dims[2], .h = (int)x->dims[3], .w = (int)x->dims[4],
-        .oc = (int)y->dims[2], .oh = (int)y->dims[3], .ow = (int)y->dims[4],
-        .kh = (int)w->dims[3], .kw = (int)w->dims[4],
-        .stride_h = a->stride[0], .stride_w = a->stride[1], .pad_t = a->pad[0], .pad_l = a->pad[1],
-        .dil_h = a->dilation[0], .dil_w = a->dilation[1], .groups = a->groups, .act = K_ACT_NONE,
-    };
-}
-
-/* Scratch: the sample's weights packed, then the kernel's own scratch. */
-static size_t conv2d_dyn_packed_bytes(const struct k_conv2d *k)
-{
-    return (kcpu_conv2d_packed_floats(k) * sizeof(float) + 63) & ~(size_t)63;
-}
-
-static void run_conv2d_dyn(struct cpu_session *cs, const struct rt_plan *p, const struct rt_step *s, int batch,
-                           const struct rt_step_io *io)
-{
-    const struct rt_graph *g = p->g;
-    struct k_conv2d k = step_conv2d_dyn(p, s);
-    float *packed = cs->scratch;
-    void *rest = (char *)cs->scratch + conv2d_dyn_packed_bytes(&k);
-    int64_t xs = g->tensors[s->in[0]].sample_elems, ws = g->tensors[s->in[1]].sample_elems;
-    int64_t ys = g->tensors[s->out].sample_elems, bs = s->n_in > 2 ? g->tensors[s->in[2]].sample_elems : 0;
-    const float *x = io->in[0], *w = io->in[1], *b = s->n_in > 2 ? io->in[2] : NULL;
-    float *y = io->out;
-    for (int i = 0; i < batch; i++) {
-        kcpu_conv2d_pack(&k, w + i * ws, packed);
-        kcpu_conv2d_f32(cs->pool, &k, x + i * xs, packed, b ? b + i * bs : NULL, NULL, y + i * ys, rest);
-    }
-}
-
-static struct k_batch_norm step_batch_norm_dyn(const struct rt_plan *p, const struct rt_step *s, int batch)
-{
-    const struct rt_tensor *x = &p->g->tensors[s->in[0]];
-    int64_t in_n = x->shape.dims[1], c = x->shape.dims[2];
-    return (struct k_batch_norm){.n = batch, .in_n = in_n, .c = c, .inner = x->sample_elems / (in_n * c),
-                                 .eps = s->node->a.eps};
-}
+struct cpu_op {
+    cpu_run_fn run;
+    cpu_pack_fn pack;          /* NULL: nothing to pack */
+    cpu_scratch_fn scratch;    /* NULL: no scratch */
+};
 
 static void *alloc_aligned(size_t bytes)
 {
@@ -121,29 +55,190 @@ static void *alloc_aligned(size_t bytes)
     return aligned_alloc(64, rounded ? rounded : 64);
 }
 
+static const float *bias_of(const struct rt_step *s) { return s->node->w[RT_W_BIAS].data; }
+
+static void conv2d_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
+                       const struct rt_step_io *io)
+{
+    kcpu_conv2d_f32(cs->pool, &k->conv, io->in[0], s->prep, bias_of(s), io->residual, io->out, cs->scratch);
+}
+
+static void *conv2d_pack(const struct rt_step *s, const union rt_step_params *k)
+{
+    float *packed = alloc_aligned(kcpu_conv2d_packed_floats(&k->conv) * sizeof(float));
+    if (packed)
+        kcpu_conv2d_pack(&k->conv, s->node->w[RT_W_WEIGHT].data, packed);
+    return packed;
+}
+
+static size_t conv2d_scratch(const union rt_step_params *k, int threads)
+{
+    return kcpu_conv2d_scratch_bytes(&k->conv, threads);
+}
+
+static void linear_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
+                       const struct rt_step_io *io)
+{
+    kcpu_linear_f32(cs->pool, &k->linear, io->in[0], s->prep, bias_of(s), io->residual, io->out, cs->scratch);
+}
+
+static void *linear_pack(const struct rt_step *s, const union rt_step_params *k)
+{
+    float *packed = alloc_aligned(kcpu_linear_packed_floats(&k->linear) * sizeof(float));
+    if (packed)
+        kcpu_linear_pack(&k->linear, s->node->w[RT_W_WEIGHT].data, packed);
+    return packed;
+}
+
+static size_t linear_scratch(const union rt_step_params *k, int threads)
+{
+    return kcpu_linear_scratch_bytes(&k->linear, threads);
+}
+
+static void batch_norm_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                           int batch, const struct rt_step_io *io)
+{
+    kcpu_channel_affine_f32(cs->pool, &k->affine, io->in[0], s->node->w[RT_W_WEIGHT].data, bias_of(s), io->out);
+}
+
+static void act_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
+                    const struct rt_step_io *io)
+{
+    kcpu_act_f32(cs->pool, s->act, k->count, io->in[0], io->out);
+}
+
+static void max_pool2d_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                           int batch, const struct rt_step_io *io)
+{
+    kcpu_max_pool2d_f32(cs->pool, &k->pool, io->in[0], io->out);
+}
+
+static void avg_pool2d_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                           int batch, const struct rt_step_io *io)
+{
+    kcpu_avg_pool2d_f32(cs->pool, &k->pool, io->in[0], io->out);
+}
+
+static void global_avg_pool_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                                int batch, const struct rt_step_io *io)
+{
+    kcpu_global_avg_pool_f32(cs->pool, (int)k->channels.n, (int)k->channels.c, k->channels.inner, io->in[0],
+                             io->out);
+}
+
+static void add_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
+                    const struct rt_step_io *io)
+{
+    kcpu_add_f32(cs->pool, k->count, io->in[0], io->in[1], io->out);
+}
+
+/* The constant operand is the node's weight, on the left when const_left. */
+static void binary_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
+                       const struct rt_step_io *io)
+{
+    const float *c = s->node->w[RT_W_WEIGHT].data;
+    const float *a = io->in[0], *b = s->n_in > 1 ? io->in[1] : c;
+    if (s->n_in == 1 && s->node->a.binary.const_left) {
+        b = a;
+        a = c;
+    }
+    kcpu_binary_f32(cs->pool, &k->binary, a, b, io->out);
+}
+
+static void matmul_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
+                       const struct rt_step_io *io)
+{
+    kcpu_matmul_f32(cs->pool, &k->matmul, io->in[0], io->in[1], io->out);
+}
+
+/* Scratch: one sample's weights packed, then the kernel's own scratch. */
+static size_t conv2d_dyn_packed_bytes(const struct k_conv2d *k)
+{
+    return (kcpu_conv2d_packed_floats(k) * sizeof(float) + 63) & ~(size_t)63;
+}
+
+static size_t conv2d_dyn_scratch(const union rt_step_params *k, int threads)
+{
+    return conv2d_dyn_packed_bytes(&k->conv) + kcpu_conv2d_scratch_bytes(&k->conv, threads);
+}
+
+/* Each sample packs its own weights, then convolves its images. */
+static void conv2d_dyn_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                           int batch, const struct rt_step_io *io)
+{
+    const struct rt_tensor *t = cs->tensors;
+    float *packed = cs->scratch;
+    void *rest = (char *)cs->scratch + conv2d_dyn_packed_bytes(&k->conv);
+    int64_t xs = t[s->in[0]].sample_elems, ws = t[s->in[1]].sample_elems, ys = t[s->out].sample_elems;
+    int64_t bs = s->n_in > 2 ? t[s->in[2]].sample_elems : 0;
+    const float *x = io->in[0], *w = io->in[1], *b = s->n_in > 2 ? io->in[2] : NULL;
+    float *y = io->out;
+    for (int i = 0; i < batch; i++) {
+        kcpu_conv2d_pack(&k->conv, w + i * ws, packed);
+        kcpu_conv2d_f32(cs->pool, &k->conv, x + i * xs, packed, b ? b + i * bs : NULL, NULL, y + i * ys, rest);
+    }
+}
+
+static void batch_norm_dyn_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                               int batch, const struct rt_step_io *io)
+{
+    kcpu_batch_norm_f32(cs->pool, &k->bn, io->in[0], io->in[1], io->in[2], io->in[3], io->in[4], io->out);
+}
+
+static void softmax_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
+                        const struct rt_step_io *io)
+{
+    kcpu_softmax_f32(cs->pool, &k->softmax, io->in[0], io->out);
+}
+
+static void concat_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
+                       const struct rt_step_io *io)
+{
+    kcpu_concat_f32(cs->pool, &k->concat.k, (const float *const *)io->in, k->concat.lens, io->out);
+}
+
+/* Activations all run act_run (the step's act says which); views are no
+ * steps; quantize and dequantize are INT8 steps (backend_cpu_q8.c). */
+static const struct cpu_op F32[RT_OP_COUNT] = {
+    [RT_OP_CONV2D] = {conv2d_run, conv2d_pack, conv2d_scratch},
+    [RT_OP_LINEAR] = {linear_run, linear_pack, linear_scratch},
+    [RT_OP_BATCH_NORM] = {batch_norm_run, NULL, NULL},
+    [RT_OP_MAX_POOL2D] = {max_pool2d_run, NULL, NULL},
+    [RT_OP_AVG_POOL2D] = {avg_pool2d_run, NULL, NULL},
+    [RT_OP_GLOBAL_AVG_POOL] = {global_avg_pool_run, NULL, NULL},
+    [RT_OP_ADD] = {add_run, NULL, NULL},
+    [RT_OP_CONCAT] = {concat_run, NULL, NULL},
+    [RT_OP_SOFTMAX] = {softmax_run, NULL, NULL},
+    [RT_OP_BINARY] = {binary_run, NULL, NULL},
+    [RT_OP_MATMUL] = {matmul_run, NULL, NULL},
+    [RT_OP_CONV2D_DYN] = {conv2d_dyn_run, NULL, conv2d_dyn_scratch},
+    [RT_OP_BATCH_NORM_DYN] = {batch_norm_dyn_run, NULL, NULL},
+};
+
+static const struct cpu_op ACT = {act_run, NULL, NULL};
+
+static const struct cpu_op *f32_op(enum rt_op op) { return rt_op_has(op, RT_T_ACT) ? &ACT : &F32[op]; }
+
+static bool cpu_supports_step(struct rt_backend *b, const struct rt_plan *p, const struct rt_step *s,
+                              enum rt_precision prec, char *why, size_t why_len)
+{
+    if (s->q8 ? rt_cpu_q8_supports(s->op) : f32_op(s->op)->run != NULL)
+        return true;
+    snprintf(why, why_len, "no CPU %s kernel", s->q8 ? "INT8" : "FP32");
+    return false;
+}
+
 static enum rt_status cpu_prepare_step(struct rt_backend *b, const struct rt_plan *p, struct rt_step *s,
                                        int max_batch, struct rt_error *err)
 {
     if (s->q8)
         return rt_cpu_q8_prepare(p, s, max_batch, err);
-    const float *w = s->node->w[RT_W_WEIGHT].data;
-    float *packed = NULL;
-    if (s->op == RT_OP_CONV2D) {
-        struct k_conv2d k = rt_step_conv2d(p, s, max_batch);
-        packed = alloc_aligned(kcpu_conv2d_packed_floats(&k) * sizeof(float));
-        if (packed)
-            kcpu_conv2d_pack(&k, w, packed);
-    } else if (s->op == RT_OP_LINEAR) {
-        struct k_linear k = rt_step_linear(p, s, max_batch);
-        packed = alloc_aligned(kcpu_linear_packed_floats(&k) * sizeof(float));
-        if (packed)
-            kcpu_linear_pack(&k, w, packed);
-    } else {
+    cpu_pack_fn pack = f32_op(s->op)->pack;
+    if (!pack)
         return RT_OK;
-    }
-    if (!packed)
+    union rt_step_params k = rt_step_params(s, max_batch);
+    if (!(s->prep = pack(s, &k)))
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory packing weights of '%s'", s->node->name);
-    s->prep = packed;
     return RT_OK;
 }
 
@@ -178,22 +273,13 @@ static enum rt_status cpu_session_create(struct rt_backend *b, const struct rt_p
     size_t scratch = 0;
     for (int i = 0; i < p->n_steps; i++) {
         const struct rt_step *s = &p->steps[i];
-        size_t need = 0;
-        if (s->q8) {
-            need = rt_cpu_q8_scratch_bytes(p, s, max_batch, cb->threads);
-        } else if (s->op == RT_OP_CONV2D) {
-            struct k_conv2d k = rt_step_conv2d(p, s, max_batch);
-            need = kcpu_conv2d_scratch_bytes(&k, cb->threads);
-        } else if (s->op == RT_OP_LINEAR) {
-            struct k_linear k = rt_step_linear(p, s, max_batch);
-            need = kcpu_linear_scratch_bytes(&k, cb->threads);
-        } else if (s->op == RT_OP_CONV2D_DYN) {
-            struct k_conv2d k = step_conv2d_dyn(p, s);
-            need = conv2d_dyn_packed_bytes(&k) + kcpu_conv2d_scratch_bytes(&k, cb->threads);
-        }
-        if (need > scratch)
-            scratch = need;
+        union rt_step_params k = rt_step_params(s, max_batch);
+        cpu_scratch_fn need = s->q8 ? NULL : f32_op(s->op)->scratch;
+        size_t bytes = s->q8 ? rt_cpu_q8_scratch_bytes(s, &k, cb->threads) : need ? need(&k, cb->threads) : 0;
+        if (bytes > scratch)
+            scratch = bytes;
     }
+    cs->tensors = p->g->tensors;
     cs->pool = cb->threads > 1 ? kcpu_pool_create(cb->threads) : NULL;
     cs->arena = alloc_aligned(arena_bytes);
     cs->scratch = alloc_aligned(scratch);
@@ -215,108 +301,6 @@ static enum rt_status cpu_copy(void *ctx, void *dst, const void *src, size_t byt
 
 static enum rt_status cpu_sync(void *ctx, struct rt_error *err) { return RT_OK; }
 
-static enum rt_status run_f32(void *ctx, const struct rt_plan *p, const struct rt_step *s, int batch,
-                              const struct rt_step_io *io, struct rt_error *err)
-{
-    struct cpu_session *cs = ctx;
-    const struct rt_graph *g = p->g;
-    const float *x = io->in[0];
-    float *y = io->out;
-    const float *bias = s->node->w[RT_W_BIAS].data;
-    int64_t count = g->tensors[s->out].sample_elems * batch;
-    switch (s->op) {
-    case RT_OP_CONV2D: {
-        struct k_conv2d k = rt_step_conv2d(p, s, batch);
-        kcpu_conv2d_f32(cs->pool, &k, x, s->prep, bias, io->residual, y, cs->scratch);
-        return RT_OK;
-    }
-    case RT_OP_LINEAR: {
-        struct k_linear k = rt_step_linear(p, s, batch);
-        kcpu_linear_f32(cs->pool, &k, x, s->prep, bias, io->residual, y, cs->scratch);
-        return RT_OK;
-    }
-    case RT_OP_BATCH_NORM: {
-        const struct rt_shape *sh = &g->tensors[s->in[0]].shape;
-        struct k_channel_affine k = {.n = batch, .c = (int)sh->dims[1],
-                                     .inner = g->tensors[s->in[0]].sample_elems / sh->dims[1]};
-        kcpu_channel_affine_f32(cs->pool, &k, x, s->node->w[RT_W_WEIGHT].data, bias, y);
-        return RT_OK;
-    }
-    case RT_OP_RELU:
-    case RT_OP_RELU6:
-    case RT_OP_SIGMOID:
-    case RT_OP_TANH:
-    case RT_OP_GELU:
-        kcpu_act_f32(cs->pool, s->act, count, x, y);
-        return RT_OK;
-    case RT_OP_MAX_POOL2D: {
-        struct k_pool2d k = rt_step_pool2d(p, s, batch);
-        kcpu_max_pool2d_f32(cs->pool, &k, x, y);
-        return RT_OK;
-    }
-    case RT_OP_AVG_POOL2D: {
-        struct k_pool2d k = rt_step_pool2d(p, s, batch);
-        kcpu_avg_pool2d_f32(cs->pool, &k, x, y);
-        return RT_OK;
-    }
-    case RT_OP_GLOBAL_AVG_POOL: {
-        const struct rt_shape *sh = &g->tensors[s->in[0]].shape;
-        kcpu_global_avg_pool_f32(cs->pool, batch, (int)sh->dims[1], sh->dims[2] * sh->dims[3], x, y);
-        return RT_OK;
-    }
-    case RT_OP_ADD:
-        kcpu_add_f32(cs->pool, count, x, io->in[1], y);
-        return RT_OK;
-    case RT_OP_BINARY: {
-        struct k_binary k = rt_step_binary(p, s, batch);
-        const float *c = s->node->w[RT_W_WEIGHT].data;
-        const float *a = x, *b = s->n_in > 1 ? io->in[1] : c;
-        if (s->n_in == 1 && s->node->a.binary.const_left) {
-            b = x;
-            a = c;
-        }
-        kcpu_binary_f32(cs->pool, &k, a, b, y);
-        return RT_OK;
-    }
-    case RT_OP_MATMUL: {
-        struct k_matmul k = step_matmul(p, s, batch);
-        kcpu_matmul_f32(cs->pool, &k, x, io->in[1], y);
-        return RT_OK;
-    }
-    case RT_OP_CONV2D_DYN:
-        run_conv2d_dyn(cs, p, s, batch, io);
-        return RT_OK;
-    case RT_OP_BATCH_NORM_DYN: {
-        struct k_batch_norm k = step_batch_norm_dyn(p, s, batch);
-        kcpu_batch_norm_f32(cs->pool, &k, x, io->in[1], io->in[2], io->in[3], io->in[4], y);
-        return RT_OK;
-    }
-    case RT_OP_SOFTMAX:
-    case RT_OP_CONCAT: {
-        const struct rt_shape *sh = &g->tensors[s->out].shape;
-        int axis = s->node->a.axis < 0 ? s->node->a.axis + sh->rank : s->node->a.axis;
-        int64_t outer = batch, inner = 1;
-        for (int d = 1; d < axis; d++)
-            outer *= sh->dims[d];
-        for (int d = axis + 1; d < sh->rank; d++)
-            inner *= sh->dims[d];
-        if (s->op == RT_OP_SOFTMAX) {
-            struct k_softmax k = {outer, sh->dims[axis], inner};
-            kcpu_softmax_f32(cs->pool, &k, x, y);
-        } else {
-            int64_t lens[RT_NODE_MAX_INPUTS];
-            for (int i = 0; i < s->n_in; i++)
-                lens[i] = g->tensors[s->in[i]].shape.dims[axis];
-            struct k_concat k = {outer, inner, s->n_in};
-            kcpu_concat_f32(cs->pool, &k, (const float *const *)io->in, lens, y);
-        }
-        return RT_OK;
-    }
-    default:
-        return rt_error_set(err, RT_ERR_INTERNAL, "CPU backend: op %s has no kernel", rt_op_name(s->op));
-    }
-}
-
 /* FP16: the model inputs this step reads are rounded in place (repeated
  * rounding is a no-op, so any number of readers may do it). */
 static void round_edge_inputs(struct kcpu_pool *pool, const struct rt_plan *p, const struct rt_step *s, int batch,
@@ -335,15 +319,18 @@ static enum rt_status cpu_run_step(void *ctx, const struct rt_plan *p, const str
                                    const struct rt_step_io *io, struct rt_error *err)
 {
     struct cpu_session *cs = ctx;
-    if (s->q8)
-        return rt_cpu_q8_run(cs->pool, cs->scratch, p, s, batch, io, err);
+    if (s->q8) {
+        rt_cpu_q8_run(cs->pool, cs->scratch, s, batch, io);
+        return RT_OK;
+    }
     bool fp16 = p->cfg && p->cfg->precision == RT_PRECISION_FP16;
     if (fp16)
         round_edge_inputs(cs->pool, p, s, batch, io);
-    enum rt_status st = run_f32(ctx, p, s, batch, io, err);
-    if (st == RT_OK && fp16)
+    union rt_step_params k = rt_step_params(s, batch);
+    f32_op(s->op)->run(cs, s, &k, batch, io);
+    if (fp16)
         kcpu_round_f16(cs->pool, p->g->tensors[s->out].sample_elems * batch, io->out, io->out);
-    return st;
+    return RT_OK;
 }
 
 /* Samples per pass such that the busiest step's activations (inputs,

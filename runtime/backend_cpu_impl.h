@@ -8,14 +8,15 @@
 #include "../kernels/cpu/kcpu_pool.h"
 #include "rt_backend_impl.h"
 
+/* Whether op has an INT8 kernel. */
+bool rt_cpu_q8_supports(enum rt_op op);
 /* s->prep becomes the step's rt_q8_step plus packed weights. */
 enum rt_status rt_cpu_q8_prepare(const struct rt_plan *p, struct rt_step *s, int max_batch,
                                  struct rt_error *err);
 void rt_cpu_q8_release(struct rt_step *s);
-/* Scratch the step needs at max_batch with `threads` threads. */
-size_t rt_cpu_q8_scratch_bytes(const struct rt_plan *p, const struct rt_step *s, int max_batch, int threads);
-enum rt_status rt_cpu_q8_run(struct kcpu_pool *pool, void *scratch, const struct rt_plan *p,
-                             const struct rt_step *s, int batch, const struct rt_step_io *io,
-                             struct rt_error *err);
+/* Scratch the step needs with parameters k (at the model's max batch) and `threads` threads. */
+size_t rt_cpu_q8_scratch_bytes(const struct rt_step *s, const union rt_step_params *k, int threads);
+void rt_cpu_q8_run(struct kcpu_pool *pool, void *scratch, const struct rt_step *s, int batch,
+                   const struct rt_step_io *io);
 
 #endif /* BACKEND_CPU_IMPL_H */

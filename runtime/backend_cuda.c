@@ -73,42 +73,14 @@ static void cuda_free_backend(struct rt_backend *b)
 static bool cuda_supports_step(struct rt_backend *b, const struct rt_plan *p, const struct rt_step *s,
                                enum rt_precision prec, char *why, size_t why_len)
 {
-    (void)prec;   /* INT8 models: steps on I8 data (s->q8) run kernels/cuda/q8.cu, the FP32 ones the rest */
+    /* INT8 models: steps on I8 data (s->q8) run kernels/cuda/q8.cu, the FP32 ones the rest */
     const struct rt_tensor *in = &p->g->tensors[s->in[0]], *out = &p->g->tensors[s->out];
     /* kernels index within one sample with 32-bit ints */
     if (in->sample_elems > INT32_MAX || out->sample_elems > INT32_MAX) {
         snprintf(why, why_len, "a sample of this tensor has more than 2^31 elements");
         return false;
     }
-    if (s->q8)
-        return cuda_q8_supports(p, s, why, why_len);
-    switch (s->op) {
-    case RT_OP_LINEAR: {
-        struct k_linear k = rt_step_linear(p, s, 1);
-        if ((size_t)k.k * (size_t)k.m > INT32_MAX) {
-            snprintf(why, why_len, "weight matrix larger than 2^31 elements");
-            return false;
-        }
-        return true;
-    }
-    case RT_OP_CONCAT:
-        return s->n_in <= KCUDA_CONCAT_MAX;
-    case RT_OP_CONV2D:
-    case RT_OP_BATCH_NORM:
-    case RT_OP_RELU:
-    case RT_OP_RELU6:
-    case RT_OP_SIGMOID:
-    case RT_OP_TANH:
-    case RT_OP_GELU:
-    case RT_OP_MAX_POOL2D:
-    case RT_OP_AVG_POOL2D:
-    case RT_OP_GLOBAL_AVG_POOL:
-    case RT_OP_ADD:
-    case RT_OP_SOFTMAX:
-        return true;
-    default:
-        return false;   /* flatten and reshape are views, never steps; (de)quantize belong to INT8 */
-    }
+    return s->q8 ? cuda_q8_supports(s, why, why_len) : cuda_f32_supports(s, why, why_len);
 }
 
 /* cuDNN, loaded and probed when the first model asks for it (most never
@@ -230,24 +202,23 @@ static enum rt_status cuda_prepare_step(struct rt_backend *b, const struct rt_pl
     float *packed = NULL;
     void *table = NULL;
     if (s->op == RT_OP_CONV2D) {
-        struct k_conv2d k = rt_step_conv2d(p, s, 1);
+        const struct k_conv2d *k = &s->k.conv;
         bool want_dnn = p->cfg && p->cfg->conv_engine == RT_CONV_ENGINE_CUDNN;
         pr->cudnn = want_dnn && backend_dnn(cb) && cuda_dnn_conv_ok(s);
         if (!pr->cudnn) {
-            elems = kcuda_conv2d_packed_elems(&k);
-            table_bytes = kcuda_conv2d_table_bytes(&k);
+            elems = kcuda_conv2d_packed_elems(k);
+            table_bytes = kcuda_conv2d_table_bytes(k);
             packed = malloc(elems * sizeof(float));
             table = malloc(table_bytes);
             if (packed && table)
-                kcuda_conv2d_pack(&k, host, packed, table);
+                kcuda_conv2d_pack(k, host, packed, table);
             host = packed;
         }
     } else if (s->op == RT_OP_LINEAR) {
-        struct k_linear k = rt_step_linear(p, s, 1);
-        elems = kcuda_linear_packed_elems(&k);
+        elems = kcuda_linear_packed_elems(&s->k.linear);
         packed = malloc(elems * sizeof(float));
         if (packed)
-            kcuda_linear_pack(&k, host, packed);
+            kcuda_linear_pack(&s->k.linear, host, packed);
         host = packed;
     }
     enum rt_status r = RT_OK;

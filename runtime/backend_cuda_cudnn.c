@@ -242,7 +242,7 @@ enum rt_status cuda_dnn_session_create(struct cuda_session *cs, int max_batch, s
         const struct cuda_step_prep *pr = p->steps[i].prep;
         if (!pr || !pr->cudnn)
             continue;
-        struct k_conv2d k = rt_step_conv2d(p, &p->steps[i], max_batch);
+        struct k_conv2d k = rt_step_params(&p->steps[i], max_batch).conv;
         cudnnConvolutionFwdAlgo_t algo;
         size_t bytes = 0;
         if ((r = set_descriptors(d, ds, &k, cs->dt, err)) == RT_OK &&
@@ -283,7 +283,7 @@ enum rt_status cuda_dnn_choose(struct cuda_session *cs, int batch, struct rt_err
     for (int i = 0; i < p->n_steps && r == RT_OK; i++) {
         const struct cuda_step_prep *pr = p->steps[i].prep;
         if (pr && pr->cudnn) {
-            struct k_conv2d k = rt_step_conv2d(p, &p->steps[i], batch);
+            struct k_conv2d k = rt_step_params(&p->steps[i], batch).conv;
             r = choose(cs, i, &k, err);
         }
     }

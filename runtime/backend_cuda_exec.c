@@ -95,95 +95,149 @@ enum rt_status cuda_exec_run_step(void *ctx, const struct rt_plan *p, const stru
 
 #define KCHECK(cs, call, err) CUDA_CHECK((cs)->cb, (call), (err))
 
+/* ---- FP32 / FP16 kernels, one per op, enqueued on the session's stream in
+ * the session's element type */
+
+typedef cudaError_t (*f32_enqueue_fn)(const struct cuda_session *cs, const struct rt_step *s,
+                                      const union rt_step_params *k, const struct rt_step_io *io);
+
+static const struct cuda_dev_weights *weights_of(const struct cuda_session *cs, const struct rt_step *s)
+{
+    return &((const struct cuda_step_prep *)s->prep)->dev[cs->slot];
+}
+
+static cudaError_t conv2d_run(const struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                              const struct rt_step_io *io)
+{
+    const struct cuda_dev_weights *w = weights_of(cs, s);
+    return kcuda_conv2d(&k->conv, cs->dt, io->in[0], w->w, w->table, w->bias, io->residual, io->out, cs->stream);
+}
+
+static cudaError_t linear_run(const struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                              const struct rt_step_io *io)
+{
+    const struct cuda_dev_weights *w = weights_of(cs, s);
+    return kcuda_linear(&k->linear, cs->dt, io->in[0], w->w, w->bias, io->residual, io->out, cs->stream);
+}
+
+static cudaError_t batch_norm_run(const struct cuda_session *cs, const struct rt_step *s,
+                                  const union rt_step_params *k, const struct rt_step_io *io)
+{
+    const struct cuda_dev_weights *w = weights_of(cs, s);
+    return kcuda_channel_affine(&k->affine, cs->dt, io->in[0], w->w, w->bias, io->out, cs->stream);
+}
+
+static cudaError_t act_run(const struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                           const struct rt_step_io *io)
+{
+    return kcuda_act(s->act, k->count, cs->dt, io->in[0], io->out, cs->stream);
+}
+
+static cudaError_t max_pool2d_run(const struct cuda_session *cs, const struct rt_step *s,
+                                  const union rt_step_params *k, const struct rt_step_io *io)
+{
+    return kcuda_max_pool2d(&k->pool, cs->dt, io->in[0], io->out, cs->stream);
+}
+
+static cudaError_t avg_pool2d_run(const struct cuda_session *cs, const struct rt_step *s,
+                                  const union rt_step_params *k, const struct rt_step_io *io)
+{
+    return kcuda_avg_pool2d(&k->pool, cs->dt, io->in[0], io->out, cs->stream);
+}
+
+static cudaError_t global_avg_pool_run(const struct cuda_session *cs, const struct rt_step *s,
+                                       const union rt_step_params *k, const struct rt_step_io *io)
+{
+    return kcuda_global_avg_pool((int)k->channels.n, (int)k->channels.c, k->channels.inner, cs->dt, io->in[0],
+                                 io->out, cs->stream);
+}
+
+static cudaError_t add_run(const struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                           const struct rt_step_io *io)
+{
+    return kcuda_add(k->count, cs->dt, io->in[0], io->in[1], io->out, cs->stream);
+}
+
+static cudaError_t softmax_run(const struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                               const struct rt_step_io *io)
+{
+    return kcuda_softmax(&k->softmax, cs->dt, io->in[0], io->out, cs->stream);
+}
+
+static cudaError_t concat_run(const struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                              const struct rt_step_io *io)
+{
+    return kcuda_concat(&k->concat.k, cs->dt, io->in, k->concat.lens, io->out, cs->stream);
+}
+
+/* Activations all run act_run (the step's act says which). No kernel yet:
+ * binary, matmul, conv2d_dyn, batch_norm_dyn (ONNX models using them stay
+ * on the CPU backend); views are no steps; quantize and dequantize are INT8
+ * steps (backend_cuda_q8.c). */
+static const f32_enqueue_fn F32[RT_OP_COUNT] = {
+    [RT_OP_CONV2D] = conv2d_run,
+    [RT_OP_LINEAR] = linear_run,
+    [RT_OP_BATCH_NORM] = batch_norm_run,
+    [RT_OP_MAX_POOL2D] = max_pool2d_run,
+    [RT_OP_AVG_POOL2D] = avg_pool2d_run,
+    [RT_OP_GLOBAL_AVG_POOL] = global_avg_pool_run,
+    [RT_OP_ADD] = add_run,
+    [RT_OP_SOFTMAX] = softmax_run,
+    [RT_OP_CONCAT] = concat_run,
+};
+
+static f32_enqueue_fn f32_kernel(enum rt_op op) { return rt_op_has(op, RT_T_ACT) ? act_run : F32[op]; }
+
+bool cuda_step_fits(const struct rt_step *s, char *why, size_t why_len)
+{
+    if (s->op == RT_OP_LINEAR && (size_t)s->k.linear.k * (size_t)s->k.linear.m > INT32_MAX) {
+        snprintf(why, why_len, "weight matrix larger than 2^31 elements");
+        return false;
+    }
+    if (s->op == RT_OP_CONCAT && s->n_in > KCUDA_CONCAT_MAX) {
+        snprintf(why, why_len, "concat of more than %d inputs", KCUDA_CONCAT_MAX);
+        return false;
+    }
+    return true;
+}
+
+bool cuda_f32_supports(const struct rt_step *s, char *why, size_t why_len)
+{
+    if (!f32_kernel(s->op)) {
+        snprintf(why, why_len, "no CUDA kernel for %s", rt_op_name(s->op));
+        return false;
+    }
+    return cuda_step_fits(s, why, why_len);
+}
+
+#define KCHECK(cs, call, err) CUDA_CHECK((cs)->cb, (call), (err))
+
+/* cuDNN's convolution, then bias, residual and activation in one kernel. */
+static enum rt_status enqueue_cudnn_conv(struct cuda_session *cs, const struct rt_step *s,
+                                         const union rt_step_params *k, const struct rt_step_io *io,
+                                         struct rt_error *err)
+{
+    const struct cuda_dev_weights *w = weights_of(cs, s);
+    const struct k_conv2d *c = &k->conv;
+    enum rt_status r = cuda_dnn_conv(cs, s, c, io->in[0], w->w, io->out, err);
+    if (r == RT_OK)
+        KCHECK(cs, kcuda_bias_act(c->n, c->oc, (int64_t)c->oh * c->ow, cs->dt, w->bias, io->residual, c->act,
+                                  io->out, cs->stream), err);
+    return r;
+}
+
 /* Enqueues one plan step on the session's stream. */
 static enum rt_status enqueue_step(struct cuda_session *cs, const struct rt_step *s, const struct rt_step_io *io,
                                    struct rt_error *err)
 {
-    const struct rt_plan *p = cs->plan;
-    const struct rt_graph *g = p->g;
-    const struct cuda_step_prep *pr = s->prep;
-    const int batch = cs->batch, slot = cs->slot;
-    const enum kcuda_dtype dt = cs->dt;
-    cudaStream_t st = cs->stream;
-    const void *x = io->in[0];
-    void *y = io->out;
-    int64_t count = g->tensors[s->out].sample_elems * batch;
     if (s->q8)
         return cuda_q8_enqueue(cs, s, io, err);
-    switch (s->op) {
-    case RT_OP_CONV2D: {
-        struct k_conv2d k = rt_step_conv2d(p, s, batch);
-        if (!pr->cudnn) {
-            KCHECK(cs, kcuda_conv2d(&k, dt, x, pr->dev[slot].w, pr->dev[slot].table, pr->dev[slot].bias,
-                                    io->residual, y, st), err);
-            return RT_OK;
-        }
-        enum rt_status r = cuda_dnn_conv(cs, s, &k, x, pr->dev[slot].w, y, err);
-        if (r == RT_OK)
-            KCHECK(cs, kcuda_bias_act(k.n, k.oc, (int64_t)k.oh * k.ow, dt, pr->dev[slot].bias, io->residual, k.act,
-                                      y, st), err);
-        return r;
-    }
-    case RT_OP_LINEAR: {
-        struct k_linear k = rt_step_linear(p, s, batch);
-        KCHECK(cs, kcuda_linear(&k, dt, x, pr->dev[slot].w, pr->dev[slot].bias, io->residual, y, st), err);
-        return RT_OK;
-    }
-    case RT_OP_BATCH_NORM: {
-        const struct rt_shape *sh = &g->tensors[s->in[0]].shape;
-        struct k_channel_affine k = {.n = batch, .c = (int)sh->dims[1],
-                                     .inner = g->tensors[s->in[0]].sample_elems / sh->dims[1]};
-        KCHECK(cs, kcuda_channel_affine(&k, dt, x, pr->dev[slot].w, pr->dev[slot].bias, y, st), err);
-        return RT_OK;
-    }
-    case RT_OP_RELU:
-    case RT_OP_RELU6:
-    case RT_OP_SIGMOID:
-    case RT_OP_TANH:
-    case RT_OP_GELU:
-        KCHECK(cs, kcuda_act(s->act, count, dt, x, y, st), err);
-        return RT_OK;
-    case RT_OP_MAX_POOL2D:
-    case RT_OP_AVG_POOL2D: {
-        struct k_pool2d k = rt_step_pool2d(p, s, batch);
-        if (s->op == RT_OP_MAX_POOL2D)
-            KCHECK(cs, kcuda_max_pool2d(&k, dt, x, y, st), err);
-        else
-            KCHECK(cs, kcuda_avg_pool2d(&k, dt, x, y, st), err);
-        return RT_OK;
-    }
-    case RT_OP_GLOBAL_AVG_POOL: {
-        const struct rt_shape *sh = &g->tensors[s->in[0]].shape;
-        KCHECK(cs, kcuda_global_avg_pool(batch, (int)sh->dims[1], sh->dims[2] * sh->dims[3], dt, x, y, st), err);
-        return RT_OK;
-    }
-    case RT_OP_ADD:
-        KCHECK(cs, kcuda_add(count, dt, x, io->in[1], y, st), err);
-        return RT_OK;
-    case RT_OP_SOFTMAX:
-    case RT_OP_CONCAT: {
-        const struct rt_shape *sh = &g->tensors[s->out].shape;
-        int axis = s->node->a.axis < 0 ? s->node->a.axis + sh->rank : s->node->a.axis;
-        int64_t outer = batch, inner = 1;
-        for (int d = 1; d < axis; d++)
-            outer *= sh->dims[d];
-        for (int d = axis + 1; d < sh->rank; d++)
-            inner *= sh->dims[d];
-        if (s->op == RT_OP_SOFTMAX) {
-            struct k_softmax k = {outer, sh->dims[axis], inner};
-            KCHECK(cs, kcuda_softmax(&k, dt, x, y, st), err);
-        } else {
-            int64_t lens[RT_NODE_MAX_INPUTS];
-            for (int i = 0; i < s->n_in; i++)
-                lens[i] = g->tensors[s->in[i]].shape.dims[axis];
-            struct k_concat k = {outer, inner, s->n_in};
-            KCHECK(cs, kcuda_concat(&k, dt, io->in, lens, y, st), err);
-        }
-        return RT_OK;
-    }
-    default:
-        return rt_error_set(err, RT_ERR_INTERNAL, "CUDA backend: op %s has no kernel", rt_op_name(s->op));
-    }
+    union rt_step_params k = rt_step_params(s, cs->batch);
+    const struct cuda_step_prep *pr = s->prep;
+    if (pr && pr->cudnn)
+        return enqueue_cudnn_conv(cs, s, &k, io, err);
+    cudaError_t e = f32_kernel(s->op)(cs, s, &k, io);
+    return e == cudaSuccess ? RT_OK : cuda_fail(cs->cb, e, rt_op_name(s->op), err);
 }
 
 /* Enqueues the recorded run: uploads (+ conversion to FP16), steps,

@@ -57,16 +57,19 @@ struct cuda_q8_prep {
     size_t off_bias, off_mult, off_scale;   /* bytes into dev[i].w */
 };
 
+/* A step's weights on one device. */
+struct cuda_dev_weights {
+    void *w;                        /* conv/linear: packed weights (cuDNN: plain OIHW); bn: scale;
+                                     * INT8: one buffer of packed weights, bias, mults, scales */
+    void *table;                    /* conv (ours): gather table */
+    float *bias;                    /* conv/linear: bias or NULL; bn: shift */
+};
+
 /* Per plan step, per device slot: what prepare_step uploaded. */
 struct cuda_step_prep {
     bool cudnn;                     /* convolution runs through cuDNN */
     struct cuda_q8_prep *q8;        /* INT8 steps, else NULL */
-    struct {
-        void *w;                    /* conv/linear: packed weights (cuDNN: plain OIHW); bn: scale;
-                                     * INT8: one buffer of packed weights, bias, mults, scales */
-        void *table;                /* conv (ours): gather table */
-        float *bias;                /* conv/linear: bias or NULL; bn: shift */
-    } dev[CUDA_MAX_DEVICES];
+    struct cuda_dev_weights dev[CUDA_MAX_DEVICES];
 };
 
 enum cuda_op_kind { CUDA_OP_IN, CUDA_OP_STEP, CUDA_OP_OUT };
@@ -118,10 +121,14 @@ enum rt_status cuda_exec_copy_out(void *ctx, void *dst, const void *src, size_t 
 enum rt_status cuda_exec_run_step(void *ctx, const struct rt_plan *p, const struct rt_step *s, int batch,
                                   const struct rt_step_io *io, struct rt_error *err);
 enum rt_status cuda_exec_sync(void *ctx, struct rt_error *err);
+/* Whether an FP32 / FP16 step has a kernel and fits its limits; else why not. */
+bool cuda_f32_supports(const struct rt_step *s, char *why, size_t why_len);
+/* The limits of the kernels beyond having one (sizes, input counts). */
+bool cuda_step_fits(const struct rt_step *s, char *why, size_t why_len);
 
 /* backend_cuda_q8.c */
 /* Whether an INT8 step (s->q8) has a kernel; else why not. */
-bool cuda_q8_supports(const struct rt_plan *p, const struct rt_step *s, char *why, size_t why_len);
+bool cuda_q8_supports(const struct rt_step *s, char *why, size_t why_len);
 /* Fills pr->q8 and uploads to every device (pr->dev[i].w). */
 enum rt_status cuda_q8_prepare(struct cuda_backend *cb, const struct rt_plan *p, const struct rt_step *s,
                                struct cuda_step_prep *pr, struct rt_error *err);

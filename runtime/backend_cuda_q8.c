@@ -11,42 +11,6 @@
 
 #include "backend_cuda_impl.h"
 
-bool cuda_q8_supports(const struct rt_plan *p, const struct rt_step *s, char *why, size_t why_len)
-{
-    switch (s->op) {
-    case RT_OP_LINEAR: {
-        struct k_linear k = rt_step_linear(p, s, 1);
-        if ((size_t)k.k * (size_t)k.m > INT32_MAX) {
-            snprintf(why, why_len, "weight matrix larger than 2^31 elements");
-            return false;
-        }
-        return true;
-    }
-    case RT_OP_CONCAT:
-        if (s->n_in > KCUDA_CONCAT_MAX) {
-            snprintf(why, why_len, "INT8 concat of more than %d inputs", KCUDA_CONCAT_MAX);
-            return false;
-        }
-        return true;
-    case RT_OP_CONV2D:
-    case RT_OP_QUANTIZE:
-    case RT_OP_DEQUANTIZE:
-    case RT_OP_RELU:
-    case RT_OP_RELU6:
-    case RT_OP_SIGMOID:
-    case RT_OP_TANH:
-    case RT_OP_GELU:
-    case RT_OP_MAX_POOL2D:
-    case RT_OP_AVG_POOL2D:
-    case RT_OP_GLOBAL_AVG_POOL:
-    case RT_OP_ADD:
-        return true;
-    default:
-        snprintf(why, why_len, "no INT8 CUDA kernel for %s", rt_op_name(s->op));
-        return false;
-    }
-}
-
 void cuda_q8_release_host(struct cuda_step_prep *pr)
 {
     if (!pr->q8)
@@ -74,7 +38,7 @@ enum rt_status cuda_q8_prepare(struct cuda_backend *cb, const struct rt_plan *p,
     const struct rt_q8_step *q = &q8->q;
     /* what the kernels read on the device: [packed weights][bias][mult][chan_scale] */
     int64_t rows = 0, k = 0, n_bias = 0, n_mult = 0, n_scale = 0;
-    if (s->op == RT_OP_CONV2D || s->op == RT_OP_LINEAR) {
+    if (rt_op_has(s->op, RT_T_GEMM)) {
         const struct rt_shape *ws = &s->node->w[RT_W_WEIGHT].shape;
         rows = ws->dims[0];
         k = 1;
@@ -129,101 +93,135 @@ enum rt_status cuda_q8_prepare(struct cuda_backend *cb, const struct rt_plan *p,
     return r;
 }
 
-#define KCHECK(cs, call, err) CUDA_CHECK((cs)->cb, (call), (err))
+/* ---- one kernel per op, enqueued on the session's stream */
+
+typedef cudaError_t (*q8_enqueue_fn)(struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                                     const struct rt_step_io *io);
+
+static const struct cuda_q8_prep *q8_of(const struct rt_step *s)
+{
+    return ((const struct cuda_step_prep *)s->prep)->q8;
+}
+
+/* The step's device buffer on the session's GPU (NULL when it has none). */
+static const char *dev_of(const struct cuda_session *cs, const struct rt_step *s)
+{
+    return ((const struct cuda_step_prep *)s->prep)->dev[cs->slot].w;
+}
+
+/* The epilogue with its bias and multipliers on the device. */
+static struct k_q8_epilogue epi_of(const struct cuda_session *cs, const struct rt_step *s)
+{
+    const struct cuda_q8_prep *q8 = q8_of(s);
+    struct k_q8_epilogue epi = q8->q.epi;
+    epi.bias = (const int32_t *)(dev_of(cs, s) + q8->off_bias);
+    epi.mult = (const struct k_q8_mult *)(dev_of(cs, s) + q8->off_mult);
+    return epi;
+}
+
+static cudaError_t conv2d_q8(struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                             const struct rt_step_io *io)
+{
+    struct k_q8_epilogue epi = epi_of(cs, s);
+    return kcuda_conv2d_q8(&k->conv, io->in[0], (const int8_t *)dev_of(cs, s), &epi, io->residual, io->out,
+                           cs->stream);
+}
+
+static cudaError_t linear_q8(struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                             const struct rt_step_io *io)
+{
+    struct k_q8_epilogue epi = epi_of(cs, s);
+    return kcuda_linear_q8(&k->linear, io->in[0], (const int8_t *)dev_of(cs, s), &epi, io->residual, io->out,
+                           cs->stream);
+}
+
+static cudaError_t quantize_q8(struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                               const struct rt_step_io *io)
+{
+    return kcuda_quantize_q8(k->count, io->in[0], q8_of(s)->q.scale, io->out, cs->stream);
+}
+
+/* I8 input: one scale; I32 accumulators: one scale per channel (on the device). */
+static cudaError_t dequantize_q8(struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                                 const struct rt_step_io *io)
+{
+    const struct rt_channels *ch = &k->channels;
+    const struct cuda_q8_prep *q8 = q8_of(s);
+    if (!q8->q.chan_scale)
+        return kcuda_dequantize_q8(ch->n * ch->c * ch->inner, io->in[0], q8->q.scale, io->out, cs->stream);
+    // cppcheck-suppress invalidPointerCast ; device bytes holding the float scales at off_scale
+    const float *scale = (const float *)(dev_of(cs, s) + q8->off_scale);
+    return kcuda_dequantize_i32((int)ch->n, (int)ch->c, ch->inner, io->in[0], scale, io->out, cs->stream);
+}
+
+static cudaError_t act_q8(struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                          const struct rt_step_io *io)
+{
+    return kcuda_lut_q8(k->count, q8_of(s)->q.lut, io->in[0], io->out, cs->stream);
+}
+
+static cudaError_t max_pool2d_q8(struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                                 const struct rt_step_io *io)
+{
+    return kcuda_max_pool2d_q8(&k->pool, io->in[0], io->out, cs->stream);
+}
+
+static cudaError_t avg_pool2d_q8(struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                                 const struct rt_step_io *io)
+{
+    const struct k_q8_mult *mult = (const struct k_q8_mult *)(dev_of(cs, s) + q8_of(s)->off_mult);
+    return kcuda_avg_pool2d_q8(&k->pool, mult, io->in[0], io->out, cs->stream);
+}
+
+static cudaError_t global_avg_pool_q8(struct cuda_session *cs, const struct rt_step *s,
+                                      const union rt_step_params *k, const struct rt_step_io *io)
+{
+    return kcuda_global_avg_pool_q8((int)k->channels.n, (int)k->channels.c, k->channels.inner, q8_of(s)->q.mult[0],
+                                    io->in[0], io->out, cs->stream);
+}
+
+static cudaError_t add_q8(struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                          const struct rt_step_io *io)
+{
+    const struct k_q8_mult *m = q8_of(s)->q.mult;
+    return kcuda_add_q8(k->count, io->in[0], m[0], io->in[1], m[1], io->out, cs->stream);
+}
+
+static cudaError_t concat_q8(struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                             const struct rt_step_io *io)
+{
+    return kcuda_concat_q8(&k->concat.k, (const int8_t *const *)io->in, k->concat.lens, q8_of(s)->q.mult, io->out,
+                           cs->stream);
+}
+
+/* Activations all run act_q8 (a table per step). */
+static const q8_enqueue_fn Q8[RT_OP_COUNT] = {
+    [RT_OP_CONV2D] = conv2d_q8,
+    [RT_OP_LINEAR] = linear_q8,
+    [RT_OP_QUANTIZE] = quantize_q8,
+    [RT_OP_DEQUANTIZE] = dequantize_q8,
+    [RT_OP_MAX_POOL2D] = max_pool2d_q8,
+    [RT_OP_AVG_POOL2D] = avg_pool2d_q8,
+    [RT_OP_GLOBAL_AVG_POOL] = global_avg_pool_q8,
+    [RT_OP_ADD] = add_q8,
+    [RT_OP_CONCAT] = concat_q8,
+};
+
+static q8_enqueue_fn q8_kernel(enum rt_op op) { return rt_op_has(op, RT_T_ACT) ? act_q8 : Q8[op]; }
+
+bool cuda_q8_supports(const struct rt_step *s, char *why, size_t why_len)
+{
+    if (!q8_kernel(s->op)) {
+        snprintf(why, why_len, "no INT8 CUDA kernel for %s", rt_op_name(s->op));
+        return false;
+    }
+    return cuda_step_fits(s, why, why_len);
+}
 
 enum rt_status cuda_q8_enqueue(struct cuda_session *cs, const struct rt_step *s, const struct rt_step_io *io,
                                struct rt_error *err)
 {
-    const struct rt_plan *p = cs->plan;
-    const struct rt_graph *g = p->g;
-    const struct cuda_step_prep *pr = s->prep;
-    const struct cuda_q8_prep *q8 = pr->q8;
-    const struct rt_q8_step *q = &q8->q;
-    const int batch = cs->batch;
-    char *dev = pr->dev[cs->slot].w;
-    cudaStream_t st = cs->stream;
-    const int8_t *x = io->in[0];
-    int8_t *y = io->out;
-    int64_t count = g->tensors[s->out].sample_elems * batch;
-    struct k_q8_epilogue epi = q->epi;
-    if (dev) {
-        epi.bias = (const int32_t *)(dev + q8->off_bias);
-        epi.mult = (const struct k_q8_mult *)(dev + q8->off_mult);
-    }
-    switch (s->op) {
-    case RT_OP_CONV2D: {
-        struct k_conv2d k = rt_step_conv2d(p, s, batch);
-        KCHECK(cs, kcuda_conv2d_q8(&k, x, (const int8_t *)dev, &epi, io->residual, io->out, st), err);
-        return RT_OK;
-    }
-    case RT_OP_LINEAR: {
-        struct k_linear k = rt_step_linear(p, s, batch);
-        KCHECK(cs, kcuda_linear_q8(&k, x, (const int8_t *)dev, &epi, io->residual, io->out, st), err);
-        return RT_OK;
-    }
-    case RT_OP_QUANTIZE:
-        KCHECK(cs, kcuda_quantize_q8(count, io->in[0], q->scale, y, st), err);
-        return RT_OK;
-    case RT_OP_DEQUANTIZE: {
-        const struct rt_tensor *in = &g->tensors[s->in[0]];
-        if (in->dtype == RT_DTYPE_I8) {
-            KCHECK(cs, kcuda_dequantize_q8(count, x, q->scale, io->out, st), err);
-            return RT_OK;
-        }
-        /* I32 accumulators, as rt_cpu_q8_run: a conv's channels are dim 1,
-         * a linear layer's the last dim */
-        int64_t c = in->shape.dims[1], inner = in->sample_elems / c, rows = batch;
-        if (g->nodes[in->producer].op == RT_OP_LINEAR) {
-            c = in->shape.dims[in->shape.rank - 1];
-            inner = 1;
-            rows = batch * (in->sample_elems / c);
-        }
-        // cppcheck-suppress invalidPointerCast ; dev is device bytes holding the float scales at off_scale
-        KCHECK(cs, kcuda_dequantize_i32((int)rows, (int)c, inner, io->in[0], (const float *)(dev + q8->off_scale),
-                                        io->out, st), err);
-        return RT_OK;
-    }
-    case RT_OP_RELU:
-    case RT_OP_RELU6:
-    case RT_OP_SIGMOID:
-    case RT_OP_TANH:
-    case RT_OP_GELU:
-        KCHECK(cs, kcuda_lut_q8(count, q->lut, x, y, st), err);
-        return RT_OK;
-    case RT_OP_MAX_POOL2D: {
-        struct k_pool2d k = rt_step_pool2d(p, s, batch);
-        KCHECK(cs, kcuda_max_pool2d_q8(&k, x, y, st), err);
-        return RT_OK;
-    }
-    case RT_OP_AVG_POOL2D: {
-        struct k_pool2d k = rt_step_pool2d(p, s, batch);
-        KCHECK(cs, kcuda_avg_pool2d_q8(&k, (const struct k_q8_mult *)(dev + q8->off_mult), x, y, st), err);
-        return RT_OK;
-    }
-    case RT_OP_GLOBAL_AVG_POOL: {
-        const struct rt_shape *sh = &g->tensors[s->in[0]].shape;
-        KCHECK(cs, kcuda_global_avg_pool_q8(batch, (int)sh->dims[1], sh->dims[2] * sh->dims[3], q->mult[0], x, y, st),
-               err);
-        return RT_OK;
-    }
-    case RT_OP_ADD:
-        KCHECK(cs, kcuda_add_q8(count, x, q->mult[0], io->in[1], q->mult[1], y, st), err);
-        return RT_OK;
-    case RT_OP_CONCAT: {
-        const struct rt_shape *sh = &g->tensors[s->out].shape;
-        int axis = s->node->a.axis < 0 ? s->node->a.axis + sh->rank : s->node->a.axis;
-        int64_t outer = batch, inner = 1, lens[RT_NODE_MAX_INPUTS];
-        for (int d = 1; d < axis; d++)
-            outer *= sh->dims[d];
-        for (int d = axis + 1; d < sh->rank; d++)
-            inner *= sh->dims[d];
-        for (int i = 0; i < s->n_in; i++)
-            lens[i] = g->tensors[s->in[i]].shape.dims[axis];
-        struct k_concat k = {outer, inner, s->n_in};
-        KCHECK(cs, kcuda_concat_q8(&k, (const int8_t *const *)io->in, lens, q->mult, y, st), err);
-        return RT_OK;
-    }
-    default:
-        return rt_error_set(err, RT_ERR_INTERNAL, "CUDA backend: op %s has no INT8 kernel", rt_op_name(s->op));
-    }
+    union rt_step_params k = rt_step_params(s, cs->batch);
+    cudaError_t e = q8_kernel(s->op)(cs, s, &k, io);
+    return e == cudaSuccess ? RT_OK : cuda_fail(cs->cb, e, rt_op_name(s->op), err);
 }

@@ -180,8 +180,7 @@ void rt_calib_scales(const struct rt_calib *c, const struct rt_graph *g, enum rt
         scales[t] = t < c->n && rt_calib_seen(c, t) ? rt_calib_scale(c, t, m, percentile) : 0;
     /* in node order, so chains (pool -> flatten) inherit from the start */
     for (int i = 0; i < g->n_nodes; i++) {
-        enum rt_op op = g->nodes[i].op;
-        if (op == RT_OP_MAX_POOL2D || op == RT_OP_FLATTEN || op == RT_OP_RESHAPE)
+        if (rt_op_has(g->nodes[i].op, RT_T_KEEPS_SCALE))
             scales[g->nodes[i].output] = scales[g->nodes[i].inputs[0]];
     }
 }

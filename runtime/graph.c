@@ -8,27 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/ops_impl.h"
 #include "rt_checked.h"
-
-static const char *const OP_NAMES[] = {
-#define RT_OP_NAME(e, name) name,
-    RT_OP_LIST(RT_OP_NAME)
-#undef RT_OP_NAME
-};
-_Static_assert(sizeof(OP_NAMES) / sizeof(OP_NAMES[0]) == RT_OP_COUNT, "one name per op");
-
-const char *rt_op_name(enum rt_op op) { return (unsigned)op < RT_OP_COUNT ? OP_NAMES[op] : "?"; }
-
-bool rt_op_from_name(const char *name, enum rt_op *out)
-{
-    for (int i = 0; i < RT_OP_COUNT; i++) {
-        if (strcmp(name, OP_NAMES[i]) == 0) {
-            *out = (enum rt_op)i;
-            return true;
-        }
-    }
-    return false;
-}
 
 /* ------------------------------------------------------------ tensor names */
 
@@ -120,80 +101,7 @@ float *rt_graph_alloc(struct rt_graph *g, size_t count)
 
 /* ------------------------------------------------------------ shape inference */
 
-static enum rt_status node_error(struct rt_error *err, const struct rt_node *n, const char *what)
-{
-    return rt_error_set(err, RT_ERR_BAD_MODEL, "node '%s' (%s): %s", n->name, rt_op_name(n->op), what);
-}
-
-static bool weight_is(const struct rt_weight *w, int rank, const int64_t *dims)
-{
-    if (w->shape.rank != rank)
-        return false;
-    for (int i = 0; i < rank; i++) {
-        if (w->shape.dims[i] != dims[i])
-            return false;
-    }
-    return true;
-}
-
-/* Output length of a sliding window, PyTorch conventions (ceil_mode drops a
- * last window that would start inside the right padding). */
-static int64_t window_out(int64_t in, int pad_a, int pad_b, int k, int dil, int stride, bool ceil_mode)
-{
-    int64_t span = in + pad_a + pad_b - (int64_t)dil * (k - 1) - 1;
-    if (span < 0)
-        return 0;
-    int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
-    if (ceil_mode && (out - 1) * stride >= in + pad_a)
-        out--;
-    return out;
-}
-
-static enum rt_status infer_conv(const struct rt_node *n, const struct rt_shape *x, struct rt_shape *out,
-                                 struct rt_error *err)
-{
-    const struct rt_conv_attrs *a = &n->a.conv;
-    const struct rt_weight *w = &n->w[RT_W_WEIGHT];
-    if (x->rank != 4)
-        return node_error(err, n, "input must be [N, C, H, W]");
-    if (w->shape.rank != 4)
-        return node_error(err, n, "weight must be [OC, C/groups, KH, KW]");
-    int64_t c = x->dims[1], oc = w->shape.dims[0];
-    if (c % a->groups != 0 || oc % a->groups != 0 || w->shape.dims[1] != c / a->groups)
-        return node_error(err, n, "weight shape does not match input channels and groups");
-    if (oc < 1 || w->shape.dims[2] < 1 || w->shape.dims[3] < 1 || w->shape.dims[2] > 1024 ||
-        w->shape.dims[3] > 1024 || oc > (1 << 20))
-        return node_error(err, n, "weight has an empty or absurd dimension");
-    if (n->w[RT_W_BIAS].data && !weight_is(&n->w[RT_W_BIAS], 1, &oc))
-        return node_error(err, n, "bias must be [OC]");
-    int64_t oh = window_out(x->dims[2], a->pad[0], a->pad[2], (int)w->shape.dims[2], a->dilation[0], a->stride[0], false);
-    int64_t ow = window_out(x->dims[3], a->pad[1], a->pad[3], (int)w->shape.dims[3], a->dilation[1], a->stride[1], false);
-    if (oh < 1 || ow < 1)
-        return node_error(err, n, "kernel larger than the padded input");
-    *out = (struct rt_shape){4, {-1, oc, oh, ow}};
-    return RT_OK;
-}
-
-static enum rt_status infer_pool(const struct rt_node *n, const struct rt_shape *x, struct rt_shape *out,
-                                 struct rt_error *err)
-{
-    const struct rt_pool_attrs *a = &n->a.pool;
-    if (x->rank != 4)
-        return node_error(err, n, "input must be [N, C, H, W]");
-    /* so that no window lies wholly in the padding (PyTorch asks for at most
-     * half the kernel, ONNX for less than all of it) */
-    int64_t span_h = (int64_t)a->dilation[0] * (a->kernel[0] - 1) + 1;
-    int64_t span_w = (int64_t)a->dilation[1] * (a->kernel[1] - 1) + 1;
-    if (a->pad[0] >= span_h || a->pad[2] >= span_h || a->pad[1] >= span_w || a->pad[3] >= span_w)
-        return node_error(err, n, "padding must be smaller than the kernel");
-    int64_t oh = window_out(x->dims[2], a->pad[0], a->pad[2], a->kernel[0], a->dilation[0], a->stride[0], a->ceil_mode);
-    int64_t ow = window_out(x->dims[3], a->pad[1], a->pad[3], a->kernel[1], a->dilation[1], a->stride[1], a->ceil_mode);
-    if (oh < 1 || ow < 1)
-        return node_error(err, n, "kernel larger than the padded input");
-    *out = (struct rt_shape){4, {-1, x->dims[1], oh, ow}};
-    return RT_OK;
-}
-
+/* Equal dims after the batch. */
 static bool same_shape(const struct rt_shape *a, const struct rt_shape *b)
 {
     if (a->rank != b->rank)
@@ -205,239 +113,21 @@ static bool same_shape(const struct rt_shape *a, const struct rt_shape *b)
     return true;
 }
 
-/* numpy broadcasting of the per-sample dims (after the batch) of x and of
- * the second operand: the activation input 1, or the constant weight. */
-static enum rt_status infer_binary(const struct rt_graph *g, const struct rt_node *n, const struct rt_shape *x,
-                                   struct rt_shape *out, struct rt_error *err)
-{
-    const struct rt_weight *c = &n->w[RT_W_WEIGHT];
-    const struct rt_shape *y = c->data ? NULL : &g->tensors[n->inputs[1]].shape;
-    int rx = x->rank - 1, ry = y ? y->rank - 1 : c->shape.rank;
-    const int64_t *dx = x->dims + 1, *dy = y ? y->dims + 1 : c->shape.dims;
-    if ((unsigned)n->a.binary.op >= K_BIN_COUNT)
-        return node_error(err, n, "unknown binary operation");
-    int r = rx > ry ? rx : ry;
-    if (r + 1 > RT_MAX_DIMS)
-        return node_error(err, n, "broadcast result has too many dimensions");
-    out->rank = r + 1;
-    out->dims[0] = -1;
-    for (int i = 0; i < r; i++) {
-        int64_t a = i - (r - rx) >= 0 ? dx[i - (r - rx)] : 1;
-        int64_t b = i - (r - ry) >= 0 ? dy[i - (r - ry)] : 1;
-        if (a != b && a != 1 && b != 1)
-            return node_error(err, n, "operand shapes do not broadcast");
-        out->dims[i + 1] = a == 1 ? b : a;
-    }
-    return RT_OK;
-}
-
-/* matmul: per-sample [..., M, K] . [..., K, N] (either transposed), the
- * leading dims broadcast as numpy does. */
-static enum rt_status infer_matmul(const struct rt_graph *g, const struct rt_node *n, const struct rt_shape *x,
-                                   struct rt_shape *out, struct rt_error *err)
-{
-    const struct rt_shape *y = &g->tensors[n->inputs[1]].shape;
-    const struct rt_matmul_attrs *a = &n->a.matmul;
-    int rx = x->rank - 1, ry = y->rank - 1;
-    if (rx < 2 || ry < 2)
-        return node_error(err, n, "operands must be per-sample [..., M, K] and [..., K, N]");
-    int64_t m = x->dims[a->trans_a ? rx : rx - 1], k = x->dims[a->trans_a ? rx - 1 : rx];
-    int64_t k2 = y->dims[a->trans_b ? ry : ry - 1], nn = y->dims[a->trans_b ? ry - 1 : ry];
-    if (k != k2)
-        return node_error(err, n, "inner dimensions differ");
-    int bx = rx - 2, by = ry - 2, r = bx > by ? bx : by;
-    if (r + 3 > RT_MAX_DIMS || r > K_BINARY_MAX_DIMS)
-        return node_error(err, n, "too many dimensions");
-    out->rank = r + 3;
-    out->dims[0] = -1;
-    for (int i = 0; i < r; i++) {
-        int64_t da = i - (r - bx) >= 0 ? x->dims[1 + i - (r - bx)] : 1;
-        int64_t db = i - (r - by) >= 0 ? y->dims[1 + i - (r - by)] : 1;
-        if (da != db && da != 1 && db != 1)
-            return node_error(err, n, "batch dimensions do not broadcast");
-        out->dims[1 + i] = da == 1 ? db : da;
-    }
-    out->dims[r + 1] = m;
-    out->dims[r + 2] = nn;
-    return RT_OK;
-}
-
-/* conv2d_dyn: x per-sample [N, C, H, W], weight [OC, C/groups, KH, KW],
- * bias [OC]. */
-static enum rt_status infer_conv_dyn(const struct rt_graph *g, const struct rt_node *n, const struct rt_shape *x,
-                                     struct rt_shape *out, struct rt_error *err)
-{
-    const struct rt_conv_attrs *a = &n->a.conv;
-    const struct rt_shape *w = &g->tensors[n->inputs[1]].shape;
-    if (x->rank != 5)
-        return node_error(err, n, "input must be per-sample [N, C, H, W]");
-    if (w->rank != 5)
-        return node_error(err, n, "weight must be per-sample [OC, C/groups, KH, KW]");
-    int64_t c = x->dims[2], oc = w->dims[1];
-    if (a->groups < 1 || c % a->groups != 0 || oc % a->groups != 0 || w->dims[2] != c / a->groups)
-        return node_error(err, n, "weight shape does not match input channels and groups");
-    if (oc < 1 || w->dims[3] < 1 || w->dims[4] < 1 || w->dims[3] > 1024 || w->dims[4] > 1024 || oc > (1 << 20))
-        return node_error(err, n, "weight has an empty or absurd dimension");
-    if (n->n_inputs == 3) {
-        const struct rt_shape *b = &g->tensors[n->inputs[2]].shape;
-        if (b->rank != 2 || b->dims[1] != oc)
-            return node_error(err, n, "bias must be per-sample [OC]");
-    }
-    int64_t oh = window_out(x->dims[3], a->pad[0], a->pad[2], (int)w->dims[3], a->dilation[0], a->stride[0], false);
-    int64_t ow = window_out(x->dims[4], a->pad[1], a->pad[3], (int)w->dims[4], a->dilation[1], a->stride[1], false);
-    if (oh < 1 || ow < 1)
-        return node_error(err, n, "kernel larger than the padded input");
-    *out = (struct rt_shape){5, {-1, x->dims[1], oc, oh, ow}};
-    return RT_OK;
-}
-
-static int normalise_axis(int axis, int rank)
-{
-    return axis < 0 ? axis + rank : axis;
-}
-
 enum rt_status rt_graph_infer_node(const struct rt_graph *g, const struct rt_node *n, struct rt_shape *out,
                                    struct rt_error *err)
 {
-    const struct rt_shape *x = &g->tensors[n->inputs[0]].shape;
-    int want_inputs = n->op == RT_OP_ADD ? 2 : n->op == RT_OP_CONCAT ? -1 : 1;
-    if (n->op == RT_OP_BINARY)
-        want_inputs = n->w[RT_W_WEIGHT].data ? 1 : 2;
-    if (n->op == RT_OP_MATMUL)
-        want_inputs = 2;
-    if (n->op == RT_OP_BATCH_NORM_DYN)
-        want_inputs = 5;
-    if (n->op == RT_OP_CONV2D_DYN) {
-        if (n->n_inputs != 2 && n->n_inputs != 3)
-            return node_error(err, n, "takes an input, a weight and an optional bias");
-        want_inputs = -1;
+    if ((unsigned)n->op >= RT_OP_COUNT)
+        return rt_error_set(err, RT_ERR_BAD_MODEL, "node '%s': unknown op", n->name);
+    const struct rt_op_info *op = rt_op_info(n->op);
+    if (n->n_inputs < op->min_inputs || n->n_inputs > op->max_inputs) {
+        char what[64];
+        if (op->min_inputs == op->max_inputs)
+            snprintf(what, sizeof(what), "takes %d input%s", op->min_inputs, op->min_inputs == 1 ? "" : "s");
+        else
+            snprintf(what, sizeof(what), "takes %d to %d inputs", op->min_inputs, op->max_inputs);
+        return rt_op_node_error(err, n, what);
     }
-    if (want_inputs > 2 && n->n_inputs != want_inputs)
-        return node_error(err, n, "takes an input and four parameters");
-    if (want_inputs > 0 && n->n_inputs != want_inputs)
-        return node_error(err, n, want_inputs == 2 ? "takes two inputs" : "takes one input");
-    switch (n->op) {
-    case RT_OP_CONV2D:
-        return infer_conv(n, x, out, err);
-    case RT_OP_LINEAR: {
-        /* [N, ..., K] -> [N, ..., M], as torch.nn.Linear and ONNX MatMul
-         * with a constant right operand: each row of K is one product */
-        const struct rt_weight *w = &n->w[RT_W_WEIGHT];
-        if (x->rank < 2)
-            return node_error(err, n, "input must be [N, ..., K]");
-        if (w->shape.rank != 2 || w->shape.dims[1] != x->dims[x->rank - 1] || w->shape.dims[0] < 1)
-            return node_error(err, n, "weight must be [M, K] with K the input features");
-        if (n->w[RT_W_BIAS].data && !weight_is(&n->w[RT_W_BIAS], 1, &w->shape.dims[0]))
-            return node_error(err, n, "bias must be [M]");
-        *out = *x;
-        out->dims[x->rank - 1] = w->shape.dims[0];
-        return RT_OK;
-    }
-    case RT_OP_BATCH_NORM:
-        if (x->rank < 2)
-            return node_error(err, n, "input needs a channel dimension");
-        for (int r = 0; r < RT_W_COUNT; r++) {
-            if (!weight_is(&n->w[r], 1, &x->dims[1]))
-                return node_error(err, n, "parameters must be [C] with C the input channels");
-        }
-        *out = *x;
-        return RT_OK;
-    case RT_OP_RELU:
-    case RT_OP_RELU6:
-    case RT_OP_SIGMOID:
-    case RT_OP_TANH:
-    case RT_OP_GELU:
-    case RT_OP_QUANTIZE:
-    case RT_OP_DEQUANTIZE:
-        *out = *x;
-        return RT_OK;
-    case RT_OP_MAX_POOL2D:
-    case RT_OP_AVG_POOL2D:
-        return infer_pool(n, x, out, err);
-    case RT_OP_GLOBAL_AVG_POOL:
-        if (x->rank != 4)
-            return node_error(err, n, "input must be [N, C, H, W]");
-        *out = (struct rt_shape){4, {-1, x->dims[1], 1, 1}};
-        return RT_OK;
-    case RT_OP_ADD:
-        if (!same_shape(x, &g->tensors[n->inputs[1]].shape))
-            return node_error(err, n, "inputs must have the same shape");
-        *out = *x;
-        return RT_OK;
-    case RT_OP_FLATTEN: {
-        int64_t p = 1;
-        for (int i = 1; i < x->rank; i++)
-            p *= x->dims[i];
-        *out = (struct rt_shape){2, {-1, p}};
-        return RT_OK;
-    }
-    case RT_OP_RESHAPE: {
-        const struct rt_shape *r = &n->a.reshape;
-        int64_t total = 1, known = 1;
-        int unknown = -1;
-        for (int i = 1; i < x->rank; i++)
-            total *= x->dims[i];
-        for (int i = 0; i < r->rank; i++) {
-            if (r->dims[i] == -1) {
-                if (unknown >= 0)
-                    return node_error(err, n, "at most one -1 in 'shape'");
-                unknown = i;
-            } else if (__builtin_mul_overflow(known, r->dims[i], &known)) {
-                return node_error(err, n, "'shape' overflows");
-            }
-        }
-        if ((unknown >= 0 && total % known != 0) || (unknown < 0 && known != total))
-            return node_error(err, n, "'shape' does not match the input's element count");
-        out->rank = r->rank + 1;
-        out->dims[0] = -1;
-        for (int i = 0; i < r->rank; i++)
-            out->dims[i + 1] = i == unknown ? total / known : r->dims[i];
-        return RT_OK;
-    }
-    case RT_OP_CONCAT: {
-        int axis = normalise_axis(n->a.axis, x->rank);
-        if (axis < 1 || axis >= x->rank)
-            return node_error(err, n, "'axis' must name a non-batch dimension");
-        *out = *x;
-        for (int i = 1; i < n->n_inputs; i++) {
-            const struct rt_shape *y = &g->tensors[n->inputs[i]].shape;
-            if (y->rank != x->rank)
-                return node_error(err, n, "inputs must have the same rank");
-            for (int d = 1; d < x->rank; d++) {
-                if (d != axis && y->dims[d] != x->dims[d])
-                    return node_error(err, n, "inputs differ outside the concat axis");
-            }
-            out->dims[axis] += y->dims[axis];
-        }
-        return RT_OK;
-    }
-    case RT_OP_SOFTMAX: {
-        int axis = normalise_axis(n->a.axis, x->rank);
-        if (axis < 1 || axis >= x->rank)
-            return node_error(err, n, "'axis' must name a non-batch dimension");
-        *out = *x;
-        return RT_OK;
-    }
-    case RT_OP_BINARY:
-        return infer_binary(g, n, x, out, err);
-    case RT_OP_MATMUL:
-        return infer_matmul(g, n, x, out, err);
-    case RT_OP_CONV2D_DYN:
-        return infer_conv_dyn(g, n, x, out, err);
-    case RT_OP_BATCH_NORM_DYN:
-        if (x->rank < 3)
-            return node_error(err, n, "input must be per-sample [N, C, ...]");
-        for (int k = 1; k < 5; k++) {
-            const struct rt_shape *p = &g->tensors[n->inputs[k]].shape;
-            if (p->rank != 2 || p->dims[1] != x->dims[2])
-                return node_error(err, n, "parameters must be per-sample [C] with C the input channels");
-        }
-        *out = *x;
-        return RT_OK;
-    case RT_OP_COUNT:
-        break;
-    }
-    return node_error(err, n, "unknown op");
+    return op->family->infer(g, n, out, err);
 }
 
 /* ------------------------------------------------------------ passes */
@@ -560,7 +250,7 @@ static enum rt_status fold_batch_norms(struct rt_graph *g, struct rt_error *err)
         for (int64_t k = 0; k < c; k++) {
             double s = (double)gamma[k] / sqrt((double)var[k] + (double)bn->a.eps);
             if (!isfinite(s) || var[k] < 0)
-                return node_error(err, bn, "running_var must be non-negative and finite");
+                return rt_op_node_error(err, bn, "running_var must be non-negative and finite");
             scale[k] = (float)s;
             shift[k] = (float)((double)beta[k] - (double)mean[k] * s);
         }
@@ -622,7 +312,7 @@ enum rt_status rt_graph_finish(struct rt_graph *g, struct rt_model_config *cfg, 
             return rt_error_prefix(err, "%s", label);
         if (!rt_dims_product(o->shape.dims + 1, o->shape.rank - 1, &o->sample_elems) ||
             o->sample_elems > (1 << 28) || o->sample_elems < 1) {
-            node_error(err, n, "output tensor is empty or too large");
+            rt_op_node_error(err, n, "output tensor is empty or too large");
             return rt_error_prefix(err, "%s", label);
         }
         if (o->output_index >= 0) {

@@ -35,35 +35,6 @@ static enum rt_status round_weights_f16(struct rt_graph *g, struct rt_error *err
     return RT_OK;
 }
 
-static bool int8_op(enum rt_op op)
-{
-    switch (op) {
-    case RT_OP_CONV2D:
-    case RT_OP_LINEAR:
-    case RT_OP_RELU:
-    case RT_OP_RELU6:
-    case RT_OP_SIGMOID:
-    case RT_OP_TANH:
-    case RT_OP_GELU:
-    case RT_OP_MAX_POOL2D:
-    case RT_OP_AVG_POOL2D:
-    case RT_OP_GLOBAL_AVG_POOL:
-    case RT_OP_ADD:
-    case RT_OP_FLATTEN:
-    case RT_OP_RESHAPE:
-    case RT_OP_CONCAT:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Ops whose int8 output is an exact selection or view of their input. */
-static bool keeps_scale(enum rt_op op)
-{
-    return op == RT_OP_MAX_POOL2D || op == RT_OP_FLATTEN || op == RT_OP_RESHAPE;
-}
-
 struct lower {
     struct rt_graph *g;
     struct rt_node *nodes;     /* the new list */
@@ -140,7 +111,7 @@ static int as_type(struct lower *l, int t, bool want_q8, const struct rt_node *r
 static enum rt_status lower_node(struct lower *l, struct rt_node n, const bool *int8_reader)
 {
     struct rt_graph *g = l->g;
-    bool q8 = int8_op(n.op);
+    bool q8 = rt_op_has(n.op, RT_T_INT8);
     for (int k = 0; k < n.n_inputs; k++) {
         if ((n.inputs[k] = as_type(l, n.inputs[k], q8, &n)) < 0)
             return l->err->status;
@@ -150,7 +121,7 @@ static enum rt_status lower_node(struct lower *l, struct rt_node n, const bool *
         l->nodes[l->n++] = n;
         return RT_OK;
     }
-    bool matmul = n.op == RT_OP_CONV2D || n.op == RT_OP_LINEAR;
+    bool matmul = rt_op_has(n.op, RT_T_GEMM);
     if (matmul) {
         const struct rt_shape *w = &n.w[RT_W_WEIGHT].shape;
         int64_t depth = w->rank == 4 ? w->dims[1] * w->dims[2] * w->dims[3] : w->dims[1];
@@ -160,7 +131,7 @@ static enum rt_status lower_node(struct lower *l, struct rt_node n, const bool *
     }
     enum rt_dtype dt = matmul && !int8_reader[out] ? RT_DTYPE_I32 : RT_DTYPE_I8;
     float scale = 0;
-    if (dt == RT_DTYPE_I8 && keeps_scale(n.op)) {
+    if (dt == RT_DTYPE_I8 && rt_op_has(n.op, RT_T_KEEPS_SCALE)) {
         scale = g->tensors[n.inputs[0]].scale;
         if (g->tensors[out].scale > 0 && g->tensors[out].scale != scale)
             return rt_error_set(l->err, RT_ERR_BAD_MODEL,
@@ -208,7 +179,7 @@ static enum rt_status lower_int8(struct rt_graph *g, const char *label, struct r
     for (size_t t = 0; t < tcap; t++)
         l.twin_q8[t] = l.twin_f32[t] = -1;
     for (int i = 0; i < g->n_nodes; i++) {
-        for (int k = 0; k < g->nodes[i].n_inputs && int8_op(g->nodes[i].op); k++)
+        for (int k = 0; k < g->nodes[i].n_inputs && rt_op_has(g->nodes[i].op, RT_T_INT8); k++)
             int8_reader[g->nodes[i].inputs[k]] = true;
     }
     for (int i = 0; i < g->n_nodes && s == RT_OK; i++)

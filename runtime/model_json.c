@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/ops_impl.h"
+
 #define MAX_NODES 65536
 
 struct ctx {
@@ -322,112 +324,59 @@ static enum rt_status bind_weight(struct ctx *c, struct rt_node *n, const cJSON 
     return rt_model_json_bind_tensor(c->st, c->cfg->precision, c->g, n, role, t, c->err);
 }
 
+/* ---- the attribute reader the op families use (ops_impl.h) */
+
+struct rt_attrs {
+    struct ctx *c;
+    const cJSON *obj;       /* the node's "attrs", or NULL */
+    const char *where;      /* the node's name */
+};
+
+bool rt_attrs_int(struct rt_attrs *a, const char *key, long lo, long hi, int def, int *out)
+{
+    return get_int(a->c, a->obj, key, lo, hi, def, out, a->where);
+}
+
+int rt_attrs_ints(struct rt_attrs *a, const char *key, int n, int n2, int lo, int hi, const int *def, int *out)
+{
+    return get_ints(a->c, a->obj, key, n, n2, lo, hi, def, out, a->where);
+}
+
+bool rt_attrs_bool(struct rt_attrs *a, const char *key, bool def, bool *out)
+{
+    return get_bool(a->c, a->obj, key, def, out, a->where);
+}
+
+const cJSON *rt_attrs_item(struct rt_attrs *a, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(a->obj, key);
+}
+
+bool rt_attrs_fail(struct rt_attrs *a, const char *what)
+{
+    fail(a->c, a->where, what);
+    return false;
+}
+
 static enum rt_status parse_attrs(struct ctx *c, struct rt_node *n, const cJSON *attrs)
 {
-    const char *where = n->name;
-    static const int ONE2[2] = {1, 1}, ZERO4[4] = {0, 0, 0, 0};
-    switch (n->op) {
-    case RT_OP_CONV2D: {
-        struct rt_conv_attrs *a = &n->a.conv;
-        int np;
-        if (!get_ints(c, attrs, "stride", 2, 0, 1, 1024, ONE2, a->stride, where) ||
-            !(np = get_ints(c, attrs, "padding", 2, 4, 0, 1024, ZERO4, a->pad, where)) ||
-            !get_ints(c, attrs, "dilation", 2, 0, 1, 1024, ONE2, a->dilation, where) ||
-            !get_int(c, attrs, "groups", 1, 1 << 20, 1, &a->groups, where))
-            return c->err->status;
-        if (np == 2) {   /* [h, w] -> symmetric [top, left, bottom, right] */
-            a->pad[2] = a->pad[0];
-            a->pad[3] = a->pad[1];
-        }
-        return RT_OK;
-    }
-    case RT_OP_MAX_POOL2D:
-    case RT_OP_AVG_POOL2D: {
-        struct rt_pool_attrs *a = &n->a.pool;
-        int np;
-        if (!get_ints(c, attrs, "kernel", 2, 0, 1, 1024, NULL, a->kernel, where) ||
-            !get_ints(c, attrs, "stride", 2, 0, 1, 1024, a->kernel, a->stride, where) ||
-            !(np = get_ints(c, attrs, "padding", 2, 4, 0, 1024, ZERO4, a->pad, where)) ||
-            !get_ints(c, attrs, "dilation", 2, 0, 1, 1024, ONE2, a->dilation, where) ||
-            !get_bool(c, attrs, "ceil_mode", false, &a->ceil_mode, where) ||
-            !get_bool(c, attrs, "count_include_pad", true, &a->count_include_pad, where))
-            return c->err->status;
-        if (np == 2) {
-            a->pad[2] = a->pad[0];
-            a->pad[3] = a->pad[1];
-        }
-        if (n->op == RT_OP_AVG_POOL2D && (a->dilation[0] != 1 || a->dilation[1] != 1))
-            return fail(c, where, "average pooling takes no dilation");
-        return RT_OK;
-    }
-    case RT_OP_BATCH_NORM: {
-        const cJSON *eps = cJSON_GetObjectItemCaseSensitive(attrs, "eps");
-        n->a.eps = 1e-5f;
-        if (eps && (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0) || !isfinite(eps->valuedouble)))
-            return fail(c, where, "'eps' must be a positive number");
-        if (eps)
-            n->a.eps = (float)eps->valuedouble;
-        return RT_OK;
-    }
-    case RT_OP_GELU: {
-        const cJSON *ap = cJSON_GetObjectItemCaseSensitive(attrs, "approximate");
-        if (ap && !(cJSON_IsString(ap) && (strcmp(ap->valuestring, "none") == 0 ||
-                                           strcmp(ap->valuestring, "tanh") == 0)))
-            return fail(c, where, "'approximate' must be \"none\" or \"tanh\"");
-        n->a.gelu_tanh = ap && strcmp(ap->valuestring, "tanh") == 0;
-        return RT_OK;
-    }
-    case RT_OP_SOFTMAX:
-        return get_int(c, attrs, "axis", -RT_MAX_DIMS, RT_MAX_DIMS - 1, -1, &n->a.axis, where) ? RT_OK
-                                                                                              : c->err->status;
-    case RT_OP_CONCAT:
-        return get_int(c, attrs, "axis", -RT_MAX_DIMS, RT_MAX_DIMS - 1, 1, &n->a.axis, where) ? RT_OK
-                                                                                             : c->err->status;
-    case RT_OP_FLATTEN: {
-        int start;
-        if (!get_int(c, attrs, "start_dim", 1, 1, 1, &start, where))
-            return c->err->status;
-        return RT_OK;
-    }
-    case RT_OP_RESHAPE: {
-        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(attrs, "shape");
-        int rank = cJSON_IsArray(shape) ? cJSON_GetArraySize(shape) : 0;
-        if (rank < 1 || rank > RT_MAX_DIMS - 1)
-            return fail(c, where, "'shape' must list 1 to 7 dims after the batch");
-        n->a.reshape.rank = rank;
-        for (int k = 0; k < rank; k++) {
-            int64_t v;
-            if (!json_i64(cJSON_GetArrayItem(shape, k), -1, 1e9, &v) || v == 0)
-                return fail(c, where, "'shape' dims must be positive or -1");
-            n->a.reshape.dims[k] = v;
-        }
-        return RT_OK;
-    }
-    default:
-        return RT_OK;
-    }
+    const struct rt_op_family *f = rt_op_info(n->op)->family;
+    struct rt_attrs a = {c, attrs, n->name};
+    return !f->read_attrs || f->read_attrs(&a, n) ? RT_OK : c->err->status;
 }
 
 static enum rt_status parse_weights(struct ctx *c, struct rt_node *n, const cJSON *w)
 {
-    enum rt_status s = RT_OK;
-    switch (n->op) {
-    case RT_OP_CONV2D:
-    case RT_OP_LINEAR:
-        if ((s = bind_weight(c, n, w, "weight", RT_W_WEIGHT, true)) == RT_OK)
-            s = bind_weight(c, n, w, "bias", RT_W_BIAS, false);
-        return s;
-    case RT_OP_BATCH_NORM:
-        if ((s = bind_weight(c, n, w, "weight", RT_W_WEIGHT, true)) == RT_OK &&
-            (s = bind_weight(c, n, w, "bias", RT_W_BIAS, true)) == RT_OK &&
-            (s = bind_weight(c, n, w, "running_mean", RT_W_MEAN, true)) == RT_OK)
-            s = bind_weight(c, n, w, "running_var", RT_W_VAR, true);
-        return s;
-    default:
+    const struct rt_weight_key *keys = rt_op_info(n->op)->family->weights;
+    if (!keys) {
         if (w && cJSON_GetArraySize(w) > 0)
             return fail(c, n->name, "this op takes no weights");
         return RT_OK;
     }
+    enum rt_status s = RT_OK;
+    for (; keys->key && s == RT_OK; keys++)
+        s = bind_weight(c, n, w, keys->key, keys->role, keys->required);
+    return s;
 }
 
 static enum rt_status parse_node(struct ctx *c, const cJSON *j, int index, struct rt_graph *g)
@@ -440,8 +389,7 @@ static enum rt_status parse_node(struct ctx *c, const cJSON *j, int index, struc
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(j, "op");
     if (!cJSON_IsString(op))
         return fail(c, n->name, "missing 'op'");
-    if (!rt_op_from_name(op->valuestring, &n->op) || n->op == RT_OP_QUANTIZE || n->op == RT_OP_DEQUANTIZE ||
-        n->op == RT_OP_BINARY || n->op == RT_OP_MATMUL || n->op == RT_OP_CONV2D_DYN || n->op == RT_OP_BATCH_NORM_DYN)
+    if (!rt_op_from_name(op->valuestring, &n->op) || !rt_op_has(n->op, RT_T_JSON))
         return rt_error_set(c->err, RT_ERR_BAD_MODEL, "%s: %s: unknown op '%.40s'", c->label, n->name,
                             op->valuestring);
     const cJSON *ins = cJSON_GetObjectItemCaseSensitive(j, "inputs");

@@ -55,7 +55,7 @@ enum rt_status rt_model_json_bind_tensor(const struct rt_safetensors *st, enum r
     struct rt_weight *w = &n->w[role];
     w->shape = t->shape;
     bool quantised = prec == RT_PRECISION_INT8 && role == RT_W_WEIGHT &&
-                     (n->op == RT_OP_CONV2D || n->op == RT_OP_LINEAR);
+                     rt_op_has(n->op, RT_T_GEMM);
     if (quantised) {
         if (t->dtype != RT_DTYPE_I8)
             return dtype_error(w->name, t->dtype, "I8", prec, err);

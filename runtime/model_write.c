@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "../kernels/kernel_quant.h"
+#include "ops/ops_impl.h"
 #include "rt_quant.h"
 #include "rt_safetensors.h"
 
-static const char *const ROLE_KEYS[RT_W_COUNT] = {"weight", "bias", "running_mean", "running_var"};
 
 /* The tensors to write; names and converted data are owned here. */
 struct wlist {
@@ -101,17 +101,17 @@ static int64_t elems_of(const struct rt_shape *s)
 }
 
 /* One weight of node n, stored at precision prec, named in weights[key]. */
-static bool write_weight(struct wlist *l, const struct rt_node *n, int role, const float *data, struct rt_shape shape,
-                         enum rt_precision prec, cJSON *weights)
+static bool write_weight(struct wlist *l, const struct rt_node *n, const struct rt_weight_key *key, const float *data,
+                         struct rt_shape shape, enum rt_precision prec, cJSON *weights)
 {
+    int role = key->role;
     const struct rt_weight *w = &n->w[role];
     char base[RT_NAME_MAX * 3];
     if (w->name[0] && role == RT_W_WEIGHT)
         snprintf(base, sizeof(base), "%s", w->name);
     else   /* roles folding created or rewrote get the node's name */
-        snprintf(base, sizeof(base), "%s.%s", n->name, ROLE_KEYS[role]);
-    bool matmul = n->op == RT_OP_CONV2D || n->op == RT_OP_LINEAR;
-    bool q8 = prec == RT_PRECISION_INT8 && matmul && role == RT_W_WEIGHT;
+        snprintf(base, sizeof(base), "%s.%s", n->name, key->key);
+    bool q8 = prec == RT_PRECISION_INT8 && rt_op_has(n->op, RT_T_GEMM) && role == RT_W_WEIGHT;
     const char *name = unique_name(l, base, q8);
     int64_t count = elems_of(&shape);
     bool ok;
@@ -139,7 +139,7 @@ static bool write_weight(struct wlist *l, const struct rt_node *n, int role, con
     } else {
         ok = add(l, name, RT_DTYPE_F32, shape, data);
     }
-    return ok && cJSON_AddStringToObject(weights, ROLE_KEYS[role], name) != NULL;
+    return ok && cJSON_AddStringToObject(weights, key->key, name) != NULL;
 }
 
 /* A batch norm left standalone by folding holds scale / shift in
@@ -147,11 +147,11 @@ static bool write_weight(struct wlist *l, const struct rt_node *n, int role, con
  * change 1 + eps, so loading it folds to the same affine exactly. */
 static bool write_weights(struct wlist *l, const struct rt_node *n, enum rt_precision prec, cJSON *weights)
 {
-    int roles = n->op == RT_OP_BATCH_NORM ? RT_W_COUNT : 2;
-    for (int r = 0; r < roles; r++) {
-        const struct rt_weight *w = &n->w[r];
-        const float *data = w->data;
-        struct rt_shape shape = w->shape;
+    const struct rt_weight_key *key = rt_op_info(n->op)->family->weights;
+    for (; key && key->key; key++) {
+        int r = key->role;
+        const float *data = n->w[r].data;
+        struct rt_shape shape = n->w[r].shape;
         if (n->op == RT_OP_BATCH_NORM && r >= RT_W_MEAN) {
             shape = n->w[RT_W_WEIGHT].shape;
             float *fill = malloc(sizeof(float) * (size_t)elems_of(&shape));
@@ -161,67 +161,16 @@ static bool write_weights(struct wlist *l, const struct rt_node *n, enum rt_prec
                 fill[i] = r == RT_W_MEAN ? 0.0f : 1.0f;
             data = fill;
         }
-        if (data && !write_weight(l, n, r, data, shape, prec, weights))
+        if (data && !write_weight(l, n, key, data, shape, prec, weights))
             return false;
     }
     return true;
 }
 
-/* Attaches item to obj under key; frees item when that fails. */
-static bool attach(cJSON *obj, const char *key, cJSON *item)
+static bool write_attrs(const struct rt_node *n, cJSON *attrs)
 {
-    if (item && cJSON_AddItemToObject(obj, key, item))
-        return true;
-    cJSON_Delete(item);
-    return false;
-}
-
-static bool write_attrs(const struct rt_node *n, cJSON *a)
-{
-    bool ok = true;
-    switch (n->op) {
-    case RT_OP_CONV2D: {
-        const struct rt_conv_attrs *c = &n->a.conv;
-        ok = attach(a, "stride", cJSON_CreateIntArray(c->stride, 2)) &&
-             attach(a, "padding", cJSON_CreateIntArray(c->pad, 4)) &&
-             attach(a, "dilation", cJSON_CreateIntArray(c->dilation, 2)) &&
-             cJSON_AddNumberToObject(a, "groups", c->groups);
-        break;
-    }
-    case RT_OP_MAX_POOL2D:
-    case RT_OP_AVG_POOL2D: {
-        const struct rt_pool_attrs *p = &n->a.pool;
-        ok = attach(a, "kernel", cJSON_CreateIntArray(p->kernel, 2)) &&
-             attach(a, "stride", cJSON_CreateIntArray(p->stride, 2)) &&
-             attach(a, "padding", cJSON_CreateIntArray(p->pad, 4)) &&
-             cJSON_AddBoolToObject(a, "ceil_mode", p->ceil_mode);
-        if (n->op == RT_OP_MAX_POOL2D)
-            ok = ok && attach(a, "dilation", cJSON_CreateIntArray(p->dilation, 2));
-        else
-            ok = ok && cJSON_AddBoolToObject(a, "count_include_pad", p->count_include_pad);
-        break;
-    }
-    case RT_OP_BATCH_NORM:
-        ok = cJSON_AddNumberToObject(a, "eps", n->w[RT_W_MEAN].data ? n->a.eps : 1e-30);
-        break;
-    case RT_OP_GELU:
-        ok = cJSON_AddStringToObject(a, "approximate", n->a.gelu_tanh ? "tanh" : "none");
-        break;
-    case RT_OP_SOFTMAX:
-    case RT_OP_CONCAT:
-        ok = cJSON_AddNumberToObject(a, "axis", n->a.axis);
-        break;
-    case RT_OP_RESHAPE: {
-        cJSON *shape = cJSON_AddArrayToObject(a, "shape");
-        for (int i = 0; shape && i < n->a.reshape.rank; i++)
-            ok = ok && cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)n->a.reshape.dims[i]));
-        ok = ok && shape;
-        break;
-    }
-    default:
-        break;
-    }
-    return ok;
+    const struct rt_op_family *f = rt_op_info(n->op)->family;
+    return !f->write_attrs || f->write_attrs(n, attrs);
 }
 
 static cJSON *write_nodes(struct wlist *l, const struct rt_graph *g, enum rt_precision prec)
@@ -263,7 +212,7 @@ static bool set_item(cJSON *root, const char *key, cJSON *item)
         return false;
     if (cJSON_GetObjectItemCaseSensitive(root, key))
         return cJSON_ReplaceItemInObjectCaseSensitive(root, key, item);
-    return attach(root, key, item);
+    return rt_op_attach(root, key, item);
 }
 
 /* item on one line, with a space after each ':' and ',' outside strings. */

@@ -29,6 +29,7 @@ static enum rt_status unary(struct onnx_ctx *c, enum rt_op op)
 
 static enum rt_status relu(struct onnx_ctx *c) { return unary(c, RT_OP_RELU); }
 static enum rt_status sigmoid(struct onnx_ctx *c) { return unary(c, RT_OP_SIGMOID); }
+static enum rt_status hardswish(struct onnx_ctx *c) { return unary(c, RT_OP_HARDSWISH); }
 static enum rt_status tanh_op(struct onnx_ctx *c) { return unary(c, RT_OP_TANH); }
 
 /* ------------------------------------------------------------ binary */
@@ -467,6 +468,7 @@ static enum rt_status constant(struct onnx_ctx *c)
 const struct onnx_op ONNX_OPS_EW[] = {
     {"Relu", {1, 6, 13, 14}, relu, "consumed_inputs"},
     {"Sigmoid", {1, 6, 13}, sigmoid, "consumed_inputs"},
+    {"HardSwish", {14}, hardswish, NULL},
     {"Tanh", {1, 6, 13}, tanh_op, "consumed_inputs"},
     {"Clip", {1, 6, 11, 12, 13}, clip, "min,max,consumed_inputs"},
     {"Add", {1, 6, 7, 13, 14}, add, "broadcast,axis,consumed_inputs"},

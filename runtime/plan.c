@@ -4,19 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/ops_impl.h"
 #include "rt_checked.h"
-
-static enum k_act act_of(const struct rt_node *n)
-{
-    switch (n->op) {
-    case RT_OP_RELU: return K_ACT_RELU;
-    case RT_OP_RELU6: return K_ACT_RELU6;
-    case RT_OP_SIGMOID: return K_ACT_SIGMOID;
-    case RT_OP_TANH: return K_ACT_TANH;
-    case RT_OP_GELU: return n->a.gelu_tanh ? K_ACT_GELU_TANH : K_ACT_GELU;
-    default: return K_ACT_NONE;
-    }
-}
 
 /* The single node consuming tensor t, when t is not a model output. */
 static int sole_consumer(const struct rt_graph *g, int t, int after)
@@ -49,7 +38,7 @@ static int build_steps(const struct rt_graph *g, struct rt_plan *p, bool fuse, b
         const struct rt_node *nd = &g->nodes[i];
         if (absorbed[i])
             continue;
-        if (nd->op == RT_OP_FLATTEN || nd->op == RT_OP_RESHAPE) {
+        if (rt_op_has(nd->op, RT_T_VIEW)) {
             p->root[nd->output] = p->root[nd->inputs[0]];
             continue;
         }
@@ -61,10 +50,10 @@ static int build_steps(const struct rt_graph *g, struct rt_plan *p, bool fuse, b
         memcpy(s->in, nd->inputs, sizeof(int) * (size_t)nd->n_inputs);
         s->out = nd->output;
         s->residual = -1;
-        s->act = act_of(nd);
+        s->act = rt_node_act(nd);
         s->q8 = nd->op == RT_OP_QUANTIZE || nd->op == RT_OP_DEQUANTIZE ||
                 g->tensors[nd->inputs[0]].dtype == RT_DTYPE_I8;
-        if (!fuse || (nd->op != RT_OP_CONV2D && nd->op != RT_OP_LINEAR))
+        if (!fuse || !rt_op_has(nd->op, RT_T_GEMM))
             continue;
         int c = sole_consumer(g, s->out, i);
         if (c >= 0 && g->nodes[c].op == RT_OP_ADD) {
@@ -81,8 +70,8 @@ static int build_steps(const struct rt_graph *g, struct rt_plan *p, bool fuse, b
                 c = -1;
             }
         }
-        if (c >= 0 && act_fuses(g, s->out, act_of(&g->nodes[c]))) {
-            s->act = act_of(&g->nodes[c]);
+        if (c >= 0 && act_fuses(g, s->out, rt_node_act(&g->nodes[c]))) {
+            s->act = rt_node_act(&g->nodes[c]);
             s->out = g->nodes[c].output;
             absorbed[c] = true;
         }
@@ -182,6 +171,12 @@ static enum rt_status build(const struct rt_graph *g, bool fuse, struct rt_plan 
         out->root[t] = t;
     out->n_steps = build_steps(g, out, fuse, absorbed);
     free(absorbed);
+    for (int i = 0; i < out->n_steps; i++) {
+        struct rt_step *st = &out->steps[i];
+        const struct rt_op_family *f = rt_op_info(st->op)->family;
+        if (f->params)
+            f->params(g, st, &st->k);
+    }
     enum rt_status s = layout_arena(g, out, err);
     if (s != RT_OK)
         rt_plan_free(out);
@@ -206,79 +201,11 @@ void rt_plan_free(struct rt_plan *p)
     memset(p, 0, sizeof(*p));
 }
 
-struct k_conv2d rt_step_conv2d(const struct rt_plan *p, const struct rt_step *s, int batch)
+union rt_step_params rt_step_params(const struct rt_step *s, int batch)
 {
-    const struct rt_shape *x = &p->g->tensors[s->in[0]].shape, *y = &p->g->tensors[s->out].shape;
-    const struct rt_conv_attrs *a = &s->node->a.conv;
-    const struct rt_shape *w = &s->node->w[RT_W_WEIGHT].shape;
-    return (struct k_conv2d){
-        .n = batch, .c = (int)x->dims[1], .h = (int)x->dims[2], .w = (int)x->dims[3],
-        .oc = (int)y->dims[1], .oh = (int)y->dims[2], .ow = (int)y->dims[3],
-        .kh = (int)w->dims[2], .kw = (int)w->dims[3],
-        .stride_h = a->stride[0], .stride_w = a->stride[1],
-        .pad_t = a->pad[0], .pad_l = a->pad[1],
-        .dil_h = a->dilation[0], .dil_w = a->dilation[1],
-        .groups = a->groups, .act = s->act,
-    };
-}
-
-/* A rank > 2 input [N, ..., K] is N * ... rows of K. */
-struct k_linear rt_step_linear(const struct rt_plan *p, const struct rt_step *s, int batch)
-{
-    const struct rt_tensor *x = &p->g->tensors[s->in[0]], *y = &p->g->tensors[s->out];
-    int64_t k = x->shape.dims[x->shape.rank - 1];
-    return (struct k_linear){.n = (int)(batch * (x->sample_elems / k)), .k = (int)k,
-                             .m = (int)y->shape.dims[y->shape.rank - 1], .act = s->act};
-}
-
-struct k_binary rt_step_binary(const struct rt_plan *p, const struct rt_step *s, int batch)
-{
-    const struct rt_graph *g = p->g;
-    const struct rt_node *nd = s->node;
-    const struct rt_tensor *y = &g->tensors[s->out], *x = &g->tensors[s->in[0]];
-    const struct rt_tensor *x1 = s->n_in > 1 ? &g->tensors[s->in[1]] : NULL;
-    const struct rt_shape *c = &nd->w[RT_W_WEIGHT].shape;
-    struct k_binary k = {.n = batch, .rank = y->shape.rank - 1, .op = nd->a.binary.op,
-                         .a_sample = x->sample_elems, .b_sample = x1 ? x1->sample_elems : 0};
-    /* each operand's per-sample dims (a tensor's after its batch dim, all of
-     * the constant's), right-aligned against the output's */
-    const int64_t *dims[2] = {x->shape.dims + 1, x1 ? x1->shape.dims + 1 : c->dims};
-    int rank[2] = {x->shape.rank - 1, x1 ? x1->shape.rank - 1 : c->rank};
-    int64_t *stride[2] = {k.a_stride, k.b_stride};
-    for (int o = 0; o < 2; o++) {
-        int64_t step = 1;
-        for (int d = k.rank - 1; d >= 0; d--) {
-            int src = d - (k.rank - rank[o]);
-            int64_t len = src >= 0 ? dims[o][src] : 1;
-            stride[o][d] = len == 1 ? 0 : step;
-            step *= len;
-        }
-    }
-    for (int d = 0; d < k.rank; d++)
-        k.dims[d] = y->shape.dims[d + 1];
-    if (s->n_in == 1 && nd->a.binary.const_left) {
-        for (int d = 0; d < k.rank; d++) {
-            int64_t t = k.a_stride[d];
-            k.a_stride[d] = k.b_stride[d];
-            k.b_stride[d] = t;
-        }
-        k.b_sample = k.a_sample;
-        k.a_sample = 0;
-    }
+    union rt_step_params k = s->k;
+    const struct rt_op_family *f = rt_op_info(s->op)->family;
+    if (f->at_batch)
+        f->at_batch(&k, batch);
     return k;
-}
-
-struct k_pool2d rt_step_pool2d(const struct rt_plan *p, const struct rt_step *s, int batch)
-{
-    const struct rt_shape *x = &p->g->tensors[s->in[0]].shape, *y = &p->g->tensors[s->out].shape;
-    const struct rt_pool_attrs *a = &s->node->a.pool;
-    return (struct k_pool2d){
-        .n = batch, .c = (int)x->dims[1], .h = (int)x->dims[2], .w = (int)x->dims[3],
-        .oh = (int)y->dims[2], .ow = (int)y->dims[3],
-        .kh = a->kernel[0], .kw = a->kernel[1],
-        .stride_h = a->stride[0], .stride_w = a->stride[1],
-        .pad_t = a->pad[0], .pad_l = a->pad[1],
-        .dil_h = a->dilation[0], .dil_w = a->dilation[1],
-        .count_include_pad = a->count_include_pad,
-    };
 }

@@ -62,7 +62,9 @@ struct rt_backend {
     char description[160];
 };
 
-/* Constructors, one per compiled backend. */
+/* Constructors, one per compiled backend. The reference backend (plain
+ * loops of kernels/ref) is the oracle of tests/test_backend_ops.c. */
+enum rt_status rt_backend_ref_create(struct rt_backend **out, struct rt_error *err);
 enum rt_status rt_backend_cpu_create(const struct rt_backend_options *opt, struct rt_backend **out,
                                      struct rt_error *err);
 #ifdef INFERD_CUDA

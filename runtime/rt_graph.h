@@ -11,51 +11,13 @@
 #define RT_GRAPH_H
 
 #include "../kernels/kernel_types.h"
+#include "ops/rt_ops.h"
 #include "rt_model.h"
 #include "rt_safetensors.h"
 
-/* One list gives the op enum, the model.json names and the weight roles.
- * quantize / dequantize are the runtime's own (INT8 models' float edges,
- * inserted by rt_graph_apply_precision); model.json may not name them.
- * binary (broadcasting add, sub, mul, div, max, min) comes from ONNX models
- * only (onnx_*.c): model.json may not name it either. */
-#define RT_OP_LIST(X)                        \
-    X(RT_OP_CONV2D, "conv2d")                \
-    X(RT_OP_LINEAR, "linear")                \
-    X(RT_OP_BATCH_NORM, "batch_norm")        \
-    X(RT_OP_RELU, "relu")                    \
-    X(RT_OP_RELU6, "relu6")                  \
-    X(RT_OP_SIGMOID, "sigmoid")              \
-    X(RT_OP_TANH, "tanh")                    \
-    X(RT_OP_GELU, "gelu")                    \
-    X(RT_OP_MAX_POOL2D, "max_pool2d")        \
-    X(RT_OP_AVG_POOL2D, "avg_pool2d")        \
-    X(RT_OP_GLOBAL_AVG_POOL, "global_avg_pool") \
-    X(RT_OP_ADD, "add")                      \
-    X(RT_OP_FLATTEN, "flatten")              \
-    X(RT_OP_RESHAPE, "reshape")              \
-    X(RT_OP_CONCAT, "concat")                \
-    X(RT_OP_SOFTMAX, "softmax")              \
-    X(RT_OP_QUANTIZE, "quantize")            \
-    X(RT_OP_DEQUANTIZE, "dequantize")        \
-    X(RT_OP_BINARY, "binary")                \
-    X(RT_OP_MATMUL, "matmul")                \
-    X(RT_OP_CONV2D_DYN, "conv2d_dyn")        \
-    X(RT_OP_BATCH_NORM_DYN, "batch_norm_dyn")
-
-enum rt_op {
-#define RT_OP_ENUM(e, name) e,
-    RT_OP_LIST(RT_OP_ENUM)
-#undef RT_OP_ENUM
-    RT_OP_COUNT
-};
-
-const char *rt_op_name(enum rt_op op);
-bool rt_op_from_name(const char *name, enum rt_op *out);
-
 #define RT_NODE_MAX_INPUTS 16
 
-/* Weight roles; which ones an op takes is in graph.c's op table. */
+/* Weight roles; which ones an op takes is in its family (runtime/ops/). */
 enum rt_wrole { RT_W_WEIGHT = 0, RT_W_BIAS, RT_W_MEAN, RT_W_VAR, RT_W_COUNT };
 
 struct rt_weight {

@@ -149,6 +149,31 @@ static enum rt_status prepare_plan(struct rt_model *m, struct rt_error *err)
     return RT_OK;
 }
 
+/* From a parsed graph to a model ready to run: finish the graph, apply the
+ * precision, plan, and let the backend prepare every step. */
+static enum rt_status build(struct rt_model *m, const char *label, struct rt_error *err)
+{
+    enum rt_status s;
+    if ((s = rt_graph_finish(&m->g, &m->cfg, label, err)) != RT_OK ||
+        (s = rt_graph_apply_precision(&m->g, &m->cfg, label, err)) != RT_OK)
+        return s;
+    for (int i = 0; i < m->cfg.n_inputs; i++)
+        m->input_tensor[i] = rt_graph_tensor(&m->g, m->cfg.inputs[i].name, false);
+    for (int i = 0; i < m->cfg.n_outputs; i++)
+        m->output_tensor[i] = rt_graph_tensor(&m->g, m->cfg.outputs[i].name, false);
+    s = m->unfused ? rt_plan_build_unfused(&m->g, &m->plan, err) : rt_plan_build(&m->g, &m->plan, err);
+    if (s != RT_OK)
+        return s;
+    m->plan.cfg = &m->cfg;
+    m->batch_chunk = m->cfg.max_batch_size;
+    if (m->backend->iface->batch_chunk) {
+        int chunk = m->backend->iface->batch_chunk(m->backend, &m->plan);
+        if (chunk >= 1 && chunk < m->batch_chunk)
+            m->batch_chunk = chunk;
+    }
+    return prepare_plan(m, err);
+}
+
 static enum rt_status load(struct rt_model *m, const char *dir, struct rt_error *err)
 {
     char name[RT_NAME_MAX], path[4096], label[RT_NAME_MAX + 32], labels_file[RT_NAME_MAX];
@@ -197,30 +222,14 @@ static enum rt_status load(struct rt_model *m, const char *dir, struct rt_error 
         snprintf(m->cfg.name, sizeof(m->cfg.name), "%s", name);
     else if (strcmp(m->cfg.name, name) != 0)
         return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: 'name' differs from the folder name", label);
-    if ((s = rt_graph_finish(&m->g, &m->cfg, label, err)) != RT_OK ||
-        (s = rt_graph_apply_precision(&m->g, &m->cfg, label, err)) != RT_OK)
-        return s;
-    for (int i = 0; i < m->cfg.n_inputs; i++)
-        m->input_tensor[i] = rt_graph_tensor(&m->g, m->cfg.inputs[i].name, false);
-    for (int i = 0; i < m->cfg.n_outputs; i++)
-        m->output_tensor[i] = rt_graph_tensor(&m->g, m->cfg.outputs[i].name, false);
-    s = m->unfused ? rt_plan_build_unfused(&m->g, &m->plan, err) : rt_plan_build(&m->g, &m->plan, err);
-    if (s != RT_OK)
-        return s;
-    m->plan.cfg = &m->cfg;
     if (labels_file[0]) {
+        char labels_label[RT_NAME_MAX * 2 + 2];
         snprintf(path, sizeof(path), "%s/%s", dir, labels_file);
-        snprintf(label, sizeof(label), "%s/%s", name, labels_file);
-        if ((s = load_labels(path, label, &m->cfg, err)) != RT_OK)
+        snprintf(labels_label, sizeof(labels_label), "%s/%s", name, labels_file);
+        if ((s = load_labels(path, labels_label, &m->cfg, err)) != RT_OK)
             return s;
     }
-    m->batch_chunk = m->cfg.max_batch_size;
-    if (m->backend->iface->batch_chunk) {
-        int chunk = m->backend->iface->batch_chunk(m->backend, &m->plan);
-        if (chunk >= 1 && chunk < m->batch_chunk)
-            m->batch_chunk = chunk;
-    }
-    return prepare_plan(m, err);
+    return build(m, label, err);
 }
 
 enum rt_status rt_model_load(const char *dir, struct rt_backend *b, struct rt_model **out, struct rt_error *err)
@@ -237,6 +246,30 @@ enum rt_status rt_model_load_ex(const char *dir, struct rt_backend *b, const str
     m->backend = b;
     m->unfused = opt && opt->unfused;
     enum rt_status s = load(m, dir, err);
+    if (s != RT_OK) {
+        rt_model_free(m);
+        return s;
+    }
+    *out = m;
+    return RT_OK;
+}
+
+enum rt_status rt_model_from_graph(struct rt_graph *g, const struct rt_model_config *cfg, struct rt_backend *b,
+                                   const struct rt_load_options *opt, struct rt_model **out, struct rt_error *err)
+{
+    struct rt_model *m = calloc(1, sizeof(*m));
+    if (!m) {
+        rt_graph_free(g);
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    }
+    m->backend = b;
+    m->unfused = opt && opt->unfused;
+    m->g = *g;
+    memset(g, 0, sizeof(*g));
+    m->cfg = *cfg;
+    m->cfg.labels = NULL;
+    m->cfg.n_labels = 0;
+    enum rt_status s = build(m, m->cfg.name, err);
     if (s != RT_OK) {
         rt_model_free(m);
         return s;

@@ -18,6 +18,12 @@ struct rt_load_options {
 enum rt_status rt_model_load_ex(const char *dir, struct rt_backend *b, const struct rt_load_options *opt,
                                 struct rt_model **out, struct rt_error *err);
 
+/* A model from a graph built in memory (tests): takes the graph (g is left
+ * empty, also on failure) and a copy of cfg without labels, then finishes,
+ * plans and prepares as rt_model_load does. */
+enum rt_status rt_model_from_graph(struct rt_graph *g, const struct rt_model_config *cfg, struct rt_backend *b,
+                                   const struct rt_load_options *opt, struct rt_model **out, struct rt_error *err);
+
 /* The model's graph after batch-norm folding and the precision pass;
  * valid while the model lives. */
 const struct rt_graph *rt_model_graph(const struct rt_model *m);

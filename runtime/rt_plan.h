@@ -20,6 +20,32 @@
 
 #define RT_ARENA_ALIGN 64
 
+/* A step's kernel parameters, worked out once when the plan is built (by
+ * the op's family, runtime/ops/) for one sample; rt_step_params scales them
+ * to a batch. Backends read the member their op uses. */
+struct rt_channels {
+    int64_t n, c, inner;          /* [n, c, inner]: n grows with the batch */
+};
+
+struct rt_concat_params {
+    struct k_concat k;
+    int64_t lens[RT_NODE_MAX_INPUTS];   /* each input's length along the axis */
+};
+
+union rt_step_params {
+    struct k_conv2d conv;           /* conv2d; conv2d_dyn: one sample's images (never scaled) */
+    struct k_linear linear;
+    struct k_pool2d pool;           /* max_pool2d, avg_pool2d */
+    struct k_channel_affine affine; /* batch_norm left unfolded */
+    struct k_batch_norm bn;         /* batch_norm_dyn */
+    struct k_binary binary;
+    struct k_matmul matmul;
+    struct k_softmax softmax;
+    struct rt_concat_params concat;
+    struct rt_channels channels;    /* global_avg_pool [n, c, h*w]; dequantize (I32: per channel) */
+    int64_t count;                  /* element-wise ops: elements */
+};
+
 struct rt_step {
     enum rt_op op;
     const struct rt_node *node;   /* weights, attrs, name */
@@ -29,6 +55,7 @@ struct rt_step {
     int residual;                 /* tensor id added before the activation, or -1 */
     enum k_act act;               /* fused (conv2d, linear) or the op's own */
     bool q8;                      /* INT8 kernels: input I8, or a quantize / dequantize */
+    union rt_step_params k;       /* for one sample */
     void *prep;                   /* backend-prepared data (packed weights...) */
 };
 
@@ -54,12 +81,7 @@ static inline size_t rt_plan_offset(const struct rt_plan *p, int t, int batch)
     return p->offset[p->root[t]] * (size_t)batch;
 }
 
-/* Kernel parameter blocks for a step at a given batch. */
-struct k_conv2d rt_step_conv2d(const struct rt_plan *p, const struct rt_step *s, int batch);
-struct k_linear rt_step_linear(const struct rt_plan *p, const struct rt_step *s, int batch);
-struct k_pool2d rt_step_pool2d(const struct rt_plan *p, const struct rt_step *s, int batch);
-/* a is the left operand: input 0, or the constant weight when const_left;
- * b the right one: input 1, the constant, or input 0 when const_left. */
-struct k_binary rt_step_binary(const struct rt_plan *p, const struct rt_step *s, int batch);
+/* The step's kernel parameters for `batch` samples. */
+union rt_step_params rt_step_params(const struct rt_step *s, int batch);
 
 #endif /* RT_PLAN_H */

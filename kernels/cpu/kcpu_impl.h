@@ -148,6 +148,8 @@ static inline float kcpu_act1(enum k_act act, float x)
     case K_ACT_GELU_TANH:
         /* x/2 * (1 + tanh(u)) == x * sigmoid(2u), likewise. */
         return x / (1.0f + expf(-1.59576912160573072f * (x + 0.044715f * x * x * x)));
+    case K_ACT_HARDSWISH:
+        return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
     default:
         return x;
     }

@@ -43,6 +43,8 @@ __device__ __forceinline__ float act_apply(enum k_act act, float x)
         const float k = 0.79788456080286536f; /* sqrt(2 / pi) */
         return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
     }
+    case K_ACT_HARDSWISH:
+        return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
     default:
         return x;
     }

@@ -17,6 +17,8 @@
 
 #include "../kernel_types.h"
 
+/* The activation in double (also the source of the INT8 tables). */
+double kref_act_f64(enum k_act act, double x);
 float kref_act_f32(enum k_act act, float x);
 
 void kref_conv2d_f32(const struct k_conv2d *p, const float *x, const float *w,

@@ -8,33 +8,36 @@
 
 /* Evaluated in double so that the optimised kernels are compared against a
  * value that carries no float rounding of its own beyond the final cast. */
-float kref_act_f32(enum k_act act, float xf)
+double kref_act_f64(enum k_act act, double x)
 {
-    double x = xf;
     switch (act) {
     case K_ACT_NONE:
-        return xf;
+        return x;
     case K_ACT_RELU:
-        return x < 0 ? 0.0f : xf;
+        return x < 0 ? 0.0 : x;
     case K_ACT_RELU6:
-        return x < 0 ? 0.0f : x > 6 ? 6.0f : xf;
+        return x < 0 ? 0.0 : x > 6 ? 6.0 : x;
     case K_ACT_SIGMOID:
-        return (float)(1.0 / (1.0 + exp(-x)));
+        return 1.0 / (1.0 + exp(-x));
     case K_ACT_TANH:
-        return (float)tanh(x);
+        return tanh(x);
     /* Both GELUs in forms equal to the textbook ones that do not cancel in
      * the negative tail, where 1 + erf and 1 + tanh lose every digit. */
     case K_ACT_GELU: /* x/2 (1 + erf(x / sqrt 2)) */
-        return (float)(0.5 * x * erfc(-x / sqrt(2.0)));
+        return 0.5 * x * erfc(-x / sqrt(2.0));
     case K_ACT_GELU_TANH: { /* x/2 (1 + tanh(u)) == x sigmoid(2u) */
         const double k = sqrt(2.0 / 3.14159265358979323846);
-        return (float)(x / (1.0 + exp(-2.0 * k * (x + 0.044715 * x * x * x))));
+        return x / (1.0 + exp(-2.0 * k * (x + 0.044715 * x * x * x)));
     }
+    case K_ACT_HARDSWISH:
+        return x * (x + 3 < 0 ? 0.0 : x + 3 > 6 ? 6.0 : x + 3) / 6.0;
     case K_ACT_COUNT:
         break;
     }
     return NAN;
 }
+
+float kref_act_f32(enum k_act act, float x) { return (float)kref_act_f64(act, x); }
 
 void kref_act_f32_n(enum k_act act, int64_t count, const float *x, float *y)
 {

@@ -1,0 +1,149 @@
+/* op_layout.c - ops that move elements without computing: flatten and
+ * reshape (views of their input, no step) and concat. */
+#include <cjson/cJSON.h>
+#include <math.h>
+
+#include "ops_impl.h"
+
+/* ---- flatten: [N, ...] -> [N, product] */
+
+static enum rt_status flatten_infer(const struct rt_graph *g, const struct rt_node *n, struct rt_shape *out,
+                                    struct rt_error *err)
+{
+    (void)err;
+    const struct rt_shape *x = &g->tensors[n->inputs[0]].shape;
+    int64_t p = 1;
+    for (int i = 1; i < x->rank; i++)
+        p *= x->dims[i];
+    *out = (struct rt_shape){2, {-1, p}};
+    return RT_OK;
+}
+
+static bool flatten_read_attrs(struct rt_attrs *at, struct rt_node *n)
+{
+    (void)n;
+    int start;
+    return rt_attrs_int(at, "start_dim", 1, 1, 1, &start);
+}
+
+const struct rt_op_family rt_family_flatten = {
+    .infer = flatten_infer,
+    .read_attrs = flatten_read_attrs,
+};
+
+/* ---- reshape: dims after the batch in a.reshape, at most one -1 */
+
+static enum rt_status reshape_infer(const struct rt_graph *g, const struct rt_node *n, struct rt_shape *out,
+                                    struct rt_error *err)
+{
+    const struct rt_shape *x = &g->tensors[n->inputs[0]].shape, *r = &n->a.reshape;
+    int64_t total = 1, known = 1;
+    int unknown = -1;
+    for (int i = 1; i < x->rank; i++)
+        total *= x->dims[i];
+    for (int i = 0; i < r->rank; i++) {
+        if (r->dims[i] == -1) {
+            if (unknown >= 0)
+                return rt_op_node_error(err, n, "at most one -1 in 'shape'");
+            unknown = i;
+        } else if (__builtin_mul_overflow(known, r->dims[i], &known)) {
+            return rt_op_node_error(err, n, "'shape' overflows");
+        }
+    }
+    if ((unknown >= 0 && total % known != 0) || (unknown < 0 && known != total))
+        return rt_op_node_error(err, n, "'shape' does not match the input's element count");
+    out->rank = r->rank + 1;
+    out->dims[0] = -1;
+    for (int i = 0; i < r->rank; i++)
+        out->dims[i + 1] = i == unknown ? total / known : r->dims[i];
+    return RT_OK;
+}
+
+static bool reshape_read_attrs(struct rt_attrs *at, struct rt_node *n)
+{
+    const cJSON *shape = rt_attrs_item(at, "shape");
+    int rank = cJSON_IsArray(shape) ? cJSON_GetArraySize(shape) : 0;
+    if (rank < 1 || rank > RT_MAX_DIMS - 1)
+        return rt_attrs_fail(at, "'shape' must list 1 to 7 dims after the batch");
+    n->a.reshape.rank = rank;
+    for (int k = 0; k < rank; k++) {
+        const cJSON *v = cJSON_GetArrayItem(shape, k);
+        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble != floor(v->valuedouble) ||
+            v->valuedouble < -1 || v->valuedouble > 1e9 || v->valuedouble == 0)
+            return rt_attrs_fail(at, "'shape' dims must be positive or -1");
+        n->a.reshape.dims[k] = (int64_t)v->valuedouble;
+    }
+    return true;
+}
+
+static bool reshape_write_attrs(const struct rt_node *n, cJSON *a)
+{
+    cJSON *shape = cJSON_AddArrayToObject(a, "shape");
+    bool ok = shape != NULL;
+    for (int i = 0; ok && i < n->a.reshape.rank; i++)
+        ok = cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)n->a.reshape.dims[i]));
+    return ok;
+}
+
+const struct rt_op_family rt_family_reshape = {
+    .infer = reshape_infer,
+    .read_attrs = reshape_read_attrs,
+    .write_attrs = reshape_write_attrs,
+};
+
+/* ---- concat along a non-batch axis (a.axis, normalised >= 1) */
+
+static enum rt_status concat_infer(const struct rt_graph *g, const struct rt_node *n, struct rt_shape *out,
+                                   struct rt_error *err)
+{
+    const struct rt_shape *x = &g->tensors[n->inputs[0]].shape;
+    int axis = n->a.axis < 0 ? n->a.axis + x->rank : n->a.axis;
+    if (axis < 1 || axis >= x->rank)
+        return rt_op_node_error(err, n, "'axis' must name a non-batch dimension");
+    *out = *x;
+    for (int i = 1; i < n->n_inputs; i++) {
+        const struct rt_shape *y = &g->tensors[n->inputs[i]].shape;
+        if (y->rank != x->rank)
+            return rt_op_node_error(err, n, "inputs must have the same rank");
+        for (int d = 1; d < x->rank; d++) {
+            if (d != axis && y->dims[d] != x->dims[d])
+                return rt_op_node_error(err, n, "inputs differ outside the concat axis");
+        }
+        out->dims[axis] += y->dims[axis];
+    }
+    return RT_OK;
+}
+
+static void concat_params(const struct rt_graph *g, const struct rt_step *s, union rt_step_params *k)
+{
+    int64_t len;
+    rt_op_axis_split(&g->tensors[s->out].shape, s->node->a.axis, &k->concat.k.outer, &len, &k->concat.k.inner);
+    k->concat.k.count = s->n_in;
+    for (int i = 0; i < s->n_in; i++) {
+        int64_t outer, inner;
+        rt_op_axis_split(&g->tensors[s->in[i]].shape, s->node->a.axis, &outer, &k->concat.lens[i], &inner);
+    }
+}
+
+static void concat_at_batch(union rt_step_params *k, int batch) { k->concat.k.outer *= batch; }
+
+bool rt_op_read_axis(struct rt_attrs *at, struct rt_node *n, int def)
+{
+    return rt_attrs_int(at, "axis", -RT_MAX_DIMS, RT_MAX_DIMS - 1, def, &n->a.axis);
+}
+
+bool rt_op_write_axis(const struct rt_node *n, cJSON *a)
+{
+    return cJSON_AddNumberToObject(a, "axis", n->a.axis) != NULL;
+}
+
+static bool concat_read_attrs(struct rt_attrs *at, struct rt_node *n) { return rt_op_read_axis(at, n, 1); }
+
+const struct rt_op_family rt_family_concat = {
+    .infer = concat_infer,
+    .params = concat_params,
+    .at_batch = concat_at_batch,
+    .read_attrs = concat_read_attrs,
+    .write_attrs = rt_op_write_axis,
+    .q8_prepare = rt_op_q8_prepare_rescale,
+};

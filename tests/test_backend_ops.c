@@ -1,0 +1,681 @@
+/*
+ * test_backend_ops.c - one table of op cases run through every backend
+ * present against the reference backend (kernels/ref), ggml's
+ * test-backend-ops in spirit.
+ *
+ * Each case builds a small graph in memory around the op under test (model
+ * inputs, the node, any node it needs around it), loads it through the same
+ * path as a model file (finish, precision pass, plan, backend prepare) and
+ * runs it at a few batch sizes on fresh random data. FP32 must agree with
+ * the reference within 1e-5 relative (to the largest reference value), FP16
+ * within two half roundings per step, INT8 bit for bit. A backend that has
+ * no kernel for a case says so in the table ("lacks") instead of failing;
+ * the CPU backend must run every case. Every op of the table must appear in
+ * some case (or the test fails, naming it).
+ */
+#include <stdlib.h>
+
+#include "../runtime/rt_backend_impl.h"
+#include "../runtime/rt_model_impl.h"
+#include "../runtime/rt_quant.h"
+#include "test.h"
+
+#define MAX_NODES 8
+#define MAX_BATCH 9
+
+/* ---- a graph under construction */
+
+struct gb {
+    struct rt_graph g;
+    struct rt_model_config cfg;
+    enum rt_precision prec;
+    const float *scales;       /* INT8: a scale per tensor id (from the FP32 run) */
+    uint64_t rng;              /* weights: the same on every build of a case */
+    bool failed;
+};
+
+static float gb_rand(struct gb *b, float lo, float hi)
+{
+    b->rng ^= b->rng << 13;   /* xorshift64 */
+    b->rng ^= b->rng >> 7;
+    b->rng ^= b->rng << 17;
+    return lo + (hi - lo) * (float)((b->rng >> 40) * (1.0 / 16777216.0));
+}
+
+/* Tensor t's shape is [-1, dims...] (rank - 1 dims after the batch). */
+static void set_shape(struct rt_tensor *t, int rank, const int64_t *dims)
+{
+    t->shape.rank = rank;
+    t->shape.dims[0] = -1;
+    t->sample_elems = 1;
+    for (int i = 1; i < rank; i++) {
+        t->shape.dims[i] = dims[i - 1];
+        t->sample_elems *= dims[i - 1];
+    }
+}
+
+static int gb_input(struct gb *b, int rank, const int64_t *dims)
+{
+    char name[16];
+    snprintf(name, sizeof(name), "x%d", b->cfg.n_inputs);
+    int t = rt_graph_tensor(&b->g, name, true);
+    struct rt_io_desc *d = &b->cfg.inputs[b->cfg.n_inputs];
+    set_shape(&b->g.tensors[t], rank, dims);
+    b->g.tensors[t].input_index = b->cfg.n_inputs++;
+    snprintf(d->name, sizeof(d->name), "%s", name);
+    d->dtype = RT_DTYPE_F32;
+    d->shape = b->g.tensors[t].shape;
+    d->sample_elems = b->g.tensors[t].sample_elems;
+    return t;
+}
+
+/* A node of op over inputs; its output shape is inferred at once (weights
+ * and attrs must be set first: pass a setup callback's work through the
+ * returned node, then call gb_finish_node). */
+static struct rt_node *gb_node(struct gb *b, enum rt_op op, int n_in, const int *in)
+{
+    struct rt_node *n = &b->g.nodes[b->g.n_nodes];
+    memset(n, 0, sizeof(*n));
+    n->op = op;
+    snprintf(n->name, sizeof(n->name), "n%d", b->g.n_nodes);
+    n->n_inputs = n_in;
+    memcpy(n->inputs, in, sizeof(int) * (size_t)n_in);
+    char name[16];
+    snprintf(name, sizeof(name), "t%d", b->g.n_nodes);
+    n->output = rt_graph_tensor(&b->g, name, true);
+    b->g.tensors[n->output].producer = b->g.n_nodes++;
+    return n;
+}
+
+/* Random weight of role r: [dims]; INT8 GEMM weights are quantised per row. */
+static void gb_weight(struct gb *b, struct rt_node *n, enum rt_wrole r, int rank, const int64_t *dims, float lo,
+                      float hi)
+{
+    struct rt_weight *w = &n->w[r];
+    int64_t count = 1;
+    w->shape.rank = rank;
+    for (int i = 0; i < rank; i++)
+        count *= w->shape.dims[i] = dims[i];
+    float *data = rt_graph_alloc(&b->g, (size_t)count);
+    if (!data) {
+        b->failed = true;
+        return;
+    }
+    for (int64_t i = 0; i < count; i++)
+        data[i] = gb_rand(b, lo, hi);
+    snprintf(w->name, sizeof(w->name), "%s.w%d", n->name, (int)r);
+    w->data = data;
+    if (b->prec == RT_PRECISION_INT8 && r == RT_W_WEIGHT && rt_op_has(n->op, RT_T_GEMM)) {
+        int8_t *q = (int8_t *)rt_graph_alloc(&b->g, (size_t)count / 4 + 1);
+        float *scale = rt_graph_alloc(&b->g, (size_t)dims[0]);
+        if (!q || !scale) {
+            b->failed = true;
+            return;
+        }
+        rt_q8_quantize_weights(data, dims[0], count / dims[0], q, scale);
+        w->q = q;
+        w->scale = scale;
+        w->data = NULL;
+    }
+}
+
+/* Infers the node's output shape (its weights and attrs set). */
+static int gb_done(struct gb *b, struct rt_node *n)
+{
+    struct rt_error err = {0};
+    struct rt_tensor *o = &b->g.tensors[n->output];
+    if (rt_graph_infer_node(&b->g, n, &o->shape, &err) != RT_OK) {
+        printf("  case graph: %s\n", err.msg);
+        b->failed = true;
+        return n->output;
+    }
+    o->sample_elems = 1;
+    for (int i = 1; i < o->shape.rank; i++)
+        o->sample_elems *= o->shape.dims[i];
+    return n->output;
+}
+
+static void gb_output(struct gb *b, int t)
+{
+    struct rt_io_desc *d = &b->cfg.outputs[b->cfg.n_outputs++];
+    b->g.tensors[t].output_index = b->cfg.n_outputs - 1;
+    snprintf(d->name, sizeof(d->name), "%s", b->g.tensors[t].name);
+    d->dtype = RT_DTYPE_F32;
+    d->shape = b->g.tensors[t].shape;
+    d->sample_elems = b->g.tensors[t].sample_elems;
+}
+
+/* ---- the cases: each builds its graph; `value` sets the inputs' range */
+
+struct op_case {
+    const char *name;
+    unsigned precisions;              /* bits of 1 << enum rt_precision */
+    float lo, hi;                     /* input values */
+    void (*build)(struct gb *b, const struct op_case *c);
+    int a[8];                         /* case parameters, as build reads them */
+};
+
+#define P_F32 (1u << RT_PRECISION_FP32)
+#define P_F16 (1u << RT_PRECISION_FP16)
+#define P_I8 (1u << RT_PRECISION_INT8)
+#define P_ALL (P_F32 | P_F16 | P_I8)
+#define P_FLOAT (P_F32 | P_F16)
+
+/* conv2d: a = {c, h, w, oc, k, stride, pad, groups}; dilation 2 when k is
+ * negative (|k|), a fused residual add + relu when oc is negative (|oc|). */
+static void build_conv(struct gb *b, const struct op_case *c)
+{
+    const int *a = c->a;
+    int k = abs(a[4]), oc = abs(a[3]);
+    bool fuse = a[3] < 0;
+    int x = gb_input(b, 4, (int64_t[]){a[0], a[1], a[2]});
+    struct rt_node *n = gb_node(b, RT_OP_CONV2D, 1, &x);
+    n->a.conv = (struct rt_conv_attrs){{a[5], a[5]}, {a[6], a[6], a[6], a[6]}, {1, 1}, a[7]};
+    if (a[4] < 0)
+        n->a.conv.dilation[0] = n->a.conv.dilation[1] = 2;
+    gb_weight(b, n, RT_W_WEIGHT, 4, (int64_t[]){oc, a[0] / a[7], k, k}, -0.5f, 0.5f);
+    gb_weight(b, n, RT_W_BIAS, 1, (int64_t[]){oc}, -0.5f, 0.5f);
+    int y = gb_done(b, n);
+    if (fuse) {
+        const struct rt_shape *s = &b->g.tensors[y].shape;
+        int r = gb_input(b, 4, s->dims + 1);
+        struct rt_node *add = gb_node(b, RT_OP_ADD, 2, (int[]){y, r});
+        y = gb_done(b, add);
+        y = gb_done(b, gb_node(b, RT_OP_RELU, 1, &y));
+    }
+    gb_output(b, y);
+}
+
+/* conv with asymmetric padding [top, left, bottom, right] = a[0..3] */
+static void build_conv_asym(struct gb *b, const struct op_case *c)
+{
+    int x = gb_input(b, 4, (int64_t[]){3, 8, 7});
+    struct rt_node *n = gb_node(b, RT_OP_CONV2D, 1, &x);
+    n->a.conv = (struct rt_conv_attrs){{2, 1}, {c->a[0], c->a[1], c->a[2], c->a[3]}, {1, 1}, 1};
+    gb_weight(b, n, RT_W_WEIGHT, 4, (int64_t[]){4, 3, 3, 2}, -0.5f, 0.5f);
+    gb_output(b, gb_done(b, n));
+}
+
+/* linear: a = {rows per sample (0: rank 2), k, m, act} */
+static void build_linear(struct gb *b, const struct op_case *c)
+{
+    const int *a = c->a;
+    int x = a[0] ? gb_input(b, 3, (int64_t[]){a[0], a[1]}) : gb_input(b, 2, (int64_t[]){a[1]});
+    struct rt_node *n = gb_node(b, RT_OP_LINEAR, 1, &x);
+    gb_weight(b, n, RT_W_WEIGHT, 2, (int64_t[]){a[2], a[1]}, -0.5f, 0.5f);
+    if (a[2] > 1)
+        gb_weight(b, n, RT_W_BIAS, 1, (int64_t[]){a[2]}, -0.5f, 0.5f);
+    int y = gb_done(b, n);
+    if (a[3])
+        y = gb_done(b, gb_node(b, (enum rt_op)a[3], 1, &y));
+    gb_output(b, y);
+}
+
+/* One-input op on [N, a0, a1, a2] (rank from how many of a are set). */
+static int unary_input(struct gb *b, const int *a)
+{
+    int rank = 1 + (a[0] > 0) + (a[1] > 0) + (a[2] > 0);
+    return gb_input(b, rank, (int64_t[]){a[0], a[1], a[2]});
+}
+
+/* activation a[3] (an enum rt_op), gelu's tanh form when a[4] */
+static void build_act(struct gb *b, const struct op_case *c)
+{
+    int x = unary_input(b, c->a);
+    struct rt_node *n = gb_node(b, (enum rt_op)c->a[3], 1, &x);
+    n->a.gelu_tanh = c->a[4];
+    gb_output(b, gb_done(b, n));
+}
+
+/* pooling: a = {c, h, w, op, k, stride, pad, flags: 1 ceil_mode, 2 exclude pad, 4 dilation 2} */
+static void build_pool(struct gb *b, const struct op_case *c)
+{
+    const int *a = c->a;
+    int x = gb_input(b, 4, (int64_t[]){a[0], a[1], a[2]});
+    struct rt_node *n = gb_node(b, (enum rt_op)a[3], 1, &x);
+    int d = a[7] & 4 ? 2 : 1;
+    n->a.pool = (struct rt_pool_attrs){{a[4], a[4]}, {a[5], a[5]}, {a[6], a[6], a[6], a[6]}, {d, d},
+                                       (a[7] & 1) != 0, (a[7] & 2) == 0};
+    gb_output(b, gb_done(b, n));
+}
+
+static void build_global_avg_pool(struct gb *b, const struct op_case *c)
+{
+    int x = gb_input(b, 4, (int64_t[]){c->a[0], c->a[1], c->a[2]});
+    gb_output(b, gb_done(b, gb_node(b, RT_OP_GLOBAL_AVG_POOL, 1, &x)));
+}
+
+/* standalone batch norm (its input is a model input: nothing to fold into) */
+static void build_batch_norm(struct gb *b, const struct op_case *c)
+{
+    int x = unary_input(b, c->a);
+    struct rt_node *n = gb_node(b, RT_OP_BATCH_NORM, 1, &x);
+    int64_t ch = c->a[0];
+    gb_weight(b, n, RT_W_WEIGHT, 1, &ch, 0.5f, 1.5f);
+    gb_weight(b, n, RT_W_BIAS, 1, &ch, -0.5f, 0.5f);
+    gb_weight(b, n, RT_W_MEAN, 1, &ch, -0.5f, 0.5f);
+    gb_weight(b, n, RT_W_VAR, 1, &ch, 0.2f, 2.0f);
+    n->a.eps = 1e-5f;
+    gb_output(b, gb_done(b, n));
+}
+
+static void build_add(struct gb *b, const struct op_case *c)
+{
+    int x = unary_input(b, c->a), y = unary_input(b, c->a);
+    gb_output(b, gb_done(b, gb_node(b, RT_OP_ADD, 2, (int[]){x, y})));
+}
+
+/* [N, 3, 4, 5] -> flatten or reshape [a0, -1] -> relu (a view needs a reader) */
+static void build_view(struct gb *b, const struct op_case *c)
+{
+    int x = gb_input(b, 4, (int64_t[]){3, 4, 5});
+    struct rt_node *n = gb_node(b, c->a[0] ? RT_OP_RESHAPE : RT_OP_FLATTEN, 1, &x);
+    n->a.reshape = (struct rt_shape){2, {c->a[0], -1}};
+    int y = gb_done(b, n);
+    gb_output(b, gb_done(b, gb_node(b, RT_OP_RELU, 1, &y)));
+}
+
+/* concat of a[0] inputs [N, 2 + i, 3, 4] along axis 1, or [N, 3, 2 + i, 4] along axis a[1] = 2 */
+static void build_concat(struct gb *b, const struct op_case *c)
+{
+    int in[RT_NODE_MAX_INPUTS];
+    for (int i = 0; i < c->a[0]; i++) {
+        int64_t dims[3] = {3, 3, 4};
+        dims[c->a[1] - 1] = 2 + i;
+        in[i] = gb_input(b, 4, dims);
+    }
+    struct rt_node *n = gb_node(b, RT_OP_CONCAT, c->a[0], in);
+    n->a.axis = c->a[1];
+    gb_output(b, gb_done(b, n));
+}
+
+/* softmax over axis a[3] of [N, a0, a1, a2] */
+static void build_softmax(struct gb *b, const struct op_case *c)
+{
+    int x = unary_input(b, c->a);
+    struct rt_node *n = gb_node(b, RT_OP_SOFTMAX, 1, &x);
+    n->a.axis = c->a[3];
+    gb_output(b, gb_done(b, n));
+}
+
+/* binary a[0] (enum k_binop) of [N, 3, 1, 5] and [N, 4, 1] (a[1] = 0), or
+ * with a constant [4, 1] (a[1] = 1 right, 2 left) */
+static void build_binary(struct gb *b, const struct op_case *c)
+{
+    int x = gb_input(b, 4, (int64_t[]){3, 1, 5});
+    int in[2] = {x, c->a[1] ? -1 : gb_input(b, 3, (int64_t[]){4, 1})};
+    struct rt_node *n = gb_node(b, RT_OP_BINARY, c->a[1] ? 1 : 2, in);
+    n->a.binary = (struct rt_binary_attrs){(enum k_binop)c->a[0], c->a[1] == 2};
+    if (c->a[1])   /* away from 0: div */
+        gb_weight(b, n, RT_W_WEIGHT, 2, (int64_t[]){4, 1}, 0.5f, 2.0f);
+    gb_output(b, gb_done(b, n));
+}
+
+/* matmul [N, 2, 3, 4] . [N, 4, 5] (b transposed: [N, 5, 4] when a[0]) */
+static void build_matmul(struct gb *b, const struct op_case *c)
+{
+    int x = gb_input(b, 4, (int64_t[]){2, 3, 4});
+    int y = c->a[0] ? gb_input(b, 3, (int64_t[]){5, 4}) : gb_input(b, 3, (int64_t[]){4, 5});
+    struct rt_node *n = gb_node(b, RT_OP_MATMUL, 2, (int[]){x, y});
+    n->a.matmul = (struct rt_matmul_attrs){false, c->a[0] != 0, c->a[0] ? 0.5f : 1.0f};
+    gb_output(b, gb_done(b, n));
+}
+
+/* conv2d_dyn: x [N, 2, 3, 6, 6], weight [N, 4, 3 / g, 3, 3], bias [N, 4]; groups a[0] */
+static void build_conv2d_dyn(struct gb *b, const struct op_case *c)
+{
+    int g = c->a[0];
+    int x = gb_input(b, 5, (int64_t[]){2, 3 * g, 6, 6});
+    int w = gb_input(b, 5, (int64_t[]){4 * g, 3, 3, 3});
+    int bias = gb_input(b, 2, (int64_t[]){4 * g});
+    struct rt_node *n = gb_node(b, RT_OP_CONV2D_DYN, 3, (int[]){x, w, bias});
+    n->a.conv = (struct rt_conv_attrs){{1, 1}, {1, 1, 1, 1}, {1, 1}, g};
+    gb_output(b, gb_done(b, n));
+}
+
+/* batch_norm_dyn: x [N, 2, 3, 4], scale, bias, mean, var [N, 3] (var from the range [lo, hi] shifted above 0) */
+static void build_batch_norm_dyn(struct gb *b, const struct op_case *c)
+{
+    int in[5] = {gb_input(b, 4, (int64_t[]){2, 3, 4})};
+    for (int k = 1; k < 5; k++)
+        in[k] = gb_input(b, 2, (int64_t[]){3});
+    struct rt_node *n = gb_node(b, RT_OP_BATCH_NORM_DYN, 5, in);
+    n->a.eps = 1e-3f;
+    gb_output(b, gb_done(b, n));
+}
+
+static const struct op_case CASES[] = {
+    {"conv2d 1x1 on 1x1", P_ALL, -1, 1, build_conv, {3, 1, 1, 5, 1, 1, 0, 1}},
+    {"conv2d 3x3 s1 p1 odd", P_ALL, -1, 1, build_conv, {4, 7, 9, 6, 3, 1, 1, 1}},
+    {"conv2d 3x3 s2 p1 g2", P_ALL, -1, 1, build_conv, {4, 9, 8, 6, 3, 2, 1, 2}},
+    {"conv2d depthwise 3x3", P_ALL, -1, 1, build_conv, {8, 6, 6, 8, 3, 1, 1, 8}},
+    {"conv2d 3x3 dilation 2", P_ALL, -1, 1, build_conv, {3, 9, 9, 4, -3, 1, 2, 1}},
+    {"conv2d 5x5 s2 + add + relu", P_ALL, -1, 1, build_conv, {5, 11, 10, -7, 5, 2, 2, 1}},
+    {"conv2d 33 ch 1x1 + add + relu", P_ALL, -1, 1, build_conv, {33, 5, 3, -17, 1, 1, 0, 1}},
+    {"conv2d asymmetric pad", P_ALL, -1, 1, build_conv_asym, {1, 0, 2, 1}},
+    {"linear 1 -> 1", P_ALL, -1, 1, build_linear, {0, 1, 1, 0}},
+    {"linear 37 -> 13", P_ALL, -1, 1, build_linear, {0, 37, 13, 0}},
+    {"linear rows 3x20 -> 7 + relu6", P_ALL, -2, 2, build_linear, {3, 20, 7, RT_OP_RELU6}},
+    {"linear 300 -> 129 + relu", P_ALL, -1, 1, build_linear, {0, 300, 129, RT_OP_RELU}},
+    {"batch_norm standalone", P_FLOAT, -1, 1, build_batch_norm, {6, 5, 5}},
+    {"relu", P_ALL, -4, 4, build_act, {3, 7, 5, RT_OP_RELU}},
+    {"relu6", P_ALL, -8, 8, build_act, {3, 7, 5, RT_OP_RELU6}},
+    {"sigmoid", P_ALL, -6, 6, build_act, {3, 7, 5, RT_OP_SIGMOID}},
+    {"tanh", P_ALL, -3, 3, build_act, {33, 0, 0, RT_OP_TANH}},
+    {"gelu", P_ALL, -4, 4, build_act, {3, 7, 5, RT_OP_GELU}},
+    {"gelu tanh", P_ALL, -4, 4, build_act, {3, 7, 5, RT_OP_GELU, 1}},
+    {"hardswish", P_ALL, -5, 5, build_act, {3, 7, 5, RT_OP_HARDSWISH}},
+    {"max_pool2d 3 s2 p1", P_ALL, -1, 1, build_pool, {3, 9, 8, RT_OP_MAX_POOL2D, 3, 2, 1, 0}},
+    {"max_pool2d 2 s2 ceil", P_ALL, -1, 1, build_pool, {2, 7, 7, RT_OP_MAX_POOL2D, 2, 2, 0, 1}},
+    {"max_pool2d 3 dilation 2", P_ALL, -1, 1, build_pool, {2, 9, 9, RT_OP_MAX_POOL2D, 3, 1, 1, 4}},
+    {"avg_pool2d 3 s2 p1", P_ALL, -1, 1, build_pool, {3, 9, 8, RT_OP_AVG_POOL2D, 3, 2, 1, 0}},
+    {"avg_pool2d 3 s2 p1 exclude pad ceil", P_ALL, -1, 1, build_pool, {3, 8, 8, RT_OP_AVG_POOL2D, 3, 2, 1, 3}},
+    {"global_avg_pool", P_ALL, -1, 1, build_global_avg_pool, {7, 5, 3}},
+    {"global_avg_pool 1x1", P_ALL, -1, 1, build_global_avg_pool, {4, 1, 1}},
+    {"add", P_ALL, -1, 1, build_add, {3, 4, 5}},
+    {"flatten", P_ALL, -1, 1, build_view, {0}},
+    {"reshape", P_ALL, -1, 1, build_view, {6}},
+    {"concat 3 along channels", P_ALL, -1, 1, build_concat, {3, 1}},
+    {"concat 2 along height", P_ALL, -1, 1, build_concat, {2, 2}},
+    {"softmax axis 1", P_FLOAT, -4, 4, build_softmax, {10, 0, 0, 1}},
+    {"softmax axis 2 of 4", P_FLOAT, -4, 4, build_softmax, {3, 5, 4, 2}},
+    {"softmax axis -1", P_FLOAT, -4, 4, build_softmax, {3, 5, 7, -1}},
+    {"binary add broadcast", P_FLOAT, -1, 1, build_binary, {K_BIN_ADD, 0}},
+    {"binary mul broadcast", P_FLOAT, -1, 1, build_binary, {K_BIN_MUL, 0}},
+    {"binary sub constant", P_FLOAT, -1, 1, build_binary, {K_BIN_SUB, 1}},
+    {"binary div constant left", P_FLOAT, 0.5f, 2, build_binary, {K_BIN_DIV, 2}},
+    {"binary max broadcast", P_FLOAT, -1, 1, build_binary, {K_BIN_MAX, 0}},
+    {"binary min constant", P_FLOAT, -1, 1, build_binary, {K_BIN_MIN, 1}},
+    {"matmul broadcast", P_FLOAT, -1, 1, build_matmul, {0}},
+    {"matmul trans_b alpha", P_FLOAT, -1, 1, build_matmul, {1}},
+    {"conv2d_dyn", P_FLOAT, -1, 1, build_conv2d_dyn, {1}},
+    {"conv2d_dyn groups 2", P_FLOAT, -1, 1, build_conv2d_dyn, {2}},
+    {"batch_norm_dyn", P_FLOAT, 0.25f, 2, build_batch_norm_dyn, {0}},
+};
+
+/* ---- running a case */
+
+static const int BATCHES[] = {1, 4, MAX_BATCH};
+
+struct backend_slot {
+    const char *name;
+    struct rt_backend *b;
+};
+
+/* The case's graph at precision prec. */
+static uint64_t case_seed;   /* drawn per case run from the test's seed */
+
+static bool build_case(const struct op_case *c, enum rt_precision prec, const float *scales, struct gb *b)
+{
+    memset(b, 0, sizeof(*b));
+    b->rng = case_seed | 1;
+    b->prec = prec;
+    b->scales = scales;
+    b->g.nodes = calloc(MAX_NODES, sizeof(*b->g.nodes));
+    snprintf(b->cfg.name, sizeof(b->cfg.name), "case");
+    b->cfg.precision = prec;
+    b->cfg.max_batch_size = MAX_BATCH;
+    if (!b->g.nodes)
+        return false;
+    c->build(b, c);
+    if (scales) {   /* in node order, so views inherit their input's scale */
+        for (int t = 0; t < b->g.n_tensors; t++)
+            b->g.tensors[t].scale = scales[t];
+        for (int i = 0; i < b->g.n_nodes; i++) {
+            const struct rt_node *n = &b->g.nodes[i];
+            if (rt_op_has(n->op, RT_T_KEEPS_SCALE))
+                b->g.tensors[n->output].scale = b->g.tensors[n->inputs[0]].scale;
+        }
+    }
+    return !b->failed;
+}
+
+/* Random inputs for a case (the same for every backend). */
+struct case_data {
+    int n_in, n_out;
+    float *in[RT_MAX_IO];
+    int64_t in_elems[RT_MAX_IO], out_elems[RT_MAX_IO];
+};
+
+static void case_data_free(struct case_data *d)
+{
+    for (int i = 0; i < d->n_in; i++)
+        free(d->in[i]);
+    memset(d, 0, sizeof(*d));
+}
+
+static bool case_data_make(const struct op_case *c, const struct rt_model_config *cfg, struct case_data *d)
+{
+    memset(d, 0, sizeof(*d));
+    d->n_in = cfg->n_inputs;
+    d->n_out = cfg->n_outputs;
+    for (int i = 0; i < cfg->n_inputs; i++) {
+        d->in_elems[i] = cfg->inputs[i].sample_elems;
+        if (!(d->in[i] = malloc(sizeof(float) * (size_t)(d->in_elems[i] * MAX_BATCH))))
+            return false;
+        test_rand_fill(d->in[i], d->in_elems[i] * MAX_BATCH, c->lo, c->hi);
+    }
+    for (int i = 0; i < cfg->n_outputs; i++)
+        d->out_elems[i] = cfg->outputs[i].sample_elems;
+    return true;
+}
+
+/* Runs the case on backend be at batch; outputs into out[i] (caller-sized).
+ * RT_ERR_UNSUPPORTED when the backend has no kernel (why in err). */
+static enum rt_status run_case(const struct op_case *c, enum rt_precision prec, const float *scales,
+                               struct rt_backend *be, const struct case_data *d, int batch, float **out,
+                               bool *seen, struct rt_error *err)
+{
+    struct gb b;
+    if (!build_case(c, prec, scales, &b)) {
+        rt_graph_free(&b.g);
+        return rt_error_set(err, RT_ERR_INTERNAL, "the case's graph is invalid");
+    }
+    struct rt_model *m = NULL;
+    struct rt_session *s = NULL;
+    enum rt_status st = rt_model_from_graph(&b.g, &b.cfg, be, NULL, &m, err);
+    if (st == RT_OK)
+        st = rt_session_create(m, &s, err);
+    if (st == RT_OK)
+        st = rt_session_run(s, batch, (const float *const *)d->in, out, err);
+    if (st == RT_OK && seen) {
+        const struct rt_graph *g = rt_model_graph(m);
+        for (int i = 0; i < g->n_nodes; i++)
+            seen[g->nodes[i].op] = true;
+    }
+    rt_session_free(s);
+    rt_model_free(m);
+    return st;
+}
+
+/* Per-tensor INT8 scales: max |value| / 127 over a reference FP32 run of the
+ * unfused graph (every tensor observed) at the largest batch. Tensor ids of
+ * the FP32 graph are those of the INT8 one before its precision pass. */
+struct observed {
+    const struct rt_graph *g;
+    float *maxabs;
+};
+
+static void observe_max(void *user, int tensor, const float *data, int batch)
+{
+    struct observed *ob = user;
+    int64_t n = ob->g->tensors[tensor].sample_elems * batch;
+    for (int64_t i = 0; i < n; i++)
+        ob->maxabs[tensor] = fmaxf(ob->maxabs[tensor], fabsf(data[i]));
+}
+
+static bool int8_scales(const struct op_case *c, struct rt_backend *ref, const struct case_data *d, float **scales)
+{
+    struct gb b;
+    *scales = NULL;
+    if (!build_case(c, RT_PRECISION_FP32, NULL, &b)) {
+        rt_graph_free(&b.g);
+        return false;
+    }
+    int nt = b.g.n_tensors;
+    struct observed ob = {NULL, calloc((size_t)nt, sizeof(float))};
+    struct rt_model *m = NULL;
+    struct rt_session *s = NULL;
+    struct rt_error err = {0};
+    float *out[RT_MAX_IO] = {0};
+    bool ok = ob.maxabs != NULL;
+    for (int i = 0; ok && i < d->n_out; i++)
+        ok = (out[i] = malloc(sizeof(float) * (size_t)(d->out_elems[i] * MAX_BATCH))) != NULL;
+    const struct rt_load_options unfused = {.unfused = true};
+    ok = ok && rt_model_from_graph(&b.g, &b.cfg, ref, &unfused, &m, &err) == RT_OK &&
+         rt_session_create(m, &s, &err) == RT_OK;
+    if (ok) {
+        ob.g = rt_model_graph(m);
+        ok = rt_session_run_observed(s, MAX_BATCH, (const float *const *)d->in, out, observe_max, &ob, &err) == RT_OK;
+    }
+    if (!ok)
+        printf("  int8 scales: %s\n", err.msg);
+    rt_session_free(s);
+    rt_model_free(m);
+    rt_graph_free(&b.g);
+    for (int i = 0; i < d->n_out; i++)
+        free(out[i]);
+    for (int t = 0; ok && t < nt; t++)
+        ob.maxabs[t] = ob.maxabs[t] > 0 ? ob.maxabs[t] / 127.0f : 1.0f / 127.0f;
+    if (ok)
+        *scales = ob.maxabs;
+    else
+        free(ob.maxabs);
+    return ok;
+}
+
+/* Largest error allowed, relative to the largest reference value: FP32
+ * 1e-5; FP16 two half roundings (unit roundoff 2^-11) per step plus one for
+ * the inputs; INT8 none (bit for bit). */
+static double tolerance(enum rt_precision prec, int steps)
+{
+    if (prec == RT_PRECISION_FP32)
+        return 1e-5;
+    if (prec == RT_PRECISION_FP16)
+        return 2.0 * ldexp(1.0, -11) * (steps + 1);
+    return 0;
+}
+
+static int count_steps(const struct op_case *c)
+{
+    struct gb b;
+    int n = build_case(c, RT_PRECISION_FP32, NULL, &b) ? b.g.n_nodes : 0;
+    rt_graph_free(&b.g);
+    return n;
+}
+
+/* One case at one precision through every backend; false on a mismatch or a
+ * case the CPU backend cannot run. */
+static bool check_case(const struct op_case *c, enum rt_precision prec, struct backend_slot *be, int n_be,
+                       bool *seen)
+{
+    struct case_data d;
+    float *scales = NULL, *want[RT_MAX_IO] = {0}, *got[RT_MAX_IO] = {0};
+    bool ok = true;
+    char line[512];
+    int len = snprintf(line, sizeof(line), "  %-38s %-4s", c->name, rt_precision_name(prec));
+    case_seed = test_rand_u64();
+    struct gb shape;
+    ok = build_case(c, prec, NULL, &shape) && case_data_make(c, &shape.cfg, &d);
+    rt_graph_free(&shape.g);
+    if (ok && prec == RT_PRECISION_INT8)
+        ok = int8_scales(c, be[0].b, &d, &scales);
+    for (int i = 0; ok && i < d.n_out; i++) {
+        want[i] = malloc(sizeof(float) * (size_t)(d.out_elems[i] * MAX_BATCH));
+        got[i] = malloc(sizeof(float) * (size_t)(d.out_elems[i] * MAX_BATCH));
+        ok = want[i] && got[i];
+    }
+    double tol = tolerance(prec, count_steps(c));
+    for (int bi = 0; ok && bi < (int)(sizeof(BATCHES) / sizeof(BATCHES[0])); bi++) {
+        int batch = BATCHES[bi];
+        struct rt_error err = {0};
+        if (run_case(c, prec, scales, be[0].b, &d, batch, want, seen, &err) != RT_OK) {
+            printf("%s\n  ref failed: %s\n", line, err.msg);
+            ok = false;
+            break;
+        }
+        for (int k = 1; k < n_be; k++) {
+            if (!be[k].b)
+                continue;
+            struct rt_error e2 = {0};
+            enum rt_status st = run_case(c, prec, scales, be[k].b, &d, batch, got, NULL, &e2);
+            if (st == RT_ERR_UNSUPPORTED && strcmp(be[k].name, "cpu") != 0) {
+                if (bi == 0)
+                    len += snprintf(line + len, sizeof(line) - (size_t)len, "  %s lacks (%.60s)", be[k].name,
+                                    strstr(e2.msg, ": ") ? strrchr(e2.msg, ':') + 2 : e2.msg);
+                continue;
+            }
+            if (st != RT_OK) {
+                printf("%s\n  %s failed at batch %d: %s\n", line, be[k].name, batch, e2.msg);
+                ok = false;
+                break;
+            }
+            double worst = 0;
+            for (int i = 0; i < d.n_out; i++) {
+                int64_t n = d.out_elems[i] * batch;
+                if (prec == RT_PRECISION_INT8) {
+                    /* outputs are dequantised codes: equal bits or not */
+                    if (!test_same_bits(got[i], want[i], sizeof(float) * (size_t)n))
+                        worst = INFINITY;
+                } else {
+                    double e = test_rel_error(got[i], want[i], n);
+                    worst = e > worst || e != e ? e : worst;
+                }
+            }
+            if (!(worst <= tol)) {
+                printf("%s\n  %s differs from ref at batch %d: relative error %.3g > %.3g\n", line, be[k].name,
+                       batch, worst, tol);
+                ok = false;
+                break;
+            }
+            if (bi == (int)(sizeof(BATCHES) / sizeof(BATCHES[0])) - 1)
+                len += snprintf(line + len, sizeof(line) - (size_t)len, "  %s %s", be[k].name,
+                                prec == RT_PRECISION_INT8 ? "same bits" : "ok");
+        }
+    }
+    if (ok)
+        printf("%s\n", line);
+    for (int i = 0; i < RT_MAX_IO; i++) {
+        free(want[i]);
+        free(got[i]);
+    }
+    free(scales);
+    case_data_free(&d);
+    return ok;
+}
+
+TEST(backend_ops_every_op_every_backend)
+{
+    struct rt_error err = {0};
+    struct backend_slot be[3] = {{"ref", NULL}, {"cpu", NULL}, {"cuda", NULL}};
+    ASSERT_EQ_INT(rt_backend_ref_create(&be[0].b, &err), RT_OK);
+    ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 2}, &be[1].b, &err),
+                  RT_OK);
+    int n_be = 2;
+#ifdef INFERD_CUDA
+    if (rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, &be[2].b, &err) == RT_OK)
+        n_be = 3;
+    else
+        printf("  cuda: skipped, no usable GPU (%s)\n", err.msg);
+#else
+    printf("  cuda: skipped, this build has no CUDA backend\n");
+#endif
+    bool seen[RT_OP_COUNT] = {0};
+    int failed = 0, runs = 0;
+    for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
+        for (int prec = RT_PRECISION_FP32; prec <= RT_PRECISION_INT8; prec++) {
+            if (!(CASES[i].precisions & (1u << prec)))
+                continue;
+            runs++;
+            failed += !check_case(&CASES[i], (enum rt_precision)prec, be, n_be, seen);
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        if (be[k].b)
+            rt_backend_free(be[k].b);
+    printf("  %d case runs, %d failed\n", runs, failed);
+    for (int op = 0; op < RT_OP_COUNT; op++)
+        TEST_FAIL_IF(!seen[op], "op %s has no case in tests/test_backend_ops.c", rt_op_name((enum rt_op)op));
+    ASSERT_EQ_INT(failed, 0);
+    return TEST_PASS;
+}
