@@ -18,6 +18,7 @@
 
 struct cpu_backend {
     int threads;
+    int batch_chunk;   /* rt_backend_options.cpu_batch_chunk; 0: sized to L2 */
 };
 
 struct cpu_session {
@@ -336,13 +337,12 @@ static enum rt_status cpu_run_step(void *ctx, const struct rt_plan *p, const str
 /* Samples per pass such that the busiest step's activations (inputs,
  * residual, output) stay within about half of a 2 MiB L2: running a batch
  * of 64 as passes of a few samples is faster than one pass whose tensors
- * spill to L3 and memory. INFERD_CPU_BATCH_CHUNK overrides it (tuning). */
+ * spill to L3 and memory. The cpu_batch_chunk option overrides it (tuning). */
 static int cpu_batch_chunk(struct rt_backend *b, const struct rt_plan *p)
 {
-    const char *env = getenv("INFERD_CPU_BATCH_CHUNK");
-    long forced = env ? strtol(env, NULL, 10) : 0;
-    if (forced > 0 && forced <= RT_MAX_BATCH)
-        return (int)forced;
+    const struct cpu_backend *cb = b->ctx;
+    if (cb->batch_chunk > 0)
+        return cb->batch_chunk;
     const struct rt_graph *g = p->g;
     int64_t most = 1;   /* bytes: INT8 tensors take a quarter of FP32's */
     for (int i = 0; i < p->n_steps; i++) {
@@ -362,6 +362,7 @@ static int cpu_batch_chunk(struct rt_backend *b, const struct rt_plan *p)
 static const struct rt_backend_iface CPU_IFACE = {
     .batch_chunk = cpu_batch_chunk,
     .name = "cpu",
+    .device_kind = RT_DEVICE_CPU,
     .free = cpu_free,
     .supports_step = cpu_supports_step,
     .prepare_step = cpu_prepare_step,
@@ -375,9 +376,27 @@ static const struct rt_backend_iface CPU_IFACE = {
     .sync = cpu_sync,
 };
 
+/* The cpu_isa option (already a known name) becomes the kernels' choice;
+ * that choice is process-wide (kcpu_isa.c), so it outlives this backend. */
+static enum rt_status apply_isa(const char *name, struct rt_error *err)
+{
+    enum kcpu_isa isa;
+    if (!name || !*name)
+        return RT_OK;
+    bool known = kcpu_isa_from_name(name, &isa);
+    RT_ASSERT(known);   /* rt_backend_create checked the name */
+    if (kcpu_isa_set(isa) != 0)
+        return rt_error_set(err, RT_ERR_UNSUPPORTED, "this CPU lacks the %s instruction set (the best it has is %s)",
+                            kcpu_isa_name(isa), kcpu_isa_name(kcpu_isa_hardware()));
+    return RT_OK;
+}
+
 enum rt_status rt_backend_cpu_create(const struct rt_backend_options *opt, struct rt_backend **out,
                                      struct rt_error *err)
 {
+    enum rt_status s = apply_isa(opt->cpu_isa, err);
+    if (s != RT_OK)
+        return s;
     struct rt_backend *b = calloc(1, sizeof(*b));
     struct cpu_backend *cb = calloc(1, sizeof(*cb));
     if (!b || !cb) {
@@ -390,10 +409,14 @@ enum rt_status rt_backend_cpu_create(const struct rt_backend_options *opt, struc
         cb->threads = 1;
     if (cb->threads > 256)
         cb->threads = 256;
+    cb->batch_chunk = opt->cpu_batch_chunk;
     b->iface = &CPU_IFACE;
     b->ctx = cb;
-    snprintf(b->description, sizeof(b->description), "cpu (%s, %d threads per instance)",
-             kcpu_isa_name(kcpu_isa()), cb->threads);
+    char chunk[40] = "";
+    if (cb->batch_chunk > 0)
+        snprintf(chunk, sizeof(chunk), ", %d samples per pass", cb->batch_chunk);
+    snprintf(b->description, sizeof(b->description), "cpu (%s, %d threads per instance%s)",
+             kcpu_isa_name(kcpu_isa()), cb->threads, chunk);
     *out = b;
     return RT_OK;
 }

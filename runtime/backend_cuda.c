@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "backend_cuda_impl.h"
+#include "rt_gpu_info.h"
 
 static bool is_sticky(cudaError_t e)
 {
@@ -325,8 +326,23 @@ static enum rt_status cuda_session_create(struct rt_backend *b, const struct rt_
 
 static void *cuda_session_arena(void *ctx) { return ((struct cuda_session *)ctx)->arena; }
 
+static int cuda_device_count(const struct rt_backend *b)
+{
+    return ((const struct cuda_backend *)b->ctx)->n_dev;
+}
+
+static bool cuda_device_info(const struct rt_backend *b, int i, struct rt_device_info *out)
+{
+    const struct cuda_backend *cb = b->ctx;
+    out->id = cb->dev[i];
+    return rt_gpu_info(cb->dev[i], &out->used_bytes, &out->total_bytes, &out->util_percent);
+}
+
 static const struct rt_backend_iface CUDA_IFACE = {
     .name = "cuda",
+    .device_kind = RT_DEVICE_GPU,
+    .device_count = cuda_device_count,
+    .device_info = cuda_device_info,
     .free = cuda_free_backend,
     .supports_step = cuda_supports_step,
     .prepare_step = cuda_prepare_step,
@@ -398,8 +414,7 @@ enum rt_status rt_backend_cuda_create(const struct rt_backend_options *opt, stru
         free(b);
         return rt_error_set(err, RT_ERR_UNAVAILABLE, "%s", why);
     }
-    const char *graphs = getenv("INFERD_CUDA_GRAPHS");
-    cb->graphs = !(graphs && strcmp(graphs, "0") == 0);
+    cb->graphs = opt->cuda_graphs != RT_CUDA_GRAPHS_OFF;
     pthread_mutex_init(&cb->dnn_lock, NULL);
     b->iface = &CUDA_IFACE;
     b->ctx = cb;

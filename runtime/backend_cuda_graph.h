@@ -69,7 +69,7 @@ enum cuda_graph_path {
 /* A session's graphs. */
 struct cuda_graph_cache {
     const struct cuda_graph_api *api;
-    bool enabled;                   /* INFERD_CUDA_GRAPHS=0 turns capture off */
+    bool enabled;                   /* rt_backend_options.cuda_graphs: OFF turns capture off */
     struct cuda_graph graphs[CUDA_MAX_GRAPHS];
     int n;
 };

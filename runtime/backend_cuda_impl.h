@@ -43,7 +43,7 @@ struct cuda_backend {
     int dev[CUDA_MAX_DEVICES];      /* CUDA ordinals; weights live on each */
     unsigned next_slot;             /* round-robin of sessions over dev[] (atomic) */
     int poisoned;                   /* a sticky CUDA error was seen (atomic) */
-    bool graphs;                    /* INFERD_CUDA_GRAPHS=0 turns capture off */
+    bool graphs;                    /* rt_backend_options.cuda_graphs: OFF turns capture off */
     pthread_mutex_t dnn_lock;       /* guards the three below */
     bool dnn_tried;                 /* cuDNN is loaded on first use, once */
     struct cuda_dnn *dnn;           /* NULL until then, or when it could not be loaded */

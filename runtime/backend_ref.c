@@ -324,6 +324,7 @@ static enum rt_status ref_run_step(void *ctx, const struct rt_plan *p, const str
 
 static const struct rt_backend_iface REF_IFACE = {
     .name = "ref",
+    .device_kind = RT_DEVICE_CPU,
     .free = ref_free,
     .supports_step = ref_supports_step,
     .prepare_step = ref_prepare_step,

@@ -25,6 +25,7 @@ struct rt_step_io {
 
 struct rt_backend_iface {
     const char *name;
+    enum rt_device_kind device_kind;
     void (*free)(struct rt_backend *b);
 
     /* Whether step s can run at precision prec; else writes why. */
@@ -54,6 +55,11 @@ struct rt_backend_iface {
      * bigger batches into passes of this size. NULL: the whole batch at once.
      * (The CPU keeps each pass's activations in cache this way.) */
     int (*batch_chunk)(struct rt_backend *b, const struct rt_plan *p);
+
+    /* Optional (NULL: no devices, as on the CPU): the accelerators the
+     * backend runs on, and memory and utilisation of device i. */
+    int (*device_count)(const struct rt_backend *b);
+    bool (*device_info)(const struct rt_backend *b, int i, struct rt_device_info *out);
 };
 
 struct rt_backend {
@@ -62,8 +68,10 @@ struct rt_backend {
     char description[160];
 };
 
-/* Constructors, one per compiled backend. The reference backend (plain
- * loops of kernels/ref) is the oracle of tests/test_backend_ops.c. */
+/* Constructors, one per compiled backend. opt is complete: rt_backend_create
+ * has applied the environment fallbacks and checked the values. The
+ * reference backend (plain loops of kernels/ref) is the oracle of
+ * tests/test_backend_ops.c. */
 enum rt_status rt_backend_ref_create(struct rt_backend **out, struct rt_error *err);
 enum rt_status rt_backend_cpu_create(const struct rt_backend_options *opt, struct rt_backend **out,
                                      struct rt_error *err);

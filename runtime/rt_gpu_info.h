@@ -1,5 +1,6 @@
 /*
- * rt_gpu_info.h - GPU memory and utilisation for /metrics.
+ * rt_gpu_info.h - GPU memory and utilisation (backend_cuda_info.c), behind
+ * the CUDA backend's rt_backend_device_info. CUDA builds only.
  *
  *     int n = rt_gpu_count();
  *     for (int d = 0; d < n; d++) {
@@ -11,8 +12,8 @@
  *
  * Device indices are CUDA ordinals (as rt_backend_options.device). NVML
  * (libnvidia-ml.so.1, part of the driver) is opened with dlopen on first use;
- * without it, builds with CUDA fall back to cudaMemGetInfo for memory and
- * report no utilisation. CPU-only builds answer 0 devices. Thread-safe.
+ * without it, memory comes from cudaMemGetInfo and utilisation is unknown.
+ * Thread-safe.
  */
 #ifndef RT_GPU_INFO_H
 #define RT_GPU_INFO_H

@@ -299,6 +299,8 @@ const struct rt_graph *rt_model_graph(const struct rt_model *m) { return &m->g; 
 
 int rt_model_plan_steps(const struct rt_model *m) { return m->plan.n_steps; }
 
+int rt_model_batch_chunk(const struct rt_model *m) { return m->batch_chunk; }
+
 size_t rt_model_arena_bytes(const struct rt_model *m, int batch) { return m->plan.sample_bytes * (size_t)batch; }
 
 enum rt_status rt_session_create(const struct rt_model *m, struct rt_session **out, struct rt_error *err)

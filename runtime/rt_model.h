@@ -39,23 +39,62 @@ struct rt_session;
 
 /* ------------------------------------------------------------ backends */
 
-enum rt_backend_kind { RT_BACKEND_AUTO = 0, RT_BACKEND_CPU, RT_BACKEND_CUDA };
+enum rt_backend_kind { RT_BACKEND_AUTO = 0, RT_BACKEND_CPU, RT_BACKEND_CUDA, RT_BACKEND_KIND_COUNT };
 
+/* Whether the CUDA backend captures one CUDA graph per batch size. */
+enum rt_cuda_graphs { RT_CUDA_GRAPHS_AUTO = 0, RT_CUDA_GRAPHS_ON, RT_CUDA_GRAPHS_OFF };
+
+/* Zero-initialised fields take their defaults; the three tuning knobs below
+ * then fall back to the environment variables that predate them
+ * ($INFERD_CPU_BATCH_CHUNK, $INFERD_CPU_ISA, $INFERD_CUDA_GRAPHS=0), read in
+ * rt_backend_create only. */
 struct rt_backend_options {
     int threads;      /* CPU threads per session; 0 = number of cores */
     int device;       /* CUDA device index; -1 = any */
+    int cpu_batch_chunk;   /* CPU: samples per pass, 1..RT_MAX_BATCH; 0 = what fits in L2 */
+    /* CPU kernels' instruction set, "scalar", "avx2" or "avx512"; NULL or ""
+     * = the best this CPU has. Process-wide: the kernels keep one choice, so
+     * the last CPU backend created with a cpu_isa sets it for all. */
+    const char *cpu_isa;
+    enum rt_cuda_graphs cuda_graphs;   /* AUTO = on */
 };
 
 /* AUTO picks CUDA when it is compiled in and a device is usable, else the
- * CPU (logging one line why). Asking for CUDA where none is usable fails. */
+ * CPU (logging one line why). Asking for CUDA where none is usable fails.
+ * Options are checked whatever the kind: an unknown cpu_isa or an
+ * out-of-range cpu_batch_chunk is RT_ERR_INVALID; a cpu_isa this CPU lacks
+ * is RT_ERR_UNSUPPORTED when the CPU backend is made. */
 enum rt_status rt_backend_create(enum rt_backend_kind kind, const struct rt_backend_options *opt,
                                  struct rt_backend **out, struct rt_error *err);
 void rt_backend_free(struct rt_backend *b);
-/* "cpu" or "cuda". */
+/* "cpu" or "cuda": for logs and replies, never to decide anything (ask
+ * rt_backend_device_kind). */
 const char *rt_backend_name(const struct rt_backend *b);
 /* One line describing the device (CPU ISA and threads, or GPU name). */
 const char *rt_backend_describe(const struct rt_backend *b);
-bool rt_backend_kind_parse(const char *text, enum rt_backend_kind *out);
+
+/* The name --backend takes for kind ("auto", "cpu", "cuda"); NULL past
+ * RT_BACKEND_KIND_COUNT. */
+const char *rt_backend_kind_name(enum rt_backend_kind kind);
+/* Maps a name of rt_backend_kind_name to its kind; else RT_ERR_INVALID with
+ * a message that lists the valid names. The one parser of --backend. */
+enum rt_status rt_backend_kind_parse(const char *text, enum rt_backend_kind *out, struct rt_error *err);
+
+/* What a backend computes on. */
+enum rt_device_kind { RT_DEVICE_CPU = 0, RT_DEVICE_GPU };
+enum rt_device_kind rt_backend_device_kind(const struct rt_backend *b);
+
+/* One accelerator device a backend runs on. */
+struct rt_device_info {
+    int id;                  /* the driver's ordinal (CUDA device index) */
+    uint64_t used_bytes, total_bytes;
+    double util_percent;     /* over the driver's last sample period; -1 when unknown */
+};
+/* Accelerator devices b spreads its sessions over; 0 for the CPU. */
+int rt_backend_device_count(const struct rt_backend *b);
+/* Fills out for device i (0 <= i < rt_backend_device_count); false when the
+ * driver tells nothing about it. Thread-safe; cheap enough for /metrics. */
+bool rt_backend_device_info(const struct rt_backend *b, int i, struct rt_device_info *out);
 
 /* ------------------------------------------------------------ model config */
 

@@ -24,6 +24,10 @@ enum rt_status rt_model_load_ex(const char *dir, struct rt_backend *b, const str
 enum rt_status rt_model_from_graph(struct rt_graph *g, const struct rt_model_config *cfg, struct rt_backend *b,
                                    const struct rt_load_options *opt, struct rt_model **out, struct rt_error *err);
 
+/* Samples rt_session_run runs per pass: the backend's batch_chunk (the CPU's
+ * cpu_batch_chunk option), at most max_batch_size. */
+int rt_model_batch_chunk(const struct rt_model *m);
+
 /* The model's graph after batch-norm folding and the precision pass;
  * valid while the model lives. */
 const struct rt_graph *rt_model_graph(const struct rt_model *m);

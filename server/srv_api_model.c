@@ -124,8 +124,7 @@ void srv_handle_model_config(struct srv_request *r)
                        "\"instance_group\":[{\"count\":%d,\"kind\":\"%s\"}]}",
                    (long long)cfg->batching.max_queue_delay_us, cfg->batching.max_queue_size,
                    (long long)cfg->batching.default_timeout_us, cfg->instance_count,
-                   strcmp(rt_backend_name(r->srv->backend), "cuda") == 0 ? "KIND_GPU"
-                                                                         : "KIND_CPU");
+                   rt_backend_device_kind(r->srv->backend) == RT_DEVICE_GPU ? "KIND_GPU" : "KIND_CPU");
     srv_model_unref(m);
     srv_reply_json(r, 200, &b);
 }

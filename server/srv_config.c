@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/rt_model.h"
 #include "srv_log.h"
 
-enum srv_opt_type { OPT_STRING, OPT_INT, OPT_SIZE, OPT_BOOL, OPT_ENUM };
+/* OPT_BACKEND: an enum rt_backend_kind, named and parsed by the runtime. */
+enum srv_opt_type { OPT_STRING, OPT_INT, OPT_SIZE, OPT_BOOL, OPT_ENUM, OPT_BACKEND };
 
 struct srv_option {
     const char *name;
@@ -25,7 +27,8 @@ struct srv_option {
     const char *help;
 };
 
-static const char *const BACKENDS[] = {"auto", "cpu", "cuda", NULL};
+/* Indexed by enum rt_cuda_graphs. */
+static const char *const CUDA_GRAPHS[] = {"auto", "on", "off", NULL};
 
 #define OFF(field) offsetof(struct srv_config, field)
 #define GIB (INT64_C(1) << 30)
@@ -37,10 +40,18 @@ static const struct srv_option OPTIONS[] = {
      "TCP port to listen on (0 picks a free one; see --port-file)"},
     {"host", OPT_STRING, OFF(host), "127.0.0.1", 0, 0, NULL, "ADDR",
      "address to bind (0.0.0.0 for every IPv4 interface, :: for IPv6)"},
-    {"backend", OPT_ENUM, OFF(backend), "auto", 0, 0, BACKENDS, "KIND",
+    {"backend", OPT_BACKEND, OFF(backend), "auto", 0, 0, NULL, "KIND",
      "where models run: auto (CUDA when usable, else CPU), cpu or cuda"},
     {"threads", OPT_INT, OFF(threads), "0", 0, 1024, NULL, "N",
      "compute threads per model instance (0: half the cores, the rest serve HTTP)"},
+    {"cpu-batch-chunk", OPT_INT, OFF(cpu_batch_chunk), "0", 0, RT_MAX_BATCH, NULL, "N",
+     "CPU backend: samples per pass through the model (0: $INFERD_CPU_BATCH_CHUNK if set, "
+     "else as many as fit in L2)"},
+    {"cpu-isa", OPT_STRING, OFF(cpu_isa), "", 0, 0, NULL, "NAME",
+     "CPU kernels' instruction set: scalar, avx2 or avx512 (default: $INFERD_CPU_ISA if set, "
+     "else the best the CPU has)"},
+    {"cuda-graphs", OPT_ENUM, OFF(cuda_graphs), "auto", 0, 0, CUDA_GRAPHS, "WHEN",
+     "CUDA backend: capture a CUDA graph per batch size (auto: on unless $INFERD_CUDA_GRAPHS=0)"},
     {"http-threads", OPT_INT, OFF(http_threads), "0", 0, 1024, NULL, "N",
      "HTTP threads (0: one per core)"},
     {"log-level", OPT_ENUM, OFF(log_level), "info", 0, 0, SRV_LOG_LEVEL_NAMES, "LEVEL",
@@ -179,6 +190,17 @@ static bool set_option(struct srv_config *cfg, const struct srv_option *o, const
         snprintf(err, err_len, "--%s: '%s' is not one of the accepted values (see --help)",
                  o->name, text);
         return false;
+    case OPT_BACKEND: {
+        struct rt_error e;
+        enum rt_backend_kind kind;
+        if (rt_backend_kind_parse(text, &kind, &e) != RT_OK) {
+            snprintf(err, err_len, "--%s: %s", o->name, e.msg);
+            return false;
+        }
+        int v = (int)kind;
+        memcpy(field, &v, sizeof(v));
+        return true;
+    }
     }
     return false;
 }
@@ -316,6 +338,12 @@ void srv_config_usage(FILE *out, const char *prog)
             fprintf(out, " {");
             for (int k = 0; o->values[k]; k++)
                 fprintf(out, "%s%s", k ? "|" : "", o->values[k]);
+            fprintf(out, "}");
+        }
+        if (o->type == OPT_BACKEND) {
+            fprintf(out, " {");
+            for (int k = 0; k < RT_BACKEND_KIND_COUNT; k++)
+                fprintf(out, "%s%s", k ? "|" : "", rt_backend_kind_name((enum rt_backend_kind)k));
             fprintf(out, "}");
         }
         if (o->def[0])

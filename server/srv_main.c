@@ -106,7 +106,11 @@ int main(int argc, char **argv)
      * every core only fights the HTTP threads feeding it. */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = cfg->threads > 0 ? (int)cfg->threads : (int)(cores > 1 ? cores / 2 : 1);
-    const struct rt_backend_options bopt = {.threads = threads, .device = -1};
+    const struct rt_backend_options bopt = {.threads = threads,
+                                            .device = -1,
+                                            .cpu_batch_chunk = (int)cfg->cpu_batch_chunk,
+                                            .cpu_isa = cfg->cpu_isa,
+                                            .cuda_graphs = (enum rt_cuda_graphs)cfg->cuda_graphs};
     if (rt_backend_create((enum rt_backend_kind)cfg->backend, &bopt, &server.backend, &err) != RT_OK) {
         srv_log_error("backend: %s", err.msg);
         return 1;

@@ -3,15 +3,13 @@
  *
  * Triton's metric names where Triton has the metric (so its dashboards
  * work: request counts and durations, queue depth, GPU memory and
- * utilisation on the CUDA backend), inferd_ for the rest: latency and
+ * utilisation on a GPU backend), inferd_ for the rest: latency and
  * batch-size histograms, in-flight requests, model load time, HTTP
  * responses by code.
  */
 #include <stddef.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "runtime/rt_gpu_info.h"
 #include "srv_handlers.h"
 
 struct model_view {
@@ -81,33 +79,35 @@ static void histogram(struct srv_buf *b, const char *name, const char *help,
     }
 }
 
-/* Triton's GPU gauges, when the models run on a GPU. */
+/* Triton's GPU gauges, for the devices the backend runs on. */
 static void write_gpu(struct srv_buf *b, struct srv_server *srv)
 {
-    int n = strcmp(rt_backend_name(srv->backend), "cuda") == 0 ? rt_gpu_count() : 0;
-    uint64_t used[16], total[16];
-    double util[16];
-    bool known[16];
-    for (int d = 0; d < n && d < 16; d++)
-        known[d] = rt_gpu_info(d, &used[d], &total[d], &util[d]);
+    enum { MOST = 16 };
+    int n = rt_backend_device_kind(srv->backend) == RT_DEVICE_GPU ? rt_backend_device_count(srv->backend) : 0;
+    if (n > MOST)
+        n = MOST;
+    struct rt_device_info dev[MOST];
+    bool known[MOST];
+    for (int d = 0; d < n; d++)
+        known[d] = rt_backend_device_info(srv->backend, d, &dev[d]);
     if (n <= 0)
         return;
     family(b, "nv_gpu_memory_used_bytes", "gauge", "GPU used memory, in bytes");
-    for (int d = 0; d < n && d < 16; d++) {
+    for (int d = 0; d < n; d++) {
         if (known[d])
-            srv_buf_printf(b, "nv_gpu_memory_used_bytes{gpu=\"%d\"} %llu\n", d,
-                           (unsigned long long)used[d]);
+            srv_buf_printf(b, "nv_gpu_memory_used_bytes{gpu=\"%d\"} %llu\n", dev[d].id,
+                           (unsigned long long)dev[d].used_bytes);
     }
     family(b, "nv_gpu_memory_total_bytes", "gauge", "GPU total memory, in bytes");
-    for (int d = 0; d < n && d < 16; d++) {
+    for (int d = 0; d < n; d++) {
         if (known[d])
-            srv_buf_printf(b, "nv_gpu_memory_total_bytes{gpu=\"%d\"} %llu\n", d,
-                           (unsigned long long)total[d]);
+            srv_buf_printf(b, "nv_gpu_memory_total_bytes{gpu=\"%d\"} %llu\n", dev[d].id,
+                           (unsigned long long)dev[d].total_bytes);
     }
     family(b, "nv_gpu_utilization", "gauge", "GPU utilization rate [0.0 - 1.0)");
-    for (int d = 0; d < n && d < 16; d++) {
-        if (known[d] && util[d] >= 0)
-            srv_buf_printf(b, "nv_gpu_utilization{gpu=\"%d\"} %.3f\n", d, util[d] / 100.0);
+    for (int d = 0; d < n; d++) {
+        if (known[d] && dev[d].util_percent >= 0)
+            srv_buf_printf(b, "nv_gpu_utilization{gpu=\"%d\"} %.3f\n", dev[d].id, dev[d].util_percent / 100.0);
     }
 }
 

@@ -26,7 +26,7 @@ struct kcpu_pool *pick_pool(const struct pools *ps)
 
 void restore_isa(const int *saved)
 {
-    kcpu_isa_set_for_testing((enum kcpu_isa)*saved);
+    kcpu_isa_set((enum kcpu_isa)*saved);
 }
 
 int conv_out(int in, int pad_lead, int pad_trail, int k, int dil, int stride)

@@ -28,7 +28,7 @@ void restore_isa(const int *saved);
 #define FOR_EACH_ISA(isa)                                                                \
     for (int saved_isa_ __attribute__((cleanup(restore_isa))) = (int)kcpu_isa(),         \
              isa = KCPU_ISA_SCALAR;                                                      \
-         isa <= (int)kcpu_isa_hardware() && kcpu_isa_set_for_testing((enum kcpu_isa)isa) == 0; \
+         isa <= (int)kcpu_isa_hardware() && kcpu_isa_set((enum kcpu_isa)isa) == 0; \
          isa++)
 
 /* Output length of a convolution window along one axis (0 if none fits). */

@@ -39,7 +39,8 @@ TEST(cuda_backend_no_device)
     printf("  cuda backend: %s\n", err.msg);
     /* auto falls back to the CPU with one log line */
     ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_AUTO, &opt, &b, &err), RT_OK);
-    ASSERT_STR_EQ(rt_backend_name(b), "cpu");
+    ASSERT_EQ_INT(rt_backend_device_kind(b), RT_DEVICE_CPU);
+    ASSERT_EQ_INT(rt_backend_device_count(b), 0);
     rt_backend_free(b);
     return TEST_PASS;
 }
@@ -170,16 +171,58 @@ TEST(cuda_device_query)
     TEST_FAIL_IF(rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, &b, &err) != RT_OK,
                  "%s", err.msg);
     printf("  backend: %s\n", rt_backend_describe(b));
+    /* What /metrics and the Triton config ask of it: a GPU, its devices, their memory. */
+    enum rt_device_kind kind = rt_backend_device_kind(b);
+    int n = rt_backend_device_count(b);
+    bool ok = kind == RT_DEVICE_GPU && n >= 1 && n <= count;
+    for (int i = 0; ok && i < n; i++) {
+        struct rt_device_info info;
+        if (!rt_backend_device_info(b, i, &info))
+            continue;
+        printf("  backend device %d (cuda %d): %.0f of %.0f MiB used\n", i, info.id, (double)info.used_bytes / 1048576.0,
+               (double)info.total_bytes / 1048576.0);
+        ok = info.id >= 0 && info.id < count && info.total_bytes > 0 && info.used_bytes <= info.total_bytes;
+    }
     rt_backend_free(b);
+    TEST_FAIL_IF(!ok, "device query: kind %d, %d device(s) of %d", (int)kind, n, count);
+    return TEST_PASS;
+}
+
+/* Whether a CUDA backend made with graphs (and $INFERD_CUDA_GRAPHS = env,
+ * NULL: unset) captures graphs, as its description says; -1 when none. */
+static int graphs_on(enum rt_cuda_graphs graphs, const char *env)
+{
+    if (env)
+        setenv("INFERD_CUDA_GRAPHS", env, 1);
+    struct rt_error err = {0};
+    struct rt_backend *b;
+    enum rt_status s = rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1, .cuda_graphs = graphs},
+                                         &b, &err);
+    unsetenv("INFERD_CUDA_GRAPHS");
+    if (s != RT_OK)
+        return -1;
+    int on = strstr(rt_backend_describe(b), "graphs off") == NULL;
+    rt_backend_free(b);
+    return on;
+}
+
+/* The cuda_graphs option, and $INFERD_CUDA_GRAPHS as its fallback. */
+TEST(cuda_graph_option)
+{
+    CUDA_REQUIRE();
+    ASSERT_EQ_INT(graphs_on(RT_CUDA_GRAPHS_AUTO, NULL), 1);
+    ASSERT_EQ_INT(graphs_on(RT_CUDA_GRAPHS_OFF, NULL), 0);
+    ASSERT_EQ_INT(graphs_on(RT_CUDA_GRAPHS_AUTO, "0"), 0);
+    ASSERT_EQ_INT(graphs_on(RT_CUDA_GRAPHS_ON, "0"), 1);    /* the option wins */
+    ASSERT_EQ_INT(graphs_on(RT_CUDA_GRAPHS_OFF, "1"), 0);
     return TEST_PASS;
 }
 
 static enum rt_status cuda_backend(bool graphs, struct rt_backend **b, struct rt_error *err)
 {
-    if (!graphs)
-        setenv("INFERD_CUDA_GRAPHS", "0", 1);
-    enum rt_status s = rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, b, err);
-    unsetenv("INFERD_CUDA_GRAPHS");
+    const struct rt_backend_options opt = {.device = -1,
+                                           .cuda_graphs = graphs ? RT_CUDA_GRAPHS_ON : RT_CUDA_GRAPHS_OFF};
+    enum rt_status s = rt_backend_create(RT_BACKEND_CUDA, &opt, b, err);
     if (s == RT_OK)
         printf("  backend: %s\n", rt_backend_describe(*b));
     return s;

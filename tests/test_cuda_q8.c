@@ -474,10 +474,9 @@ static enum test_result int8_model_vs_cpu(const char *name)
     size_t count = (size_t)ds.count * (size_t)classes;
     int failed = 0;
     for (int graphs = 1; cpu_ok && graphs >= 0; graphs--) {
-        if (!graphs)
-            setenv("INFERD_CUDA_GRAPHS", "0", 1);
-        enum rt_status st = rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, &gpu, &err);
-        unsetenv("INFERD_CUDA_GRAPHS");
+        const struct rt_backend_options opt = {.device = -1,
+                                               .cuda_graphs = graphs ? RT_CUDA_GRAPHS_ON : RT_CUDA_GRAPHS_OFF};
+        enum rt_status st = rt_backend_create(RT_BACKEND_CUDA, &opt, &gpu, &err);
         if (st != RT_OK) {
             printf("  %s graphs %d: CUDA backend: %s\n", name, graphs, err.msg);
             failed++;

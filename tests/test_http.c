@@ -548,6 +548,51 @@ TEST(http_flags_and_config_file)
     return TEST_PASS;
 }
 
+/* ------------------------------------------------------------ backend flags */
+
+static enum test_result backend_flags_applied(struct http_daemon *d)
+{
+    char log[16384];
+    ASSERT_TRUE(http_daemon_log(d, log, sizeof(log)));
+    ASSERT_STR_CONTAINS(log, "backend cpu: cpu (scalar, 1 threads per instance, 3 samples per pass)");
+    struct http_resp cfg, metrics;
+    ASSERT_TRUE(http_get(d, "/v2/models/lenet5/config", &cfg));
+    ASSERT_TRUE(http_get(d, "/metrics", &metrics));
+    bool cpu_kind = cfg.status == 200 && strstr(cfg.body, "\"kind\":\"KIND_CPU\"") != NULL;
+    bool gpu_gauges = strstr(metrics.body, "nv_gpu_") != NULL;
+    http_resp_free(&cfg);
+    http_resp_free(&metrics);
+    ASSERT_TRUE(cpu_kind);
+    ASSERT_FALSE(gpu_gauges);
+    ASSERT_TRUE(http_still_serves(d));
+    return TEST_PASS;
+}
+
+TEST(http_backend_flags)
+{
+    char out[8192];
+    ASSERT_EQ_INT(http_run_inferd((const char *const[]){"--help", NULL}, out, sizeof(out)), 0);
+    ASSERT_STR_CONTAINS(out, "{auto|cpu|cuda}");
+    ASSERT_STR_CONTAINS(out, "--cpu-batch-chunk N");
+    ASSERT_STR_CONTAINS(out, "--cpu-isa NAME");
+    ASSERT_STR_CONTAINS(out, "--cuda-graphs WHEN");
+    ASSERT_STR_CONTAINS(out, "{auto|on|off}");
+    ASSERT_EQ_INT(http_run_inferd((const char *const[]){"--backend=tpu", NULL}, out, sizeof(out)), 2);
+    ASSERT_STR_CONTAINS(out, "--backend: unknown backend 'tpu' (valid: auto, cpu, cuda)");
+    ASSERT_EQ_INT(http_run_inferd((const char *const[]){"--cuda-graphs", "sometimes", NULL}, out, sizeof(out)), 2);
+    ASSERT_STR_CONTAINS(out, "--cuda-graphs: 'sometimes'");
+    ASSERT_EQ_INT(http_run_inferd((const char *const[]){"--cpu-batch-chunk", "5000", NULL}, out, sizeof(out)), 2);
+    ASSERT_STR_CONTAINS(out, "--cpu-batch-chunk: 5000 is outside 0..4096");
+    /* Refused at start-up, before the repository is read (which would fail too). */
+    ASSERT_EQ_INT(http_run_inferd((const char *const[]){"--cpu-isa", "bogus", "--model-repository", "/nonexistent",
+                                                        "--http-port", "0", NULL},
+                                  out, sizeof(out)),
+                  1);
+    ASSERT_STR_CONTAINS(out, "backend: unknown CPU instruction set 'bogus' (valid: scalar, avx2, avx512)");
+    static const char *const FLAGS[] = {"--backend", "cpu", "--cpu-isa", "scalar", "--cpu-batch-chunk", "3", NULL};
+    return http_run(&LENET, 1, FLAGS, backend_flags_applied);
+}
+
 /* ------------------------------------------------------------ a model that fails to load */
 
 static enum test_result load_failure(struct http_daemon *d)

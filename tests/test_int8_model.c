@@ -121,7 +121,7 @@ static void q8_forward_ref(const struct q8_weights *w, int n, const float *x, fl
 
 static void restore_isa(int *saved)
 {
-    kcpu_isa_set_for_testing((enum kcpu_isa)*saved);
+    kcpu_isa_set((enum kcpu_isa)*saved);
 }
 
 TEST(int8_model_matches_reference_kernels)
@@ -141,7 +141,7 @@ TEST(int8_model_matches_reference_kernels)
     int saved __attribute__((cleanup(restore_isa))) = (int)kcpu_isa(); // NOLINT(clang-analyzer-deadcode.DeadStores): restore_isa reads it at scope exit
     enum test_result r = TEST_PASS;
     for (int isa = KCPU_ISA_SCALAR; isa <= (int)kcpu_isa_hardware() && r == TEST_PASS; isa++) {
-        kcpu_isa_set_for_testing((enum kcpu_isa)isa);
+        kcpu_isa_set((enum kcpu_isa)isa);
         struct rt_model *m;
         struct rt_session *s;
         TEST_FAIL_IF(rt_model_load(dir, b, &m, &err) != RT_OK, "%s", err.msg);

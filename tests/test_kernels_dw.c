@@ -94,7 +94,7 @@ static double check_dw(struct kcpu_pool *const *pools, const struct k_conv2d *p,
     double worst = 0;
     int saved __attribute__((cleanup(restore_isa))) = (int)kcpu_isa(); // NOLINT(clang-analyzer-deadcode.DeadStores): restore_isa reads it at scope exit
     for (int isa = KCPU_ISA_SCALAR; isa <= (int)kcpu_isa_hardware(); isa++) {
-        RT_ASSERT(kcpu_isa_set_for_testing((enum kcpu_isa)isa) == 0);
+        RT_ASSERT(kcpu_isa_set((enum kcpu_isa)isa) == 0);
         struct kcpu_pool *pool = pools[test_rand_int(0, 3)];
         /* the runtime sizes scratch for its largest batch */
         struct k_conv2d sized = *p;

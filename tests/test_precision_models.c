@@ -121,7 +121,7 @@ TEST(int8_shipped_models_meet_accuracy_goal)
 
 static void restore_isa(int *saved)
 {
-    kcpu_isa_set_for_testing((enum kcpu_isa)*saved);
+    kcpu_isa_set((enum kcpu_isa)*saved);
 }
 
 TEST(int8_shipped_models_identical_across_isas)
@@ -137,7 +137,7 @@ TEST(int8_shipped_models_identical_across_isas)
     enum test_result r = TEST_PASS;
     for (int d = 0; d < 2 && r == TEST_PASS; d++) {
         for (int isa = (int)kcpu_isa_hardware(); isa >= KCPU_ISA_SCALAR && r == TEST_PASS; isa--) {
-            kcpu_isa_set_for_testing((enum kcpu_isa)isa);
+            kcpu_isa_set((enum kcpu_isa)isa);
             if (!run_model(DIRS[d], &ds, COUNT, isa == (int)kcpu_isa_hardware() ? want : got, why, sizeof(why))) {
                 test_fail_msg(__FILE__, __LINE__, "%s", why);
                 r = TEST_FAIL;

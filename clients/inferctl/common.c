@@ -94,9 +94,10 @@ int ctl_parse_options(const char *command, int argc, char **argv, const struct c
 
 bool ctl_parse_backend(const char *text, enum rt_backend_kind *out)
 {
-    if (rt_backend_kind_parse(text, out))
+    struct rt_error err;
+    if (rt_backend_kind_parse(text, out, &err) == RT_OK)
         return true;
-    fprintf(stderr, "inferctl: --backend must be auto, cpu or cuda\n");
+    fprintf(stderr, "inferctl: --backend: %s\n", err.msg);
     return false;
 }
 

@@ -13,6 +13,7 @@
 #ifndef KCPU_H
 #define KCPU_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,10 +22,20 @@
 
 enum kcpu_isa { KCPU_ISA_SCALAR = 0, KCPU_ISA_AVX2, KCPU_ISA_AVX512 };
 
-/* The best instruction set this CPU supports (cached after the first call).
- * The environment variable INFERD_CPU_ISA=scalar|avx2|avx512 caps it. */
+/* The instruction set the kernels use, process-wide: the best this CPU
+ * supports unless kcpu_isa_set chose another (cached after the first call). */
 enum kcpu_isa kcpu_isa(void);
+/* "scalar", "avx2", "avx512". */
 const char *kcpu_isa_name(enum kcpu_isa isa);
+/* The ISA kcpu_isa_name calls name; false when none is. */
+bool kcpu_isa_from_name(const char *name, enum kcpu_isa *out);
+/* The best ISA the CPU itself supports, whatever kcpu_isa_set chose. */
+enum kcpu_isa kcpu_isa_hardware(void);
+/* Makes kcpu_isa() return isa from now on, for every caller in the process
+ * (the CPU backend's cpu_isa option; tests run every kernel under every ISA
+ * the CPU has). Returns 0, or -1 when the CPU lacks isa. Packed weights stay
+ * valid across the switch. */
+int kcpu_isa_set(enum kcpu_isa isa);
 
 /* Packed weights: opaque float buffer of kcpu_*_packed_floats() floats,
  * 64-byte aligned, allocated by the caller. */

@@ -123,13 +123,6 @@ void kcpu_add_avx512(int64_t count, const float *a, const float *b, float *y);
 void kcpu_affine_avx2(int64_t count, const float *x, float s, float t, float *y);
 void kcpu_affine_avx512(int64_t count, const float *x, float s, float t, float *y);
 
-/* The best ISA the CPU itself supports, ignoring INFERD_CPU_ISA. */
-enum kcpu_isa kcpu_isa_hardware(void);
-/* Makes kcpu_isa() return isa from now on (tests run every kernel under
- * every ISA the CPU has). Returns 0, or -1 when the CPU lacks isa. Packed
- * weights stay valid across the switch. */
-int kcpu_isa_set_for_testing(enum kcpu_isa isa);
-
 /* Scalar activation of the plain-C paths (libm, so also the accuracy anchor). */
 static inline float kcpu_act1(enum k_act act, float x)
 {

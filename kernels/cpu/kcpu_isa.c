@@ -4,9 +4,13 @@
  * The binary is built for baseline x86-64; per-ISA files (*_avx2.c,
  * *_avx512.c) are only entered after this check says the CPU and the OS
  * (XSAVE state, which __builtin_cpu_supports verifies) support them.
+ *
+ * The choice is one process-wide value: kernels read it on every call and
+ * take no context to carry a per-caller one. Callers that want another ISA
+ * (the CPU backend's cpu_isa option, tests) set it with kcpu_isa_set; the
+ * kernels read no environment.
  */
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "kcpu_impl.h"
@@ -27,25 +31,13 @@ enum kcpu_isa kcpu_isa_hardware(void)
     return KCPU_ISA_SCALAR;
 }
 
-static enum kcpu_isa env_cap(void)
-{
-    const char *v = getenv("INFERD_CPU_ISA");
-    if (!v || !*v)
-        return KCPU_ISA_AVX512;
-    for (int isa = KCPU_ISA_SCALAR; isa <= KCPU_ISA_AVX512; isa++)
-        if (strcmp(v, kcpu_isa_name((enum kcpu_isa)isa)) == 0)
-            return (enum kcpu_isa)isa;
-    return KCPU_ISA_AVX512;  /* unknown names do not cap */
-}
-
 enum kcpu_isa kcpu_isa(void)
 {
     int isa = atomic_load_explicit(&chosen, memory_order_relaxed);
     if (isa < 0) {
-        enum kcpu_isa hw = kcpu_isa_hardware(), cap = env_cap();
-        isa = (int)(hw < cap ? hw : cap);
-        /* Racing first callers compute the same value. */
-        atomic_store_explicit(&chosen, isa, memory_order_relaxed);
+        int expected = -1, hw = (int)kcpu_isa_hardware();
+        /* Only the unset value is replaced: a racing kcpu_isa_set wins. */
+        isa = atomic_compare_exchange_strong(&chosen, &expected, hw) ? hw : expected;
     }
     return (enum kcpu_isa)isa;
 }
@@ -63,7 +55,18 @@ const char *kcpu_isa_name(enum kcpu_isa isa)
     return "unknown";
 }
 
-int kcpu_isa_set_for_testing(enum kcpu_isa isa)
+bool kcpu_isa_from_name(const char *name, enum kcpu_isa *out)
+{
+    for (int isa = KCPU_ISA_SCALAR; isa <= KCPU_ISA_AVX512; isa++) {
+        if (strcmp(name, kcpu_isa_name((enum kcpu_isa)isa)) == 0) {
+            *out = (enum kcpu_isa)isa;
+            return true;
+        }
+    }
+    return false;
+}
+
+int kcpu_isa_set(enum kcpu_isa isa)
 {
     if (isa > kcpu_isa_hardware())
         return -1;

@@ -6,7 +6,7 @@
  * Convolution and linear run as one INT8 GEMM (int32 accumulation) with the
  * requantising epilogue of kernel_quant.h: AVX-512 VNNI (vpdpbusd) where the
  * CPU has it, else AVX2, else plain C, chosen per call from kcpu_isa() (so
- * INFERD_CPU_ISA and kcpu_isa_set_for_testing apply). Weights are packed
+ * kcpu_isa_set applies). Weights are packed
  * once by the *_pack functions into a layout every ISA shares; the caller
  * provides scratch of *_scratch_bytes (no allocation on the hot path).
  */

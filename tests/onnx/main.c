@@ -23,8 +23,9 @@ int main(int argc, char **argv)
     int n_dirs = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
-            if (!rt_backend_kind_parse(argv[++i], &kind)) {
-                fprintf(stderr, "unknown backend '%s'\n", argv[i]);
+            struct rt_error err;
+            if (rt_backend_kind_parse(argv[++i], &kind, &err) != RT_OK) {
+                fprintf(stderr, "--backend: %s\n", err.msg);
                 return 2;
             }
         } else if (strcmp(argv[i], "--root") == 0 && i + 1 < argc) {
