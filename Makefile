@@ -434,9 +434,9 @@ $(FUZZ_RUNS): fuzz-%: fuzz-build-all
 # Then cppcheck over the same files, and a grep for calls and constructs the
 # project bans (VLAs are -Wvla errors).
 DEBS_LINT := clang-tidy cppcheck
-LINT_SRC  := $(wildcard runtime/*.c server/*.c clients/*/*.c kernels/ref/*.c kernels/cpu/*.c \
+LINT_SRC  := $(wildcard runtime/*.c runtime/*/*.c server/*.c clients/*/*.c kernels/ref/*.c kernels/cpu/*.c \
                         tests/*.c tests/*/*.c)
-LINT_HDR  := $(wildcard runtime/*.h server/*.h clients/*/*.h kernels/*.h kernels/*/*.h \
+LINT_HDR  := $(wildcard runtime/*.h runtime/*/*.h server/*.h clients/*/*.h kernels/*.h kernels/*/*.h \
                         tests/*.h tests/*/*.h)
 LINT_DIR  := $(BUILD)/lint
 LINT_DEFS := $(CSTD) -I. -I$(GEN) -I$(BUILD)

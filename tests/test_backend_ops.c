@@ -39,7 +39,7 @@ static float gb_rand(struct gb *b, float lo, float hi)
     b->rng ^= b->rng << 13;   /* xorshift64 */
     b->rng ^= b->rng >> 7;
     b->rng ^= b->rng << 17;
-    return lo + (hi - lo) * (float)((b->rng >> 40) * (1.0 / 16777216.0));
+    return lo + (hi - lo) * (float)((double)(b->rng >> 40) * (1.0 / 16777216.0));
 }
 
 /* Tensor t's shape is [-1, dims...] (rank - 1 dims after the batch). */
@@ -324,12 +324,12 @@ static void build_matmul(struct gb *b, const struct op_case *c)
 /* conv2d_dyn: x [N, 2, 3, 6, 6], weight [N, 4, 3 / g, 3, 3], bias [N, 4]; groups a[0] */
 static void build_conv2d_dyn(struct gb *b, const struct op_case *c)
 {
-    int g = c->a[0];
+    int64_t g = c->a[0];
     int x = gb_input(b, 5, (int64_t[]){2, 3 * g, 6, 6});
     int w = gb_input(b, 5, (int64_t[]){4 * g, 3, 3, 3});
     int bias = gb_input(b, 2, (int64_t[]){4 * g});
     struct rt_node *n = gb_node(b, RT_OP_CONV2D_DYN, 3, (int[]){x, w, bias});
-    n->a.conv = (struct rt_conv_attrs){{1, 1}, {1, 1, 1, 1}, {1, 1}, g};
+    n->a.conv = (struct rt_conv_attrs){{1, 1}, {1, 1, 1, 1}, {1, 1}, (int)g};
     gb_output(b, gb_done(b, n));
 }
 

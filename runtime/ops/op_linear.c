@@ -4,9 +4,9 @@
 #include "ops_impl.h"
 
 const struct rt_weight_key rt_op_gemm_weights[] = {
-    {RT_W_WEIGHT, "weight", true},
-    {RT_W_BIAS, "bias", false},
-    {0, NULL, false},
+    {"weight", RT_W_WEIGHT, true},
+    {"bias", RT_W_BIAS, false},
+    {NULL, 0, false},
 };
 
 enum rt_status rt_op_q8_prepare_gemm(const struct rt_graph *g, const struct rt_step *s, struct rt_q8_step *q,

@@ -51,11 +51,11 @@ static bool batch_norm_write_attrs(const struct rt_node *n, cJSON *a)
 }
 
 static const struct rt_weight_key BATCH_NORM_WEIGHTS[] = {
-    {RT_W_WEIGHT, "weight", true},
-    {RT_W_BIAS, "bias", true},
-    {RT_W_MEAN, "running_mean", true},
-    {RT_W_VAR, "running_var", true},
-    {0, NULL, false},
+    {"weight", RT_W_WEIGHT, true},
+    {"bias", RT_W_BIAS, true},
+    {"running_mean", RT_W_MEAN, true},
+    {"running_var", RT_W_VAR, true},
+    {NULL, 0, false},
 };
 
 const struct rt_op_family rt_family_batch_norm = {

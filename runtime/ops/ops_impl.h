@@ -18,8 +18,8 @@ struct rt_attrs;   /* one node's model.json "attrs" being read (model_json.c) */
 
 /* A model.json weight key and the role it binds. */
 struct rt_weight_key {
-    enum rt_wrole role;
     const char *key;
+    enum rt_wrole role;
     bool required;
 };
 
