@@ -133,16 +133,11 @@ static void add_run(struct cpu_session *cs, const struct rt_step *s, const union
     kcpu_add_f32(cs->pool, k->count, io->in[0], io->in[1], io->out);
 }
 
-/* The constant operand is the node's weight, on the left when const_left. */
 static void binary_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
                        const struct rt_step_io *io)
 {
-    const float *c = s->node->w[RT_W_WEIGHT].data;
-    const float *a = io->in[0], *b = s->n_in > 1 ? io->in[1] : c;
-    if (s->n_in == 1 && s->node->a.binary.const_left) {
-        b = a;
-        a = c;
-    }
+    const void *a, *b;
+    rt_step_binary_operands(s, io, &a, &b);
     kcpu_binary_f32(cs->pool, &k->binary, a, b, io->out);
 }
 

@@ -81,12 +81,8 @@ static void add_f32(const struct rt_plan *p, const struct rt_step *s, const unio
 static void binary_f32(const struct rt_plan *p, const struct rt_step *s, const union rt_step_params *k, int batch,
                        const struct rt_step_io *io)
 {
-    const float *c = s->node->w[RT_W_WEIGHT].data;
-    const float *a = io->in[0], *b = s->n_in > 1 ? io->in[1] : c;
-    if (s->n_in == 1 && s->node->a.binary.const_left) {
-        b = a;
-        a = c;
-    }
+    const void *a, *b;
+    rt_step_binary_operands(s, io, &a, &b);
     kref_binary_f32(&k->binary, a, b, io->out);
 }
 

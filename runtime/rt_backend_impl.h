@@ -23,6 +23,18 @@ struct rt_step_io {
     void *out;
 };
 
+/* binary's operands: a is input 0, or the node's constant when const_left;
+ * b is input 1, the constant, or input 0 when const_left (rt_step_params
+ * already swapped the strides to match). */
+static inline void rt_step_binary_operands(const struct rt_step *s, const struct rt_step_io *io, const void **a,
+                                           const void **b)
+{
+    const void *c = s->node->w[RT_W_WEIGHT].data;
+    bool left = s->n_in == 1 && s->node->a.binary.const_left;
+    *a = left ? c : io->in[0];
+    *b = left ? io->in[0] : s->n_in > 1 ? io->in[1] : c;
+}
+
 struct rt_backend_iface {
     const char *name;
     enum rt_device_kind device_kind;

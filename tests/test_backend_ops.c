@@ -29,7 +29,6 @@ struct gb {
     struct rt_graph g;
     struct rt_model_config cfg;
     enum rt_precision prec;
-    const float *scales;       /* INT8: a scale per tensor id (from the FP32 run) */
     uint64_t rng;              /* weights: the same on every build of a case */
     bool failed;
 };
@@ -69,9 +68,8 @@ static int gb_input(struct gb *b, int rank, const int64_t *dims)
     return t;
 }
 
-/* A node of op over inputs; its output shape is inferred at once (weights
- * and attrs must be set first: pass a setup callback's work through the
- * returned node, then call gb_finish_node). */
+/* A node of op over inputs; the caller sets its weights and attrs, then
+ * gb_done infers its output shape. */
 static struct rt_node *gb_node(struct gb *b, enum rt_op op, int n_in, const int *in)
 {
     struct rt_node *n = &b->g.nodes[b->g.n_nodes];
@@ -410,7 +408,6 @@ static bool build_case(const struct op_case *c, enum rt_precision prec, const fl
     memset(b, 0, sizeof(*b));
     b->rng = case_seed | 1;
     b->prec = prec;
-    b->scales = scales;
     b->g.nodes = calloc(MAX_NODES, sizeof(*b->g.nodes));
     snprintf(b->cfg.name, sizeof(b->cfg.name), "case");
     b->cfg.precision = prec;
@@ -460,31 +457,40 @@ static bool case_data_make(const struct op_case *c, const struct rt_model_config
     return true;
 }
 
-/* Runs the case on backend be at batch; outputs into out[i] (caller-sized).
- * RT_ERR_UNSUPPORTED when the backend has no kernel (why in err). */
-static enum rt_status run_case(const struct op_case *c, enum rt_precision prec, const float *scales,
-                               struct rt_backend *be, const struct case_data *d, int batch, float **out,
-                               bool *seen, struct rt_error *err)
+/* A case loaded on one backend, ready to run at any batch. */
+struct loaded {
+    struct rt_model *m;
+    struct rt_session *s;
+};
+
+static void unload(struct loaded *l)
+{
+    rt_session_free(l->s);
+    rt_model_free(l->m);
+    memset(l, 0, sizeof(*l));
+}
+
+/* RT_ERR_UNSUPPORTED when the backend has no kernel for a step (why in err).
+ * seen (when given) marks the ops of the loaded graph. */
+static enum rt_status load_case(const struct op_case *c, enum rt_precision prec, const float *scales,
+                                struct rt_backend *be, bool *seen, struct loaded *l, struct rt_error *err)
 {
     struct gb b;
+    memset(l, 0, sizeof(*l));
     if (!build_case(c, prec, scales, &b)) {
         rt_graph_free(&b.g);
         return rt_error_set(err, RT_ERR_INTERNAL, "the case's graph is invalid");
     }
-    struct rt_model *m = NULL;
-    struct rt_session *s = NULL;
-    enum rt_status st = rt_model_from_graph(&b.g, &b.cfg, be, NULL, &m, err);
+    enum rt_status st = rt_model_from_graph(&b.g, &b.cfg, be, NULL, &l->m, err);
     if (st == RT_OK)
-        st = rt_session_create(m, &s, err);
-    if (st == RT_OK)
-        st = rt_session_run(s, batch, (const float *const *)d->in, out, err);
+        st = rt_session_create(l->m, &l->s, err);
     if (st == RT_OK && seen) {
-        const struct rt_graph *g = rt_model_graph(m);
+        const struct rt_graph *g = rt_model_graph(l->m);
         for (int i = 0; i < g->n_nodes; i++)
             seen[g->nodes[i].op] = true;
     }
-    rt_session_free(s);
-    rt_model_free(m);
+    if (st != RT_OK)
+        unload(l);
     return st;
 }
 
@@ -556,27 +562,41 @@ static double tolerance(enum rt_precision prec, int steps)
     return 0;
 }
 
-static int count_steps(const struct op_case *c)
+/* Largest relative error of got against want over the first `batch`
+ * samples of every output; INT8 outputs (dequantised codes) must have the
+ * same bits (else infinity). */
+static double case_error(const struct case_data *d, enum rt_precision prec, int batch, float *const *got,
+                         float *const *want)
 {
-    struct gb b;
-    int n = build_case(c, RT_PRECISION_FP32, NULL, &b) ? b.g.n_nodes : 0;
-    rt_graph_free(&b.g);
-    return n;
+    double worst = 0;
+    for (int i = 0; i < d->n_out; i++) {
+        int64_t n = d->out_elems[i] * batch;
+        double e = prec != RT_PRECISION_INT8 ? test_rel_error(got[i], want[i], n)
+                   : test_same_bits(got[i], want[i], sizeof(float) * (size_t)n) ? 0
+                                                                                : INFINITY;
+        worst = e > worst || e != e ? e : worst;
+    }
+    return worst;
 }
 
 /* One case at one precision through every backend; false on a mismatch or a
- * case the CPU backend cannot run. */
+ * case the CPU backend cannot run. The reference runs once at the largest
+ * batch: samples are independent, so a smaller batch's outputs are the
+ * first samples of that run. Every other backend runs each batch size. */
 static bool check_case(const struct op_case *c, enum rt_precision prec, struct backend_slot *be, int n_be,
                        bool *seen)
 {
-    struct case_data d;
+    enum { N_BATCHES = sizeof(BATCHES) / sizeof(BATCHES[0]) };
+    struct case_data d = {0};
+    struct loaded l = {0};
+    struct rt_error err = {0};
     float *scales = NULL, *want[RT_MAX_IO] = {0}, *got[RT_MAX_IO] = {0};
-    bool ok = true;
     char line[512];
     int len = snprintf(line, sizeof(line), "  %-38s %-4s", c->name, rt_precision_name(prec));
     case_seed = test_rand_u64();
     struct gb shape;
-    ok = build_case(c, prec, NULL, &shape) && case_data_make(c, &shape.cfg, &d);
+    bool ok = build_case(c, prec, NULL, &shape) && case_data_make(c, &shape.cfg, &d);
+    double tol = tolerance(prec, shape.g.n_nodes);
     rt_graph_free(&shape.g);
     if (ok && prec == RT_PRECISION_INT8)
         ok = int8_scales(c, be[0].b, &d, &scales);
@@ -585,52 +605,38 @@ static bool check_case(const struct op_case *c, enum rt_precision prec, struct b
         got[i] = malloc(sizeof(float) * (size_t)(d.out_elems[i] * MAX_BATCH));
         ok = want[i] && got[i];
     }
-    double tol = tolerance(prec, count_steps(c));
-    for (int bi = 0; ok && bi < (int)(sizeof(BATCHES) / sizeof(BATCHES[0])); bi++) {
-        int batch = BATCHES[bi];
-        struct rt_error err = {0};
-        if (run_case(c, prec, scales, be[0].b, &d, batch, want, seen, &err) != RT_OK) {
-            printf("%s\n  ref failed: %s\n", line, err.msg);
-            ok = false;
-            break;
+    if (ok && (load_case(c, prec, scales, be[0].b, seen, &l, &err) != RT_OK ||
+               rt_session_run(l.s, MAX_BATCH, (const float *const *)d.in, want, &err) != RT_OK)) {
+        printf("%s\n  ref failed: %s\n", line, err.msg);
+        ok = false;
+    }
+    unload(&l);
+    for (int k = 1; ok && k < n_be; k++) {
+        enum rt_status st = load_case(c, prec, scales, be[k].b, NULL, &l, &err);
+        if (st == RT_ERR_UNSUPPORTED && strcmp(be[k].name, "cpu") != 0) {
+            const char *why = strrchr(err.msg, ':');
+            len += snprintf(line + len, sizeof(line) - (size_t)len, "  %s lacks (%.60s)", be[k].name,
+                            why ? why + 2 : err.msg);
+            continue;
         }
-        for (int k = 1; k < n_be; k++) {
-            if (!be[k].b)
-                continue;
-            struct rt_error e2 = {0};
-            enum rt_status st = run_case(c, prec, scales, be[k].b, &d, batch, got, NULL, &e2);
-            if (st == RT_ERR_UNSUPPORTED && strcmp(be[k].name, "cpu") != 0) {
-                if (bi == 0)
-                    len += snprintf(line + len, sizeof(line) - (size_t)len, "  %s lacks (%.60s)", be[k].name,
-                                    strstr(e2.msg, ": ") ? strrchr(e2.msg, ':') + 2 : e2.msg);
-                continue;
-            }
-            if (st != RT_OK) {
-                printf("%s\n  %s failed at batch %d: %s\n", line, be[k].name, batch, e2.msg);
-                ok = false;
-                break;
-            }
-            double worst = 0;
-            for (int i = 0; i < d.n_out; i++) {
-                int64_t n = d.out_elems[i] * batch;
-                if (prec == RT_PRECISION_INT8) {
-                    /* outputs are dequantised codes: equal bits or not */
-                    if (!test_same_bits(got[i], want[i], sizeof(float) * (size_t)n))
-                        worst = INFINITY;
-                } else {
-                    double e = test_rel_error(got[i], want[i], n);
-                    worst = e > worst || e != e ? e : worst;
-                }
-            }
-            if (!(worst <= tol)) {
+        for (int bi = 0; st == RT_OK && bi < N_BATCHES; bi++) {
+            int batch = BATCHES[bi];
+            st = rt_session_run(l.s, batch, (const float *const *)d.in, got, &err);
+            double worst = st == RT_OK ? case_error(&d, prec, batch, got, want) : 0;
+            if (st == RT_OK && !(worst <= tol)) {
                 printf("%s\n  %s differs from ref at batch %d: relative error %.3g > %.3g\n", line, be[k].name,
                        batch, worst, tol);
                 ok = false;
                 break;
             }
-            if (bi == (int)(sizeof(BATCHES) / sizeof(BATCHES[0])) - 1)
-                len += snprintf(line + len, sizeof(line) - (size_t)len, "  %s %s", be[k].name,
-                                prec == RT_PRECISION_INT8 ? "same bits" : "ok");
+        }
+        unload(&l);
+        if (st != RT_OK) {
+            printf("%s\n  %s failed: %s\n", line, be[k].name, err.msg);
+            ok = false;
+        } else if (ok) {
+            len += snprintf(line + len, sizeof(line) - (size_t)len, "  %s %s", be[k].name,
+                            prec == RT_PRECISION_INT8 ? "same bits" : "ok");
         }
     }
     if (ok)
