@@ -79,7 +79,7 @@ CMD ["--url", "http://inferd:8000", "--concurrency", "16", "--duration", "30", "
 
 # ------------------------------------------------------------ onnx.proto
 # The ONNX loader's C code is generated from the onnx.proto of Debian's
-# libonnx-dev (Makefile: ONNX_PROTO). The Ubuntu build below takes the same
+# libonnx-dev (mk/build.mk: ONNX_PROTO). The Ubuntu build below takes the same
 # file from Debian 12, so both images parse ONNX exactly as the tested build.
 FROM debian:${DEBIAN_VERSION}-slim AS onnx-proto
 RUN apt-get update \

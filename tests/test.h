@@ -11,7 +11,8 @@
  * A failed assertion returns from the test and the runner reports it with
  * file, line and both values. SKIP prints its reason and counts as skipped,
  * never as passed. Random data comes from test_rand_*() seeded by the runner
- * with a printed seed (INFERD_TEST_SEED overrides it).
+ * with a printed seed (INFERD_TEST_SEED overrides it). Each test runs under
+ * the runner's time limit (120 s; INFERD_TEST_TIMEOUT overrides it).
  */
 #ifndef TEST_H
 #define TEST_H

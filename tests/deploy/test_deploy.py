@@ -2,17 +2,17 @@
 """test_deploy.py - the deployment checks that run without Docker (make test-deploy).
 
 Runs with the Python of build/deploy-venv (PyYAML, jsonschema,
-kubernetes-validate, hadolint from PyPI; see the Makefile's test-deploy),
+kubernetes-validate, hadolint from PyPI; see test-deploy in mk/deploy.mk),
 from the repository root:
 
-  build/deploy-venv/bin/python deploy/test_deploy.py [NAME_SUBSTRING...]
+  build/deploy-venv/bin/python tests/deploy/test_deploy.py [NAME_SUBSTRING...]
 
 Checks, each printed as the test runner prints its tests:
   compose_config       docker-compose (Debian's, v1.29) parses and resolves docker-compose.yml
                        with every profile; the resolved services have what the deployment needs
   dockerfile_lint      hadolint on the Dockerfile (deploy/hadolint.yaml)
   dockerfile_structure stages, base images against the CUDA toolkit and cuDNN here, users,
-                       ports, health check, commands, the Makefile's build packages
+                       ports, health check, commands, the build packages (DEBS, mk/deps.mk)
   nginx_config         nginx -t on the compose load balancer's configuration
   k8s_schemas          kubernetes-validate --strict against the bundled API schemas
   k8s_consistency      probes, ports, annotations, drain timings, selectors agree
@@ -24,7 +24,7 @@ Checks, each printed as the test runner prints its tests:
   image_build_cuda     the same for the cuda-build stage (compile only; skipped without nvcc)
   commands_run         every inferd command line of the Dockerfile, compose, Kubernetes and
                        KServe files starts build/inferd to ready and drains on SIGTERM
-  scale_out            deploy/scale_out_test.py: 3 replicas behind nginx, one SIGKILLed and one
+  scale_out            tests/deploy/scale_out_test.py: 3 replicas behind nginx, one SIGKILLed and one
                        drained under load, no failed request
 
 Ends with "N passed, N failed, N skipped"; exits 1 when a check failed.
@@ -44,7 +44,7 @@ import urllib.request
 
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.chdir(ROOT)
 BUILD = os.environ.get("BUILD", "build")
 VENV = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
@@ -173,9 +173,9 @@ def stage_apt_packages(st):
 
 
 def makefile_debs():
-    text = open("Makefile").read().replace("\\\n", " ")
+    text = open("mk/deps.mk").read().replace("\\\n", " ")
     m = re.search(r"^DEBS\s*:=\s*(.*)$", text, re.M)
-    check(m, "Makefile: no DEBS := line")
+    check(m, "mk/deps.mk: no DEBS := line")
     return m.group(1).split("#")[0].split()
 
 
@@ -237,7 +237,7 @@ def t_dockerfile_structure():
             check(int(m.group(1)) == major, "cuDNN %d here, inferd opens libcudnn.so.%s" % (major, m.group(1)))
     check("CUDA=0" in stage_run_make(cpu_build), "cpu-build does not make CUDA=0")
     check("CUDA=1" in stage_run_make(cuda_build), "cuda-build does not make CUDA=1")
-    # The Makefile's build packages, in each build stage (Debian and Ubuntu names).
+    # The build packages (DEBS in mk/deps.mk), in each build stage (Debian and Ubuntu names).
     renamed = {"libjpeg62-turbo-dev": "libjpeg-dev"}
     not_for_build = {"dataset-fashion-mnist", "curl", "libonnx-testdata"}
     need = [renamed.get(p, p) for p in makefile_debs() if p not in not_for_build]
@@ -246,9 +246,9 @@ def t_dockerfile_structure():
     copies_proto = any("onnx.proto" in c for c in instr(cuda_build, "COPY"))
     missing_cpu = [p for p in need if p not in have_cpu]
     missing_cuda = [p for p in need if p not in have_cuda and not (p == "libonnx-dev" and copies_proto)]
-    check(not missing_cpu, "cpu-build lacks the Makefile's DEBS: %s" % missing_cpu)
-    check(not missing_cuda, "cuda-build lacks the Makefile's DEBS: %s" % missing_cuda)
-    info("build stages install the Makefile's DEBS: %s" % " ".join(need))
+    check(not missing_cpu, "cpu-build lacks DEBS (mk/deps.mk): %s" % missing_cpu)
+    check(not missing_cuda, "cuda-build lacks DEBS (mk/deps.mk): %s" % missing_cuda)
+    info("build stages install DEBS (mk/deps.mk): %s" % " ".join(need))
     for st in (cpu, gpu, loadgen):
         users = instr(st, "USER") or (instr(cpu, "USER") if st is loadgen else [])
         check(users, "stage %s: no USER" % st[0])
@@ -805,9 +805,9 @@ def t_image_build_cuda():
 def t_scale_out():
     out = tempfile.mktemp(prefix="inferd-scale-out-", suffix=".json")
     try:
-        p = subprocess.run([SYSTEM_PYTHON, "deploy/scale_out_test.py", "--build", BUILD, "--json", out],
+        p = subprocess.run([SYSTEM_PYTHON, "tests/deploy/scale_out_test.py", "--build", BUILD, "--json", out],
                            stdin=subprocess.DEVNULL, timeout=240)
-        check(p.returncode == 0, "deploy/scale_out_test.py failed")
+        check(p.returncode == 0, "tests/deploy/scale_out_test.py failed")
     finally:
         try:
             os.unlink(out)

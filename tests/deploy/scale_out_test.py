@@ -19,7 +19,7 @@ Passes when:
   - the drained replica exited 0, and no process outlives the test.
 
 Standard library only; run from the repository root:
-  /usr/bin/python3 deploy/scale_out_test.py [--duration 10] [--replicas 3] [--json FILE]
+  /usr/bin/python3 tests/deploy/scale_out_test.py [--duration 10] [--replicas 3] [--json FILE]
 Every process it starts is killed when it ends, fails or is interrupted.
 """
 import argparse
@@ -37,7 +37,7 @@ import time
 import urllib.error
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NGINX_DIR = os.path.join(ROOT, "deploy", "nginx")
 NOBODY = 65534
 MODEL = "lenet5"
@@ -183,7 +183,7 @@ def tail(path, n=20):
 
 def write_nginx_conf(ndir, lb_port, replicas, params, keepalive):
     servers = "".join("        server 127.0.0.1:%d %s;\n" % (r.port, params) for r in replicas)
-    conf = """# written by deploy/scale_out_test.py
+    conf = """# written by tests/deploy/scale_out_test.py
 daemon off;
 # One process: nothing outlives it when the test kills it.
 master_process off;

@@ -1,0 +1,41 @@
+# mk/tests.mk - the test suites and the CPU benchmarks: test, test-onnx,
+# test-large, accuracy, bench, bench-server, bench-loadgen, bench-imagenet.
+.PHONY: test test-onnx test-large accuracy bench bench-server bench-loadgen bench-imagenet
+
+# (CUDA builds first read the kernels' SASS and check the GPU bundle; the
+# test runner's summary line stays last)
+test: deps deps-client deps-ui all
+ifeq ($(CUDA_ON)$(SANITIZE),1)
+	@$(MAKE) --no-print-directory cuda-sass gpu-bundle-check
+endif
+	$(BUILD)/run-tests
+
+# The whole ONNX backend test suite, a table per folder (BACKEND=cuda on a GPU).
+BACKEND ?= cpu
+test-onnx: deps $(BUILD)/onnx-suite
+	$(BUILD)/onnx-suite --backend $(BACKEND)
+
+# The large_ tests, on the ImageNet-scale models (mk/models.mk) generated
+# when missing.
+test-large: deps deps-python $(BUILD)/run-tests
+	@ls $(IMAGENET_FILES) >/dev/null 2>&1 || $(MAKE) --no-print-directory models-imagenet
+	$(BUILD)/run-tests --large large_
+
+bench: deps deps-python $(BUILD)/bench_models_cpu $(BUILD)/bench_int8_cpu
+	$(BUILD)/bench_models_cpu
+	$(BUILD)/bench_int8_cpu
+
+# Top-1 of FP32, FP16 and INT8 (each calibration method) on the test set (docs/quantization.md).
+accuracy: deps $(BUILD)/inferctl
+	$(BUILD)/inferctl accuracy model_repository/lenet5 model_repository/resnet-mini
+
+bench-server: deps deps-wrk $(BUILD)/inferd $(BUILD)/bench_server
+	$(BUILD)/bench_server
+
+# "Check the checker": inferd-loadgen's request rate against wrk's on GET /v2/health/live.
+bench-loadgen: deps deps-wrk all $(BUILD)/bench_loadgen_vs_wrk
+	$(BUILD)/bench_loadgen_vs_wrk
+
+bench-imagenet: deps deps-python $(BUILD)/bench_models_cpu
+	@ls $(IMAGENET_FILES) >/dev/null 2>&1 || $(MAKE) --no-print-directory models-imagenet
+	$(BUILD)/bench_models_cpu --models resnet50,mobilenet_v2 --batches 1,32 --repeats 5
