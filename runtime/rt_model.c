@@ -2,18 +2,18 @@
  * rt_model.c - loading a model folder, sessions, and the executor that walks
  * the plan (see rt_model.h).
  */
-#include "rt_model.h"
+#include "runtime/rt_model.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "rt_backend_impl.h"
-#include "rt_model_impl.h"
-#include "rt_model_json.h"
-#include "rt_onnx.h"
-#include "rt_quant.h"
+#include "runtime/backend/backend.h"
+#include "runtime/rt_model_impl.h"
+#include "runtime/format/model_json.h"
+#include "runtime/onnx/onnx_load.h"
+#include "runtime/precision/graph_precision.h"
 
 #define MAX_MODEL_JSON ((size_t)64 * 1024 * 1024)
 #define MAX_LABELS 100000

@@ -26,8 +26,8 @@
 #ifndef RT_MODEL_H
 #define RT_MODEL_H
 
-#include "rt_status.h"
-#include "rt_types.h"
+#include "runtime/rt_status.h"
+#include "runtime/rt_types.h"
 
 #define RT_MAX_IO 8
 #define RT_MAX_PREFERRED 8

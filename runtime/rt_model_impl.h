@@ -7,8 +7,8 @@
 #ifndef RT_MODEL_IMPL_H
 #define RT_MODEL_IMPL_H
 
-#include "rt_graph.h"
-#include "rt_model.h"
+#include "runtime/core/graph.h"
+#include "runtime/rt_model.h"
 
 struct rt_load_options {
     bool unfused;   /* every node its own step, so every tensor is observable */

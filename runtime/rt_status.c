@@ -1,5 +1,5 @@
 /* rt_status.c - status names and error message helpers. */
-#include "rt_status.h"
+#include "runtime/rt_status.h"
 
 #include <stdarg.h>
 #include <string.h>

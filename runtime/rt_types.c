@@ -1,5 +1,5 @@
 /* rt_types.c - dtype tables. */
-#include "rt_types.h"
+#include "runtime/rt_types.h"
 
 #include <string.h>
 

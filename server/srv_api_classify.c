@@ -10,7 +10,7 @@
 #include <strings.h>
 
 #include "runtime/rt_checked.h"
-#include "runtime/rt_image.h"
+#include "runtime/image/image.h"
 #include "srv_clock.h"
 #include "srv_handlers.h"
 #include "srv_multipart.h"

@@ -12,7 +12,7 @@
  *                       (2u) apart where their FP32 sums straddle
  *                       a rounding boundary; a rounding only one
  *                       makes (cuDNN's second, see
- *                       runtime/backend_cuda_cudnn.c) adds u    -> S * 2u + X * u
+ *                       runtime/backend/backend_cuda_cudnn.c) adds u    -> S * 2u + X * u
  *
  * R and S count the roundings along the model: its plan steps plus the
  * input. This takes each step's gain to the output as at most one, which

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "runtime/rt_image.h"
+#include "runtime/image/image.h"
 
 bool http_encode_jpeg(const uint8_t *gray, int width, int height, int quality, uint8_t **out,
                       size_t *len)

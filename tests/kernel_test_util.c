@@ -8,7 +8,7 @@ void pools_open(struct pools *ps)
 {
     ps->p[0] = NULL;
     for (int t = 1; t <= 3; t++) {
-        ps->p[t] = kcpu_pool_create(t);
+        ps->p[t] = kcpu_threads_create(t);
         RT_ASSERT(ps->p[t]);
     }
 }
@@ -16,10 +16,10 @@ void pools_open(struct pools *ps)
 void pools_close(struct pools *ps)
 {
     for (int t = 1; t <= 3; t++)
-        kcpu_pool_free(ps->p[t]);
+        kcpu_threads_free(ps->p[t]);
 }
 
-struct kcpu_pool *pick_pool(const struct pools *ps)
+struct kcpu_threads *pick_pool(const struct pools *ps)
 {
     return ps->p[test_rand_int(0, 3)];
 }

@@ -11,13 +11,13 @@
 
 /* p[0] is NULL (the calling thread only), p[t] a pool of t threads. */
 struct pools {
-    struct kcpu_pool *p[4];
+    struct kcpu_threads *p[4];
 };
 
 void pools_open(struct pools *ps);
 void pools_close(struct pools *ps);
 /* One of the four, at random. */
-struct kcpu_pool *pick_pool(const struct pools *ps);
+struct kcpu_threads *pick_pool(const struct pools *ps);
 
 /* Cleanup handler: puts back the instruction set saved in *saved. */
 void restore_isa(const int *saved);

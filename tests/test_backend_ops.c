@@ -15,9 +15,9 @@
  */
 #include <stdlib.h>
 
-#include "../runtime/rt_backend_impl.h"
-#include "../runtime/rt_model_impl.h"
-#include "../runtime/rt_quant.h"
+#include "runtime/backend/backend.h"
+#include "runtime/rt_model_impl.h"
+#include "runtime/precision/quant.h"
 #include "test.h"
 
 #define MAX_NODES 8

@@ -24,7 +24,7 @@ static int64_t strides_for(const struct k_binary *p, unsigned ones, int missing,
 
 TEST(kernel_binary_cpu_matches_ref)
 {
-    struct kcpu_pool *pool = kcpu_pool_create(2);
+    struct kcpu_threads *pool = kcpu_threads_create(2);
     for (int iter = 0; iter < 300; iter++) {
         struct k_binary p = {.n = test_rand_int(1, 3), .rank = test_rand_int(0, 4),
                              .op = (enum k_binop)test_rand_int(0, K_BIN_COUNT - 1)};
@@ -50,6 +50,6 @@ TEST(kernel_binary_cpu_matches_ref)
         }
         free(a), free(b), free(want), free(got);
     }
-    kcpu_pool_free(pool);
+    kcpu_threads_free(pool);
     return TEST_PASS;
 }

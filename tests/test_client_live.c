@@ -11,8 +11,8 @@
 #include "client_harness.h"
 #include "clients/lib/icl.h"
 #include "http_harness.h"
-#include "runtime/rt_dataset.h"
-#include "runtime/rt_image.h"
+#include "runtime/image/dataset.h"
+#include "runtime/image/image.h"
 #include "test.h"
 
 static const struct http_model_spec LENET = HTTP_MODEL_SPEC("lenet5");

@@ -5,7 +5,7 @@
  * eager run that follows (a kernel launch reports the pending error as its
  * own: the request would fail), and that batch size stays eager; a sticky
  * error inside a capture fails the run. */
-#include "runtime/backend_cuda_impl.h"
+#include "runtime/backend/backend_cuda_impl.h"
 #include "test.h"
 
 /* The stand-in runtime: one stream, one pending error, as CUDA keeps it. */

@@ -12,10 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/backend_cuda_impl.h"
-#include "runtime/rt_dataset.h"
-#include "runtime/rt_gpu_info.h"
-#include "runtime/rt_image.h"
+#include "runtime/backend/backend_cuda_impl.h"
+#include "runtime/image/dataset.h"
+#include "runtime/backend/backend_cuda_info.h"
+#include "runtime/image/image.h"
 #include "runtime/rt_model.h"
 #include "fp16_bound.h"
 #include "model_variant.h"

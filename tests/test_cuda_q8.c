@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "kernels/ref/kref_q8.h"
-#include "runtime/rt_dataset.h"
-#include "runtime/rt_image.h"
+#include "runtime/image/dataset.h"
+#include "runtime/image/image.h"
 #include "runtime/rt_model.h"
-#include "runtime/rt_quant.h"
+#include "runtime/precision/quant.h"
 #include "test_cuda_util.h"
 
 #define GUARD 64

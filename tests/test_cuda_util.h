@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "kernels/cuda/kcuda.h"
-#include "runtime/rt_dataset.h"
+#include "runtime/image/dataset.h"
 #include "runtime/rt_status.h"
 #include "test.h"
 

@@ -9,7 +9,7 @@
 
 #include <zlib.h>
 
-#include "runtime/rt_dataset.h"
+#include "runtime/image/dataset.h"
 #include "test.h"
 
 TEST(dataset_fashion_mnist_test_split)

@@ -10,8 +10,8 @@
 
 #include "http_harness.h"
 #include "http_images.h"
-#include "runtime/rt_dataset.h"
-#include "runtime/rt_image.h"
+#include "runtime/image/dataset.h"
+#include "runtime/image/image.h"
 #include "test.h"
 
 enum { N_IMAGES = 500, PER_REQUEST = 25, RAW_IMAGES = 50, CLASSES = 10 };

@@ -11,7 +11,7 @@
 #include <jpeglib.h>
 #include <zlib.h>
 
-#include "runtime/rt_image.h"
+#include "runtime/image/image.h"
 #include "test.h"
 
 /* Reads tests/data/images/<name>; NULL when missing. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/rt_image.h"
+#include "runtime/image/image.h"
 #include "test.h"
 
 /* Preprocessing that leaves values as they are (scale 1, mean 0, std 1). */

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <zlib.h>
 
-#include "runtime/rt_image.h"
-#include "runtime/rt_safetensors.h"
+#include "runtime/image/image.h"
+#include "runtime/format/safetensors.h"
 #include "runtime/rt_status.h"
 #include "test.h"
 

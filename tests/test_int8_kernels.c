@@ -171,7 +171,7 @@ static enum test_result conv_case(const struct q8_layer *layer, struct pools *ps
     }
     enum test_result r = TEST_PASS;
     FOR_EACH_ISA(isa) {
-        struct kcpu_pool *pool = ps->p[test_rand_int(0, 3)];
+        struct kcpu_threads *pool = ps->p[test_rand_int(0, 3)];
         memset(got, POISON, ybytes + GUARD);
         if (lin)
             kcpu_linear_q8(pool, lin, x, packed, &ep.e, res, got, scratch);
@@ -292,7 +292,7 @@ TEST(int8_pools_random)
         kref_avg_pool2d_q8(&p, counts, x, w_avg);
         kref_global_avg_pool_q8(p.n, p.c, (int64_t)p.h * p.w, gm, x, w_gl);
         FOR_EACH_ISA(isa) {
-            struct kcpu_pool *pool = ps.p[test_rand_int(0, 3)];
+            struct kcpu_threads *pool = ps.p[test_rand_int(0, 3)];
             memset(g, POISON, (size_t)(yn + gn) + GUARD);
             kcpu_max_pool2d_q8(pool, &p, x, g);
             ok = ok && CHECK_SAME(g, w_max, yn, "max pool");
@@ -338,7 +338,7 @@ TEST(int8_elementwise_random)
         kref_quantize_q8(n, f, inv, w_q);
         kref_dequantize_q8(n, a, scale, w_dq);
         FOR_EACH_ISA(isa) {
-            struct kcpu_pool *pool = ps.p[test_rand_int(0, 3)];
+            struct kcpu_threads *pool = ps.p[test_rand_int(0, 3)];
             memset(g, POISON, (size_t)n + GUARD);
             kcpu_add_q8(pool, n, a, ma, b, mb, g);
             ok = ok && CHECK_SAME(g, w_add, n, "add");
@@ -390,7 +390,7 @@ TEST(int8_concat_and_dequant_i32_random)
         float *wf = poisoned(sizeof(float) * (size_t)cnt), *gf = poisoned(sizeof(float) * (size_t)cnt);
         kref_dequantize_i32(n, c, inner, x32, sc, wf);
         FOR_EACH_ISA(isa) {
-            struct kcpu_pool *pool = ps.p[test_rand_int(0, 3)];
+            struct kcpu_threads *pool = ps.p[test_rand_int(0, 3)];
             memset(got, POISON, (size_t)yn + GUARD);
             kcpu_concat_q8(pool, &p, (const int8_t *const *)in, lens, mults, got);
             ok = ok && CHECK_SAME(got, want, yn, "concat");
@@ -414,7 +414,7 @@ TEST(fp16_rounding_matches_f16c)
     float *x = malloc(sizeof(float) * N), *want = malloc(sizeof(float) * N);
     float *got = poisoned(sizeof(float) * N);
     RT_ASSERT(x && want);
-    struct kcpu_pool *pool = kcpu_pool_create(2);
+    struct kcpu_threads *pool = kcpu_threads_create(2);
     uint32_t bits = (uint32_t)test_rand_u64();
     for (int round = 0; round < 200; round++) {
         for (int i = 0; i < N; i++, bits += 65521u * 997u + 13u)
@@ -443,7 +443,7 @@ TEST(fp16_rounding_matches_f16c)
     ASSERT_EQ_INT(k_f32_bits(k_f16_round(65520.0f)), k_f32_bits(INFINITY));
     ASSERT_EQ_INT(k_f32_bits(k_f16_round(65519.0f)), k_f32_bits(65504.0f));
     ASSERT_EQ_INT(k_f32_bits(k_f16_round(5.9604645e-08f)), k_f32_bits(5.9604645e-08f));
-    kcpu_pool_free(pool);
+    kcpu_threads_free(pool);
     free(x), free(want), free(got);
     return TEST_PASS;
 }

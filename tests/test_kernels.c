@@ -116,9 +116,9 @@ TEST(kernels_pool_runs_every_task_once)
     enum { MAX_TASKS = 257 };
     atomic_int hits[MAX_TASKS];
     for (int threads = 0; threads <= 3; threads++) {
-        struct kcpu_pool *pool = threads ? kcpu_pool_create(threads) : NULL;
+        struct kcpu_threads *pool = threads ? kcpu_threads_create(threads) : NULL;
         ASSERT_TRUE(threads == 0 || pool != NULL);
-        ASSERT_EQ_INT(kcpu_pool_threads(pool), threads ? threads : 1);
+        ASSERT_EQ_INT(kcpu_threads_count(pool), threads ? threads : 1);
         /* Many short runs back to back: generations must not mix. */
         for (int run = 0; run < 300; run++) {
             int tasks = run < 3 ? run : test_rand_int(1, MAX_TASKS);
@@ -126,25 +126,25 @@ TEST(kernels_pool_runs_every_task_once)
                 atomic_init(&hits[t], 0);
             struct count_job j = {.hits = hits, .threads = threads ? threads : 1};
             atomic_init(&j.bad_thread, 0);
-            kcpu_pool_run(pool, tasks, count_task, &j);
+            kcpu_threads_run(pool, tasks, count_task, &j);
             for (int t = 0; t < MAX_TASKS; t++)
                 ASSERT_EQ_INT(atomic_load(&hits[t]), t < tasks ? 1 : 0);
             ASSERT_EQ_INT(atomic_load(&j.bad_thread), 0);
         }
-        kcpu_pool_free(pool);
+        kcpu_threads_free(pool);
     }
-    ASSERT_TRUE(kcpu_pool_create(0) == NULL);
+    ASSERT_TRUE(kcpu_threads_create(0) == NULL);
     /* Workers asleep (past their spin): a small run stays on the caller. */
-    struct kcpu_pool *pool = kcpu_pool_create(2);
+    struct kcpu_threads *pool = kcpu_threads_create(2);
     ASSERT_TRUE(pool != NULL);
     nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
     for (int t = 0; t < MAX_TASKS; t++)
         atomic_init(&hits[t], 0);
     struct count_job j = {.hits = hits, .threads = 1};
     atomic_init(&j.bad_thread, 0);
-    kcpu_pool_run(pool, KCPU_POOL_COLD_TASKS - 1, count_task, &j);
-    kcpu_pool_free(pool);
-    for (int t = 0; t < KCPU_POOL_COLD_TASKS - 1; t++)
+    kcpu_threads_run(pool, KCPU_THREADS_COLD_TASKS - 1, count_task, &j);
+    kcpu_threads_free(pool);
+    for (int t = 0; t < KCPU_THREADS_COLD_TASKS - 1; t++)
         ASSERT_EQ_INT(atomic_load(&hits[t]), 1);
     ASSERT_EQ_INT(atomic_load(&j.bad_thread), 0);   /* thread 0 only */
     return TEST_PASS;
@@ -229,19 +229,19 @@ static enum test_result check_conv(const struct pools *ps, const struct k_conv2d
     kcpu_conv2d_pack(p, w, packed);
     enum test_result r = TEST_PASS;
     FOR_EACH_ISA(isa) {
-        struct kcpu_pool *pool = pick_pool(ps);
+        struct kcpu_threads *pool = pick_pool(ps);
         /* Sized exactly (so ASan sees any overrun) or, like the runtime
          * does, for a larger batch than this call's. */
         struct k_conv2d sized = *p;
         sized.n += test_rand_int(0, 1) * test_rand_int(1, 3);
-        void *scratch = malloc(kcpu_conv2d_scratch_bytes(&sized, kcpu_pool_threads(pool)));
+        void *scratch = malloc(kcpu_conv2d_scratch_bytes(&sized, kcpu_threads_count(pool)));
         float *y = poisoned(yn);
         kcpu_conv2d_f32(pool, p, x, packed, bias, res, y, scratch);
         char what[256];
         snprintf(what, sizeof(what), "conv n%d c%d %dx%d -> oc%d %dx%d k%dx%d s%d,%d p%d,%d d%d,%d g%d %s%s%s isa %s threads %d",
                  p->n, p->c, p->h, p->w, p->oc, p->oh, p->ow, p->kh, p->kw, p->stride_h, p->stride_w,
                  p->pad_t, p->pad_l, p->dil_h, p->dil_w, p->groups, act_name(p->act), bias ? " bias" : "",
-                 res ? " residual" : "", kcpu_isa_name((enum kcpu_isa)isa), kcpu_pool_threads(pool));
+                 res ? " residual" : "", kcpu_isa_name((enum kcpu_isa)isa), kcpu_threads_count(pool));
         if (!output_ok(what, y, want, pre, yn))
             r = TEST_FAIL;
         free(y);
@@ -320,14 +320,14 @@ static enum test_result check_linear(const struct pools *ps, const struct k_line
     kcpu_linear_pack(p, w, packed);
     enum test_result r = TEST_PASS;
     FOR_EACH_ISA(isa) {
-        struct kcpu_pool *pool = pick_pool(ps);
-        void *scratch = malloc(kcpu_linear_scratch_bytes(p, kcpu_pool_threads(pool)));
+        struct kcpu_threads *pool = pick_pool(ps);
+        void *scratch = malloc(kcpu_linear_scratch_bytes(p, kcpu_threads_count(pool)));
         float *y = poisoned(yn);
         kcpu_linear_f32(pool, p, x, packed, bias, res, y, scratch);
         char what[160];
         snprintf(what, sizeof(what), "linear n%d k%d m%d %s%s%s isa %s threads %d", p->n, p->k, p->m,
                  act_name(p->act), bias ? " bias" : "", res ? " residual" : "",
-                 kcpu_isa_name((enum kcpu_isa)isa), kcpu_pool_threads(pool));
+                 kcpu_isa_name((enum kcpu_isa)isa), kcpu_threads_count(pool));
         if (!output_ok(what, y, want, pre, yn))
             r = TEST_FAIL;
         free(y);
@@ -426,14 +426,14 @@ static enum test_result check_pool(const struct pools *ps, int max_pool)
             continue;
         }
         FOR_EACH_ISA(isa) {
-            struct kcpu_pool *pool = pick_pool(ps);
+            struct kcpu_threads *pool = pick_pool(ps);
             float *y = poisoned(yn);
             (max_pool ? kcpu_max_pool2d_f32 : kcpu_avg_pool2d_f32)(pool, &p, x, y);
             char what[200];
             snprintf(what, sizeof(what), "%s pool n%d c%d %dx%d -> %dx%d k%dx%d s%d,%d p%d,%d d%d,%d incl %d isa %s threads %d",
                      max_pool ? "max" : "avg", p.n, p.c, p.h, p.w, p.oh, p.ow, p.kh, p.kw, p.stride_h,
                      p.stride_w, p.pad_t, p.pad_l, p.dil_h, p.dil_w, p.count_include_pad,
-                     kcpu_isa_name((enum kcpu_isa)isa), kcpu_pool_threads(pool));
+                     kcpu_isa_name((enum kcpu_isa)isa), kcpu_threads_count(pool));
             if (!output_ok(what, y, want, want, yn))
                 r = TEST_FAIL;
             free(y);

@@ -75,7 +75,7 @@ static struct k_conv2d random_grouped(int groups, int cg, int mg, enum k_act act
 
 /* Runs p through kcpu_conv2d_* under every ISA the CPU has, on a random
  * pool; returns the largest error seen (and prints the failing case). */
-static double check_dw(struct kcpu_pool *const *pools, const struct k_conv2d *p, int with_bias, int with_res)
+static double check_dw(struct kcpu_threads *const *pools, const struct k_conv2d *p, int with_bias, int with_res)
 {
     int64_t xn = (int64_t)p->n * p->c * p->h * p->w;
     int64_t wn = (int64_t)p->oc * (p->c / p->groups) * p->kh * p->kw;
@@ -95,11 +95,11 @@ static double check_dw(struct kcpu_pool *const *pools, const struct k_conv2d *p,
     int saved __attribute__((cleanup(restore_isa))) = (int)kcpu_isa(); // NOLINT(clang-analyzer-deadcode.DeadStores): restore_isa reads it at scope exit
     for (int isa = KCPU_ISA_SCALAR; isa <= (int)kcpu_isa_hardware(); isa++) {
         RT_ASSERT(kcpu_isa_set((enum kcpu_isa)isa) == 0);
-        struct kcpu_pool *pool = pools[test_rand_int(0, 3)];
+        struct kcpu_threads *pool = pools[test_rand_int(0, 3)];
         /* the runtime sizes scratch for its largest batch */
         struct k_conv2d sized = *p;
         sized.n += test_rand_int(0, 2);
-        void *scratch = malloc(kcpu_conv2d_scratch_bytes(&sized, kcpu_pool_threads(pool)));
+        void *scratch = malloc(kcpu_conv2d_scratch_bytes(&sized, kcpu_threads_count(pool)));
         RT_ASSERT(scratch);
         for (int64_t i = 0; i < yn; i++)
             y[i] = NAN;
@@ -112,7 +112,7 @@ static double check_dw(struct kcpu_pool *const *pools, const struct k_conv2d *p,
                    "error %.3g\n", p->n, p->c, p->h, p->w, p->oc, p->oh, p->ow, p->kh, p->kw, p->stride_h,
                    p->stride_w, p->pad_t, p->pad_l, p->dil_h, p->dil_w, p->groups, (int)p->act,
                    bias ? " bias" : "", res ? " residual" : "", kcpu_isa_name((enum kcpu_isa)isa),
-                   kcpu_pool_threads(pool), e);
+                   kcpu_threads_count(pool), e);
         if (!(e <= worst))
             worst = e;
         free(scratch);

@@ -16,11 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/rt_calib.h"
+#include "runtime/precision/calib.h"
 #include "runtime/rt_model.h"
 #include "runtime/rt_model_impl.h"
-#include "runtime/rt_model_write.h"
-#include "runtime/rt_safetensors.h"
+#include "runtime/format/model_write.h"
+#include "runtime/format/safetensors.h"
 #include "test.h"
 #include "test_model_util.h"
 

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "runtime/rt_model.h"
-#include "runtime/rt_safetensors.h"
+#include "runtime/format/safetensors.h"
 #include "test.h"
 #include "test_model_util.h"
 

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "runtime/rt_safetensors.h"
+#include "runtime/format/safetensors.h"
 
 #define TINY_IN_ELEMS 36   /* [1, 6, 6] */
 #define TINY_CLASSES 5

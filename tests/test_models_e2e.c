@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/rt_dataset.h"
-#include "runtime/rt_image.h"
+#include "runtime/image/dataset.h"
+#include "runtime/image/image.h"
 #include "runtime/rt_model.h"
-#include "runtime/rt_safetensors.h"
+#include "runtime/format/safetensors.h"
 #include "test.h"
 
 static int argmax(const float *x, int n)

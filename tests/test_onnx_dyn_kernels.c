@@ -25,7 +25,7 @@ static int64_t mm_strides(const struct k_matmul *p, unsigned ones, int missing, 
 
 TEST(onnx_matmul_kernel_cpu_matches_ref)
 {
-    struct kcpu_pool *pool = kcpu_pool_create(2);
+    struct kcpu_threads *pool = kcpu_threads_create(2);
     for (int iter = 0; iter < 200; iter++) {
         struct k_matmul p = {.n = test_rand_int(1, 3), .rank = test_rand_int(0, 3),
                              .m = test_rand_int(1, iter % 10 == 0 ? 40 : 6), .k = test_rand_int(1, 33),
@@ -52,7 +52,7 @@ TEST(onnx_matmul_kernel_cpu_matches_ref)
         }
         free(a), free(b), free(want), free(got);
     }
-    kcpu_pool_free(pool);
+    kcpu_threads_free(pool);
     return TEST_PASS;
 }
 
@@ -78,7 +78,7 @@ TEST(onnx_matmul_kernel_known_values)
 
 TEST(onnx_batch_norm_kernel_cpu_matches_ref)
 {
-    struct kcpu_pool *pool = kcpu_pool_create(2);
+    struct kcpu_threads *pool = kcpu_threads_create(2);
     for (int iter = 0; iter < 100; iter++) {
         struct k_batch_norm p = {.n = test_rand_int(1, 3), .in_n = test_rand_int(1, 3), .c = test_rand_int(1, 6),
                                  .inner = test_rand_int(1, 40), .eps = iter % 2 ? 1e-5f : 0.5f};
@@ -96,6 +96,6 @@ TEST(onnx_batch_norm_kernel_cpu_matches_ref)
         }
         free(x), free(want), free(got), free(prm);
     }
-    kcpu_pool_free(pool);
+    kcpu_threads_free(pool);
     return TEST_PASS;
 }

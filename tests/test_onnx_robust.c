@@ -8,8 +8,9 @@
 #include <string.h>
 
 #include "onnx/builder.h"
-#include "runtime/rt_onnx.h"
+#include "runtime/onnx/onnx_load.h"
 #include "test.h"
+#include "runtime/rt_model.h"
 
 #define LABEL "m/model.onnx"
 

@@ -1,6 +1,6 @@
 /*
  * test_quant.c - the INT8 number rules (kernels/kernel_quant.h) and the
- * load-time numbers derived from scales (runtime/rt_quant.h), against
+ * load-time numbers derived from scales (runtime/precision/quant.h), against
  * exact references: 128-bit integer arithmetic for requantisation, the
  * definitions themselves for rounding, and known distributions for the
  * calibration methods.
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 
 #include "kernels/kernel_quant.h"
-#include "runtime/rt_calib.h"
-#include "runtime/rt_quant.h"
+#include "runtime/precision/calib.h"
+#include "runtime/precision/quant.h"
 #include "test.h"
 
 /* floor((x * m + 2^(s-1)) / 2^s) in 128 bits, the definition of k_q8_apply. */

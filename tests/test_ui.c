@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "http_harness.h"
-#include "runtime/rt_dataset.h"
-#include "runtime/rt_image.h"
+#include "runtime/image/dataset.h"
+#include "runtime/image/image.h"
 #include "test.h"
 #include "webdriver.h"
 

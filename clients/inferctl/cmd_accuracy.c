@@ -12,56 +12,6 @@
 #include <unistd.h>
 
 #include "quant_tools.h"
-#include "runtime/rt_image.h"
-
-bool ctl_predict(const char *dir, const struct rt_dataset *test, int threads, uint8_t *pred)
-{
-    struct ctl_model m;
-    if (!ctl_model_open(dir, RT_BACKEND_CPU, threads, &m))
-        return false;
-    struct rt_preprocess pre = m.cfg->pre;   /* dataset images are already upright, 28x28 */
-    pre.invert = false;
-    pre.resize_shorter = 0;
-    int batch = m.cfg->max_batch_size;
-    size_t in_elems = (size_t)m.cfg->inputs[m.input].sample_elems;
-    float *x = malloc(sizeof(float) * (size_t)batch * in_elems), *outs[RT_MAX_IO] = {0};
-    bool ok = x && ctl_outputs_alloc(&m, batch, outs);
-    for (int start = 0; ok && start < test->count; start += batch) {
-        int n = test->count - start < batch ? test->count - start : batch;
-        for (int i = 0; ok && i < n; i++) {
-            struct rt_image img = {test->cols, test->rows, 1,
-                                   test->images + (size_t)(start + i) * (size_t)(test->rows * test->cols)};
-            struct rt_error err = {0};
-            ok = rt_image_preprocess(&img, &pre, x + (size_t)i * in_elems, &err) == RT_OK;
-            if (!ok)
-                fprintf(stderr, "inferctl: preprocessing: %s\n", err.msg);
-        }
-        ok = ok && ctl_run_chunks(&m, n, batch, x, outs);
-        for (int i = 0; ok && i < n; i++)
-            pred[start + i] = (uint8_t)ctl_argmax(outs[0] + (size_t)i * (size_t)m.classes, m.classes);
-    }
-    if (x)
-        ctl_outputs_free(&m, outs);
-    free(x);
-    ctl_model_close(&m);
-    return ok;
-}
-
-double ctl_top1(const struct rt_dataset *test, const uint8_t *pred)
-{
-    int correct = 0;
-    for (int i = 0; i < test->count; i++)
-        correct += pred[i] == test->labels[i];
-    return 100.0 * correct / test->count;
-}
-
-int ctl_disagree(const uint8_t *a, const uint8_t *b, int n)
-{
-    int d = 0;
-    for (int i = 0; i < n; i++)
-        d += a[i] != b[i];
-    return d;
-}
 
 static void remove_tree(const char *dir)
 {

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "inferctl.h"
-#include "runtime/rt_dataset.h"
-#include "runtime/rt_image.h"
+#include "runtime/image/dataset.h"
+#include "runtime/image/image.h"
 
 #define PROGRESS_WIDTH 40
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "inferctl.h"
-#include "runtime/rt_image.h"
+#include "runtime/image/image.h"
 
 /* Larger than any image the decoders accept at their default limits. */
 #define RUN_MAX_FILE_BYTES ((long)256 << 20)

@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #include "inferctl.h"
-#include "runtime/rt_calib.h"
-#include "runtime/rt_dataset.h"
+#include "runtime/precision/calib.h"
+#include "runtime/image/dataset.h"
 
 /* Calibration images are the first N of the training set shuffled with
  * this seed (xorshift64*, Fisher-Yates): a fixed subset, never test images. */
@@ -49,6 +49,10 @@ bool ctl_predict(const char *dir, const struct rt_dataset *test, int threads, ui
 /* Top-1 accuracy (%) of pred, and how many predictions differ from ref. */
 double ctl_top1(const struct rt_dataset *test, const uint8_t *pred);
 int ctl_disagree(const uint8_t *a, const uint8_t *b, int n);
+
+/* False (with a message) when out is the folder src itself: writing over
+ * the source folder would destroy the model being read. */
+bool ctl_distinct_dirs(const char *src, const char *out);
 
 /* Replaces "-o" by "--output" in a copy of argv (the commands take both). */
 char **ctl_output_alias(int argc, char **argv);

@@ -15,8 +15,8 @@
 
 #include "clients/lib/icl.h"
 #include "lg.h"
-#include "runtime/rt_dataset.h"
-#include "runtime/rt_image.h"
+#include "runtime/image/dataset.h"
+#include "runtime/image/image.h"
 
 struct image {
     uint8_t *data;

@@ -2,7 +2,7 @@
  * kcpu.h - optimised CPU kernels (FP32), vectorised and multithreaded.
  *
  * Same contracts as the reference kernels in kernels/ref/kref.h, plus:
- * - work is split over a kcpu_pool (see kcpu_pool.h); pass NULL to run on the
+ * - work is split over a kcpu_threads (see kcpu_threads.h); pass NULL to run on the
  *   calling thread only;
  * - convolution and linear take weights pre-packed once at load time by the
  *   matching *_pack function, and a caller-provided scratch buffer whose size
@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "../kernel_types.h"
-#include "kcpu_pool.h"
+#include "kcpu_threads.h"
 
 enum kcpu_isa { KCPU_ISA_SCALAR = 0, KCPU_ISA_AVX2, KCPU_ISA_AVX512 };
 
@@ -43,43 +43,43 @@ size_t kcpu_conv2d_packed_floats(const struct k_conv2d *p);
 void kcpu_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed);
 /* Scratch for one call with p->n images, for a pool of `threads` threads. */
 size_t kcpu_conv2d_scratch_bytes(const struct k_conv2d *p, int threads);
-void kcpu_conv2d_f32(struct kcpu_pool *pool, const struct k_conv2d *p,
+void kcpu_conv2d_f32(struct kcpu_threads *th, const struct k_conv2d *p,
                      const float *x, const float *packed_w, const float *bias,
                      const float *residual, float *y, void *scratch);
 
 size_t kcpu_linear_packed_floats(const struct k_linear *p);
 void kcpu_linear_pack(const struct k_linear *p, const float *w, float *packed);
 size_t kcpu_linear_scratch_bytes(const struct k_linear *p, int threads);
-void kcpu_linear_f32(struct kcpu_pool *pool, const struct k_linear *p,
+void kcpu_linear_f32(struct kcpu_threads *th, const struct k_linear *p,
                      const float *x, const float *packed_w, const float *bias,
                      const float *residual, float *y, void *scratch);
 
-void kcpu_max_pool2d_f32(struct kcpu_pool *pool, const struct k_pool2d *p,
+void kcpu_max_pool2d_f32(struct kcpu_threads *th, const struct k_pool2d *p,
                          const float *x, float *y);
-void kcpu_avg_pool2d_f32(struct kcpu_pool *pool, const struct k_pool2d *p,
+void kcpu_avg_pool2d_f32(struct kcpu_threads *th, const struct k_pool2d *p,
                          const float *x, float *y);
-void kcpu_global_avg_pool_f32(struct kcpu_pool *pool, int n, int c, int64_t hw,
+void kcpu_global_avg_pool_f32(struct kcpu_threads *th, int n, int c, int64_t hw,
                               const float *x, float *y);
-void kcpu_channel_affine_f32(struct kcpu_pool *pool,
+void kcpu_channel_affine_f32(struct kcpu_threads *th,
                              const struct k_channel_affine *p, const float *x,
                              const float *scale, const float *shift, float *y);
 /* y may equal x (in place). */
-void kcpu_act_f32(struct kcpu_pool *pool, enum k_act act, int64_t count,
+void kcpu_act_f32(struct kcpu_threads *th, enum k_act act, int64_t count,
                   const float *x, float *y);
 /* y may equal a or b. */
-void kcpu_add_f32(struct kcpu_pool *pool, int64_t count, const float *a,
+void kcpu_add_f32(struct kcpu_threads *th, int64_t count, const float *a,
                   const float *b, float *y);
 /* y = a op b with broadcasting; y must not overlap a or b. */
-void kcpu_binary_f32(struct kcpu_pool *pool, const struct k_binary *p,
+void kcpu_binary_f32(struct kcpu_threads *th, const struct k_binary *p,
                      const float *a, const float *b, float *y);
-void kcpu_softmax_f32(struct kcpu_pool *pool, const struct k_softmax *p,
+void kcpu_softmax_f32(struct kcpu_threads *th, const struct k_softmax *p,
                       const float *x, float *y);
-void kcpu_concat_f32(struct kcpu_pool *pool, const struct k_concat *p,
+void kcpu_concat_f32(struct kcpu_threads *th, const struct k_concat *p,
                      const float *const *inputs, const int64_t *lens, float *y);
 /* Both operands are run-time data (no packing); y must not overlap them. */
-void kcpu_matmul_f32(struct kcpu_pool *pool, const struct k_matmul *p,
+void kcpu_matmul_f32(struct kcpu_threads *th, const struct k_matmul *p,
                      const float *a, const float *b, float *y);
-void kcpu_batch_norm_f32(struct kcpu_pool *pool, const struct k_batch_norm *p,
+void kcpu_batch_norm_f32(struct kcpu_threads *th, const struct k_batch_norm *p,
                          const float *x, const float *scale, const float *bias,
                          const float *mean, const float *var, float *y);
 

@@ -61,7 +61,7 @@ static void bin_task(void *arg, int64_t task, int thread)
     }
 }
 
-void kcpu_binary_f32(struct kcpu_pool *pool, const struct k_binary *p,
+void kcpu_binary_f32(struct kcpu_threads *th, const struct k_binary *p,
                      const float *a, const float *b, float *y)
 {
     struct bin_job j = {.p = p, .a = a, .b = b, .y = y, .rows_per_sample = 1, .len = 1};
@@ -74,5 +74,5 @@ void kcpu_binary_f32(struct kcpu_pool *pool, const struct k_binary *p,
     if (rows == 0 || j.len == 0)
         return;
     j.rows_per_task = kcpu_max64(1, ROW_WORK / j.len);
-    kcpu_pool_run(pool, kcpu_ceil_div(rows, j.rows_per_task), bin_task, &j);
+    kcpu_threads_run(th, kcpu_ceil_div(rows, j.rows_per_task), bin_task, &j);
 }

@@ -340,12 +340,12 @@ static void conv_task(void *arg, int64_t task, int thread)
     kcpu_gemm_run(&gm);
 }
 
-void kcpu_conv2d_f32(struct kcpu_pool *pool, const struct k_conv2d *p,
+void kcpu_conv2d_f32(struct kcpu_threads *th, const struct k_conv2d *p,
                      const float *x, const float *packed_w, const float *bias,
                      const float *residual, float *y, void *scratch)
 {
     if (kcpu_dwconv_applies(p)) {
-        kcpu_dwconv_f32(pool, p, x, packed_w, bias, residual, y, scratch);
+        kcpu_dwconv_f32(th, p, x, packed_w, bias, residual, y, scratch);
         return;
     }
     struct conv_job j = {.p = p, .c = plan(p), .x = x, .packed_w = packed_w, .bias = bias,
@@ -368,14 +368,14 @@ void kcpu_conv2d_f32(struct kcpu_pool *pool, const struct k_conv2d *p,
                 }
         int64_t plane = c->img_rows * c->row_len * p->stride_h * p->stride_w;
         j.pad_planes = kcpu_max64(1, PAD_TASK_FLOATS / kcpu_max64(1, plane));
-        kcpu_pool_run(pool, kcpu_ceil_div((int64_t)p->c * p->n, j.pad_planes), pad_task, &j);
+        kcpu_threads_run(th, kcpu_ceil_div((int64_t)p->c * p->n, j.pad_planes), pad_task, &j);
     } else {
         j.cols = base;
     }
     /* Aim for four tasks per thread, none smaller than KCPU_MIN_TASK_MACS,
      * and never exceed the scratch chunk. */
     int64_t units = c->path == PATH_DIRECT ? (int64_t)p->groups * p->n : p->groups;
-    int64_t want = kcpu_ceil_div(4 * (int64_t)kcpu_pool_threads(pool), units);
+    int64_t want = kcpu_ceil_div(4 * (int64_t)kcpu_threads_count(th), units);
     int64_t chunk = kcpu_max64(kcpu_ceil_div(c->cols, want),
                                KCPU_MIN_TASK_MACS / kcpu_max64(1, c->mg * c->kg));
     chunk = kcpu_ceil_div(chunk, KCPU_NR) * KCPU_NR;
@@ -386,5 +386,5 @@ void kcpu_conv2d_f32(struct kcpu_pool *pool, const struct k_conv2d *p,
     } else {
         j.chunks = kcpu_ceil_div(c->cols, j.chunk);
     }
-    kcpu_pool_run(pool, p->groups * j.chunks, conv_task, &j);
+    kcpu_threads_run(th, p->groups * j.chunks, conv_task, &j);
 }

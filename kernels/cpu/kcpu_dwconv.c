@@ -188,7 +188,7 @@ static void dw_task(void *arg, int64_t task, int thread)
     }
 }
 
-void kcpu_dwconv_f32(struct kcpu_pool *pool, const struct k_conv2d *p, const float *x,
+void kcpu_dwconv_f32(struct kcpu_threads *th, const struct k_conv2d *p, const float *x,
                      const float *packed_w, const float *bias, const float *residual, float *y,
                      void *scratch)
 {
@@ -211,8 +211,8 @@ void kcpu_dwconv_f32(struct kcpu_pool *pool, const struct k_conv2d *p, const flo
     /* Four tasks per thread, none below KCPU_MIN_TASK_MACS (waking a
      * worker costs more than a small unit's work). */
     int64_t unit_macs = kcpu_max64(1, d->mg * p->oh * p->ow * d->ntaps);
-    int64_t want = 4 * (int64_t)kcpu_pool_threads(pool);
+    int64_t want = 4 * (int64_t)kcpu_threads_count(th);
     j.units_per_task = kcpu_max64(kcpu_ceil_div(units, want), KCPU_MIN_TASK_MACS / unit_macs);
     j.units_per_task = kcpu_max64(1, j.units_per_task);
-    kcpu_pool_run(pool, kcpu_ceil_div(units, j.units_per_task), dw_task, &j);
+    kcpu_threads_run(th, kcpu_ceil_div(units, j.units_per_task), dw_task, &j);
 }

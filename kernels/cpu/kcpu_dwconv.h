@@ -26,7 +26,7 @@ int kcpu_dwconv_applies(const struct k_conv2d *p);
 size_t kcpu_dwconv_packed_floats(const struct k_conv2d *p);
 void kcpu_dwconv_pack(const struct k_conv2d *p, const float *w, float *packed);
 size_t kcpu_dwconv_scratch_bytes(const struct k_conv2d *p, int threads);
-void kcpu_dwconv_f32(struct kcpu_pool *pool, const struct k_conv2d *p, const float *x,
+void kcpu_dwconv_f32(struct kcpu_threads *th, const struct k_conv2d *p, const float *x,
                      const float *packed_w, const float *bias, const float *residual, float *y,
                      void *scratch);
 

@@ -25,6 +25,11 @@
  * at batch 1, stay on the calling thread. */
 #define KCPU_MIN_TASK_MACS ((int64_t)256 * 1024)
 
+/* Elements per task of the memory-bound kernels (element-wise, softmax,
+ * concat): large enough to amortise a task claim, small enough that a few
+ * tasks exist per thread for mid-sized tensors. */
+#define KCPU_CHUNK 16384
+
 /* One block of work for a GEMM microkernel loop.
  *
  * B element (kk, j0 + t) is at b[(t / KCPU_NR) * b_strip + row(kk) + t % KCPU_NR]

@@ -81,13 +81,13 @@ static void linear_task(void *arg, int64_t task, int thread)
     kcpu_gemm_run(&g);
 }
 
-void kcpu_linear_f32(struct kcpu_pool *pool, const struct k_linear *p,
+void kcpu_linear_f32(struct kcpu_threads *th, const struct k_linear *p,
                      const float *x, const float *packed_w, const float *bias,
                      const float *residual, float *y, void *scratch)
 {
     if (p->n <= 0 || p->m <= 0)
         return;
-    int threads = kcpu_pool_threads(pool);
+    int threads = kcpu_threads_count(th);
     struct linear_job j = {
         .p = p, .x = x, .packed_w = packed_w, .bias = bias, .residual = residual, .y = y,
         .scratch = kcpu_align64(scratch),
@@ -104,5 +104,5 @@ void kcpu_linear_f32(struct kcpu_pool *pool, const struct k_linear *p,
     int64_t strip_macs = kcpu_min64(p->n, KCPU_MR) * kcpu_max64(1, p->k) * KCPU_NR;
     spt = kcpu_max64(spt, kcpu_min64(j.strips, kcpu_ceil_div(KCPU_MIN_TASK_MACS, strip_macs)));
     j.strips_per_task = spt;
-    kcpu_pool_run(pool, j.panels * kcpu_ceil_div(j.strips, spt), linear_task, &j);
+    kcpu_threads_run(th, j.panels * kcpu_ceil_div(j.strips, spt), linear_task, &j);
 }

@@ -1,11 +1,9 @@
 /*
- * kcpu_matmul.c - matrix product of two run-time operands and batch
- * normalisation with run-time parameters (kcpu.h). One task per output row
- * (per channel for batch norm); the inner loops run along contiguous memory
- * for the compiler to vectorise. Accumulation is FP32, so results differ
+ * kcpu_matmul.c - matrix product of two run-time operands (kcpu.h). One
+ * task per output row; the inner loops run along contiguous memory for the
+ * compiler to vectorise. Accumulation is FP32, so results differ
  * from kref_matmul.c by rounding only.
  */
-#include <math.h>
 #include <string.h>
 
 #include "kcpu.h"
@@ -56,39 +54,11 @@ static void mm_row(void *arg, int64_t task, int thread)
     }
 }
 
-void kcpu_matmul_f32(struct kcpu_pool *pool, const struct k_matmul *p, const float *a, const float *b, float *y)
+void kcpu_matmul_f32(struct kcpu_threads *th, const struct k_matmul *p, const float *a, const float *b, float *y)
 {
     int64_t mats = 1;
     for (int d = 0; d < p->rank; d++)
         mats *= p->dims[d];
     struct mm_job j = {p, a, b, y, mats};
-    kcpu_pool_run(pool, (int64_t)p->n * mats * p->m, mm_row, &j);
-}
-
-struct bn_job {
-    const struct k_batch_norm *p;
-    const float *x, *scale, *bias, *mean, *var;
-    float *y;
-};
-
-static void bn_channel(void *arg, int64_t task, int thread)
-{
-    (void)thread;
-    const struct bn_job *j = arg;
-    const struct k_batch_norm *p = j->p;
-    int64_t ch = task % p->c, s = task / (p->c * p->in_n);
-    int64_t pc = s * p->c + ch;
-    float mu = j->mean[pc], sc = j->scale[pc], bi = j->bias[pc];
-    float den = sqrtf(j->var[pc] + p->eps);
-    const float *x = j->x + task * p->inner;
-    float *y = j->y + task * p->inner;
-    for (int64_t e = 0; e < p->inner; e++)
-        y[e] = (x[e] - mu) / den * sc + bi;
-}
-
-void kcpu_batch_norm_f32(struct kcpu_pool *pool, const struct k_batch_norm *p, const float *x, const float *scale,
-                         const float *bias, const float *mean, const float *var, float *y)
-{
-    struct bn_job j = {p, x, scale, bias, mean, var, y};
-    kcpu_pool_run(pool, (int64_t)p->n * p->in_n * p->c, bn_channel, &j);
+    kcpu_threads_run(th, (int64_t)p->n * mats * p->m, mm_row, &j);
 }

@@ -90,11 +90,11 @@ static void max_task(void *arg, int64_t task, int thread)
     }
 }
 
-void kcpu_max_pool2d_f32(struct kcpu_pool *pool, const struct k_pool2d *p,
+void kcpu_max_pool2d_f32(struct kcpu_threads *th, const struct k_pool2d *p,
                          const float *x, float *y)
 {
     struct pool_job j = {.p = p, .x = x, .y = y};
-    kcpu_pool_run(pool, pool_tasks(&j), max_task, &j);
+    kcpu_threads_run(th, pool_tasks(&j), max_task, &j);
 }
 
 static int imin(int a, int b) { return a < b ? a : b; }
@@ -131,11 +131,11 @@ static void avg_task(void *arg, int64_t task, int thread)
     }
 }
 
-void kcpu_avg_pool2d_f32(struct kcpu_pool *pool, const struct k_pool2d *p,
+void kcpu_avg_pool2d_f32(struct kcpu_threads *th, const struct k_pool2d *p,
                          const float *x, float *y)
 {
     struct pool_job j = {.p = p, .x = x, .y = y};
-    kcpu_pool_run(pool, pool_tasks(&j), avg_task, &j);
+    kcpu_threads_run(th, pool_tasks(&j), avg_task, &j);
 }
 
 struct gap_job {
@@ -162,10 +162,10 @@ static void gap_task(void *arg, int64_t task, int thread)
     }
 }
 
-void kcpu_global_avg_pool_f32(struct kcpu_pool *pool, int n, int c, int64_t hw,
+void kcpu_global_avg_pool_f32(struct kcpu_threads *th, int n, int c, int64_t hw,
                               const float *x, float *y)
 {
     struct gap_job j = {.planes = (int64_t)n * c, .hw = hw, .x = x, .y = y,
                         .planes_per_task = kcpu_max64(1, (int64_t)16 * PLANE_WORK / kcpu_max64(1, hw))};
-    kcpu_pool_run(pool, kcpu_ceil_div(j.planes, j.planes_per_task), gap_task, &j);
+    kcpu_threads_run(th, kcpu_ceil_div(j.planes, j.planes_per_task), gap_task, &j);
 }

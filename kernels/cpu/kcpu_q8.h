@@ -1,6 +1,6 @@
 /*
  * kcpu_q8.h - optimised CPU INT8 kernels (and FP16 rounding), multithreaded
- * over a kcpu_pool, bit-identical to kernels/ref/kref_q8.h on every
+ * over a kcpu_threads, bit-identical to kernels/ref/kref_q8.h on every
  * instruction set.
  *
  * Convolution and linear run as one INT8 GEMM (int32 accumulation) with the
@@ -18,7 +18,7 @@
 
 #include "../kernel_quant.h"
 #include "../kernel_types.h"
-#include "kcpu_pool.h"
+#include "kcpu_threads.h"
 
 /* Which INT8 GEMM kernel kcpu_isa() selects on this CPU: "scalar", "avx2"
  * or "avx512-vnni" (AVX-512 without VNNI uses the AVX2 kernel). */
@@ -29,35 +29,35 @@ size_t kcpu_conv2d_q8_packed_bytes(const struct k_conv2d *p);
 void kcpu_conv2d_q8_pack(const struct k_conv2d *p, const int8_t *w, void *packed);
 size_t kcpu_conv2d_q8_scratch_bytes(const struct k_conv2d *p, int threads);
 /* y: int8, or int32 when e->out_i32 (then residual must be NULL). */
-void kcpu_conv2d_q8(struct kcpu_pool *pool, const struct k_conv2d *p, const int8_t *x,
+void kcpu_conv2d_q8(struct kcpu_threads *th, const struct k_conv2d *p, const int8_t *x,
                     const void *packed_w, const struct k_q8_epilogue *e, const int8_t *residual,
                     void *y, void *scratch);
 
 size_t kcpu_linear_q8_packed_bytes(const struct k_linear *p);
 void kcpu_linear_q8_pack(const struct k_linear *p, const int8_t *w, void *packed);
 size_t kcpu_linear_q8_scratch_bytes(const struct k_linear *p, int threads);
-void kcpu_linear_q8(struct kcpu_pool *pool, const struct k_linear *p, const int8_t *x,
+void kcpu_linear_q8(struct kcpu_threads *th, const struct k_linear *p, const int8_t *x,
                     const void *packed_w, const struct k_q8_epilogue *e, const int8_t *residual,
                     void *y, void *scratch);
 
-void kcpu_max_pool2d_q8(struct kcpu_pool *pool, const struct k_pool2d *p, const int8_t *x, int8_t *y);
-void kcpu_avg_pool2d_q8(struct kcpu_pool *pool, const struct k_pool2d *p,
+void kcpu_max_pool2d_q8(struct kcpu_threads *th, const struct k_pool2d *p, const int8_t *x, int8_t *y);
+void kcpu_avg_pool2d_q8(struct kcpu_threads *th, const struct k_pool2d *p,
                         const struct k_q8_mult *count_mult, const int8_t *x, int8_t *y);
-void kcpu_global_avg_pool_q8(struct kcpu_pool *pool, int n, int c, int64_t hw,
+void kcpu_global_avg_pool_q8(struct kcpu_threads *th, int n, int c, int64_t hw,
                              struct k_q8_mult mult, const int8_t *x, int8_t *y);
-void kcpu_add_q8(struct kcpu_pool *pool, int64_t count, const int8_t *a, struct k_q8_mult ma,
+void kcpu_add_q8(struct kcpu_threads *th, int64_t count, const int8_t *a, struct k_q8_mult ma,
                  const int8_t *b, struct k_q8_mult mb, int8_t *y);
-void kcpu_concat_q8(struct kcpu_pool *pool, const struct k_concat *p, const int8_t *const *inputs,
+void kcpu_concat_q8(struct kcpu_threads *th, const struct k_concat *p, const int8_t *const *inputs,
                     const int64_t *lens, const struct k_q8_mult *mults, int8_t *y);
-void kcpu_lut_q8(struct kcpu_pool *pool, int64_t count, const int8_t *lut, const int8_t *x, int8_t *y);
-void kcpu_quantize_q8(struct kcpu_pool *pool, int64_t count, const float *x, float inv_scale,
+void kcpu_lut_q8(struct kcpu_threads *th, int64_t count, const int8_t *lut, const int8_t *x, int8_t *y);
+void kcpu_quantize_q8(struct kcpu_threads *th, int64_t count, const float *x, float inv_scale,
                       int8_t *y);
-void kcpu_dequantize_q8(struct kcpu_pool *pool, int64_t count, const int8_t *x, float scale,
+void kcpu_dequantize_q8(struct kcpu_threads *th, int64_t count, const int8_t *x, float scale,
                         float *y);
-void kcpu_dequantize_i32(struct kcpu_pool *pool, int n, int c, int64_t inner, const int32_t *x,
+void kcpu_dequantize_i32(struct kcpu_threads *th, int n, int c, int64_t inner, const int32_t *x,
                          const float *scale, float *y);
 
 /* y = x rounded through binary16 (F16C where present); y may equal x. */
-void kcpu_round_f16(struct kcpu_pool *pool, int64_t count, const float *x, float *y);
+void kcpu_round_f16(struct kcpu_threads *th, int64_t count, const float *x, float *y);
 
 #endif /* KCPU_Q8_H */

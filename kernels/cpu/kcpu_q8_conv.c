@@ -25,7 +25,7 @@
 
 #define COL_BUDGET ((int64_t)160 * 1024)   /* bytes of packed B per task: stays in L2 */
 /* Multiply-adds below which a layer runs on the calling thread: a few
- * microseconds of VNNI work, less than waking the pool costs. */
+ * microseconds of VNNI work, less than waking the workers costs. */
 #define SOLO_MACS (1 << 20)
 #define MAX_STRIPS 32
 
@@ -346,7 +346,7 @@ static void conv_task(void *arg, int64_t task, int thread)
     run_strips(j, g, first * d->strips_img, (last - first) * d->strips_img, thread);
 }
 
-void kcpu_conv2d_q8(struct kcpu_pool *pool, const struct k_conv2d *p, const int8_t *x,
+void kcpu_conv2d_q8(struct kcpu_threads *th, const struct k_conv2d *p, const int8_t *x,
                     const void *packed_w, const struct k_q8_epilogue *e, const int8_t *residual,
                     void *y, void *scratch)
 {
@@ -361,11 +361,11 @@ void kcpu_conv2d_q8(struct kcpu_pool *pool, const struct k_conv2d *p, const int8
     j.koff = (const int64_t *)s;
     j.scratch = s + koff_bytes(&j.d);
     /* Aim for four tasks per thread. With images to spare, a task takes
-     * whole images and copies their planes itself (one pool run, data still
+     * whole images and copies their planes itself (one threads run, data still
      * in cache); else the planes come first and tasks split the strips. */
     if ((int64_t)p->n * p->oc * p->oh * p->ow * j.d.kg < SOLO_MACS)
-        pool = NULL;
-    int threads = kcpu_pool_threads(pool);
+        th = NULL;
+    int threads = kcpu_threads_count(th);
     int64_t want = kcpu_ceil_div(4 * (int64_t)threads, p->groups);
     j.by_image = !j.d.direct && p->n >= 2 * threads;
     if (j.by_image) {
@@ -373,11 +373,11 @@ void kcpu_conv2d_q8(struct kcpu_pool *pool, const struct k_conv2d *p, const int8
         j.chunks = kcpu_ceil_div(p->n, j.per_task);
     } else {
         if (!j.d.direct)
-            kcpu_pool_run(pool, (int64_t)p->n * p->c, planes_task, &j);
+            kcpu_threads_run(th, (int64_t)p->n * p->c, planes_task, &j);
         j.per_task = kcpu_max64(1, kcpu_min64(max_strips(j.d.kq), kcpu_ceil_div(j.d.strips, want)));
         j.chunks = kcpu_ceil_div(j.d.strips, j.per_task);
     }
-    kcpu_pool_run(pool, p->groups * j.chunks, conv_task, &j);
+    kcpu_threads_run(th, p->groups * j.chunks, conv_task, &j);
 }
 
 /* ------------------------------------------------------------ linear */
@@ -449,7 +449,7 @@ static void linear_task(void *arg, int64_t task, int thread)
     kq8_block_run(&blk);
 }
 
-void kcpu_linear_q8(struct kcpu_pool *pool, const struct k_linear *p, const int8_t *x,
+void kcpu_linear_q8(struct kcpu_threads *th, const struct k_linear *p, const int8_t *x,
                     const void *packed_w, const struct k_q8_epilogue *e, const int8_t *residual,
                     void *y, void *scratch)
 {
@@ -462,9 +462,9 @@ void kcpu_linear_q8(struct kcpu_pool *pool, const struct k_linear *p, const int8
     j.strips = kcpu_ceil_div(p->n, KQ8_NR);
     /* split the rows too when there are few samples */
     if ((int64_t)p->n * p->m * p->k < SOLO_MACS)
-        pool = NULL;
-    int64_t want_rows = kcpu_ceil_div(2 * (int64_t)kcpu_pool_threads(pool), j.strips);
+        th = NULL;
+    int64_t want_rows = kcpu_ceil_div(2 * (int64_t)kcpu_threads_count(th), j.strips);
     j.panels_per_task = kcpu_ceil_div(panels, kcpu_min64(panels, want_rows));
     j.row_tasks = kcpu_ceil_div(panels, j.panels_per_task);
-    kcpu_pool_run(pool, j.strips * j.row_tasks, linear_task, &j);
+    kcpu_threads_run(th, j.strips * j.row_tasks, linear_task, &j);
 }

@@ -2,7 +2,7 @@
  * kcpu_q8_ops.c - the CPU INT8 kernels besides conv / linear: pooling, add,
  * concat, activation tables, quantise / dequantise at the model's edges,
  * and FP16 rounding. Element-wise loops over the kernel_quant.h helpers,
- * split over the pool; FP16 rounding uses F16C where the CPU has it.
+ * split over the worker threads; FP16 rounding uses F16C where the CPU has it.
  */
 #include <stdatomic.h>
 
@@ -13,7 +13,7 @@
 #include "kcpu_q8_impl.h"
 
 /* Elements per task: below this a step stays on the calling thread, since
- * waking the pool would cost more than the work (INT8 steps are short). */
+ * waking the workers would cost more than the work (INT8 steps are short). */
 #define CHUNK 65536
 
 /* ------------------------------------------------------------ element-wise */
@@ -65,43 +65,43 @@ static void ew_task(void *arg, int64_t task, int thread)
     }
 }
 
-static void ew_run(struct kcpu_pool *pool, struct ew_job *j)
+static void ew_run(struct kcpu_threads *th, struct ew_job *j)
 {
     if (j->count > 0)
-        kcpu_pool_run(pool, kcpu_ceil_div(j->count, CHUNK), ew_task, j);
+        kcpu_threads_run(th, kcpu_ceil_div(j->count, CHUNK), ew_task, j);
 }
 
-void kcpu_add_q8(struct kcpu_pool *pool, int64_t count, const int8_t *a, struct k_q8_mult ma,
+void kcpu_add_q8(struct kcpu_threads *th, int64_t count, const int8_t *a, struct k_q8_mult ma,
                  const int8_t *b, struct k_q8_mult mb, int8_t *y)
 {
     struct ew_job j = {.kind = EW_ADD, .count = count, .a = a, .b = b, .y = y, .ma = ma, .mb = mb};
-    ew_run(pool, &j);
+    ew_run(th, &j);
 }
 
-void kcpu_lut_q8(struct kcpu_pool *pool, int64_t count, const int8_t *lut, const int8_t *x, int8_t *y)
+void kcpu_lut_q8(struct kcpu_threads *th, int64_t count, const int8_t *lut, const int8_t *x, int8_t *y)
 {
     struct ew_job j = {.kind = EW_LUT, .count = count, .a = x, .y = y, .lut = lut};
-    ew_run(pool, &j);
+    ew_run(th, &j);
 }
 
-void kcpu_quantize_q8(struct kcpu_pool *pool, int64_t count, const float *x, float inv_scale,
+void kcpu_quantize_q8(struct kcpu_threads *th, int64_t count, const float *x, float inv_scale,
                       int8_t *y)
 {
     struct ew_job j = {.kind = EW_QUANTIZE, .count = count, .a = x, .y = y, .scale = inv_scale};
-    ew_run(pool, &j);
+    ew_run(th, &j);
 }
 
-void kcpu_dequantize_q8(struct kcpu_pool *pool, int64_t count, const int8_t *x, float scale,
+void kcpu_dequantize_q8(struct kcpu_threads *th, int64_t count, const int8_t *x, float scale,
                         float *y)
 {
     struct ew_job j = {.kind = EW_DEQUANTIZE, .count = count, .a = x, .y = y, .scale = scale};
-    ew_run(pool, &j);
+    ew_run(th, &j);
 }
 
-void kcpu_round_f16(struct kcpu_pool *pool, int64_t count, const float *x, float *y)
+void kcpu_round_f16(struct kcpu_threads *th, int64_t count, const float *x, float *y)
 {
     struct ew_job j = {.kind = EW_ROUND_F16, .count = count, .a = x, .y = y};
-    ew_run(pool, &j);
+    ew_run(th, &j);
 }
 
 static atomic_int f16c = -1;   /* cached F16C check, -1 until first asked */
@@ -152,10 +152,10 @@ static void batch_task(void *arg, int64_t task, int thread)
         b->fn(b->arg, i, thread);
 }
 
-static void run_batched(struct kcpu_pool *pool, int64_t n, int64_t item_elems, kcpu_task_fn fn, void *arg)
+static void run_batched(struct kcpu_threads *th, int64_t n, int64_t item_elems, kcpu_task_fn fn, void *arg)
 {
     struct batch_job b = {fn, arg, n, kcpu_max64(1, CHUNK / kcpu_max64(1, item_elems))};
-    kcpu_pool_run(pool, kcpu_ceil_div(n, b.per), batch_task, &b);
+    kcpu_threads_run(th, kcpu_ceil_div(n, b.per), batch_task, &b);
 }
 
 struct plane_job {
@@ -258,31 +258,31 @@ static void dequant_i32_task(void *arg, int64_t nc, int thread)
         j->yf[nc * j->inner + i] = k_q8_dequantize(j->x32[nc * j->inner + i], s);
 }
 
-void kcpu_max_pool2d_q8(struct kcpu_pool *pool, const struct k_pool2d *p, const int8_t *x, int8_t *y)
+void kcpu_max_pool2d_q8(struct kcpu_threads *th, const struct k_pool2d *p, const int8_t *x, int8_t *y)
 {
     struct plane_job j = {.p = p, .x = x, .y = y};
-    run_batched(pool, (int64_t)p->n * p->c, (int64_t)p->h * p->w, max_pool_task, &j);
+    run_batched(th, (int64_t)p->n * p->c, (int64_t)p->h * p->w, max_pool_task, &j);
 }
 
-void kcpu_avg_pool2d_q8(struct kcpu_pool *pool, const struct k_pool2d *p,
+void kcpu_avg_pool2d_q8(struct kcpu_threads *th, const struct k_pool2d *p,
                         const struct k_q8_mult *count_mult, const int8_t *x, int8_t *y)
 {
     struct plane_job j = {.p = p, .mults = count_mult, .x = x, .y = y};
-    run_batched(pool, (int64_t)p->n * p->c, (int64_t)p->h * p->w, avg_pool_task, &j);
+    run_batched(th, (int64_t)p->n * p->c, (int64_t)p->h * p->w, avg_pool_task, &j);
 }
 
-void kcpu_global_avg_pool_q8(struct kcpu_pool *pool, int n, int c, int64_t hw,
+void kcpu_global_avg_pool_q8(struct kcpu_threads *th, int n, int c, int64_t hw,
                              struct k_q8_mult mult, const int8_t *x, int8_t *y)
 {
     struct plane_job j = {.mults = &mult, .x = x, .y = y, .hw = hw};
-    run_batched(pool, (int64_t)n * c, hw, global_avg_task, &j);
+    run_batched(th, (int64_t)n * c, hw, global_avg_task, &j);
 }
 
-void kcpu_dequantize_i32(struct kcpu_pool *pool, int n, int c, int64_t inner, const int32_t *x,
+void kcpu_dequantize_i32(struct kcpu_threads *th, int n, int c, int64_t inner, const int32_t *x,
                          const float *scale, float *y)
 {
     struct plane_job j = {.x32 = x, .scale = scale, .yf = y, .c = c, .inner = inner};
-    run_batched(pool, (int64_t)n * c, inner, dequant_i32_task, &j);
+    run_batched(th, (int64_t)n * c, inner, dequant_i32_task, &j);
 }
 
 /* ------------------------------------------------------------ concat */
@@ -310,11 +310,11 @@ static void concat_task(void *arg, int64_t o, int thread)
     }
 }
 
-void kcpu_concat_q8(struct kcpu_pool *pool, const struct k_concat *p, const int8_t *const *inputs,
+void kcpu_concat_q8(struct kcpu_threads *th, const struct k_concat *p, const int8_t *const *inputs,
                     const int64_t *lens, const struct k_q8_mult *mults, int8_t *y)
 {
     struct concat_job j = {.p = p, .inputs = inputs, .lens = lens, .mults = mults, .y = y};
     for (int i = 0; i < p->count; i++)
         j.total += lens[i];
-    run_batched(pool, p->outer, j.total * p->inner, concat_task, &j);
+    run_batched(th, p->outer, j.total * p->inner, concat_task, &j);
 }

@@ -3,7 +3,7 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
-#include "ops_impl.h"
+#include "runtime/ops/ops_impl.h"
 
 enum rt_status rt_op_infer_same(const struct rt_graph *g, const struct rt_node *n, struct rt_shape *out,
                                 struct rt_error *err)

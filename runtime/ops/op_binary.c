@@ -2,7 +2,7 @@
  * add, sub, mul, div, max, min; ONNX). */
 #include <stdlib.h>
 
-#include "ops_impl.h"
+#include "runtime/ops/ops_impl.h"
 
 enum rt_status rt_op_q8_prepare_rescale(const struct rt_graph *g, const struct rt_step *s, struct rt_q8_step *q,
                                         struct rt_error *err)

@@ -1,7 +1,7 @@
 /* op_conv.c - conv2d (constant weights) and conv2d_dyn (weights computed at run time). */
 #include <cjson/cJSON.h>
 
-#include "ops_impl.h"
+#include "runtime/ops/ops_impl.h"
 
 /* ---- conv2d: x [N, C, H, W], weight [OC, C/groups, KH, KW], bias [OC] */
 

@@ -3,7 +3,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 
-#include "ops_impl.h"
+#include "runtime/ops/ops_impl.h"
 
 /* ---- flatten: [N, ...] -> [N, product] */
 

@@ -1,7 +1,7 @@
 /* op_linear.c - linear (constant weights) and matmul (two run-time operands). */
 #include <stdlib.h>
 
-#include "ops_impl.h"
+#include "runtime/ops/ops_impl.h"
 
 const struct rt_weight_key rt_op_gemm_weights[] = {
     {"weight", RT_W_WEIGHT, true},

@@ -3,7 +3,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 
-#include "ops_impl.h"
+#include "runtime/ops/ops_impl.h"
 
 /* ---- batch_norm: x [N, C, ...]; weight, bias, running mean and var [C].
  * After rt_graph_finish one left unfolded holds its scale and shift in

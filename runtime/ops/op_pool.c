@@ -2,7 +2,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 
-#include "ops_impl.h"
+#include "runtime/ops/ops_impl.h"
 
 static enum rt_status pool2d_infer(const struct rt_graph *g, const struct rt_node *n, struct rt_shape *out,
                                    struct rt_error *err)

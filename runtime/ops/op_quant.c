@@ -2,7 +2,7 @@
  * inserted by rt_graph_apply_precision (model.json cannot name them). */
 #include <stdlib.h>
 
-#include "ops_impl.h"
+#include "runtime/ops/ops_impl.h"
 
 /* quantize: F32 -> I8 at the output's scale. */
 static enum rt_status quantize_q8_prepare(const struct rt_graph *g, const struct rt_step *s, struct rt_q8_step *q,

@@ -1,5 +1,5 @@
 /* op_softmax.c - softmax along a non-batch axis (a.axis). */
-#include "ops_impl.h"
+#include "runtime/ops/ops_impl.h"
 
 static enum rt_status softmax_infer(const struct rt_graph *g, const struct rt_node *n, struct rt_shape *out,
                                     struct rt_error *err)

@@ -1,6 +1,6 @@
 /*
  * ops_impl.h - an op family: the code behind the lines of RT_OP_LIST
- * (rt_ops.h), one family per file of runtime/ops/.
+ * (ops/op_table.h), one family per file of runtime/ops/.
  *
  * The graph (shape inference), the plan (parameter blocks), model.json
  * (reading and writing attributes and weights) and the INT8 load step
@@ -10,8 +10,8 @@
 #ifndef OPS_IMPL_H
 #define OPS_IMPL_H
 
-#include "../rt_plan.h"
-#include "../rt_quant.h"
+#include "runtime/core/plan.h"
+#include "runtime/precision/quant.h"
 
 struct cJSON;
 struct rt_attrs;   /* one node's model.json "attrs" being read (model_json.c) */
@@ -60,7 +60,7 @@ const struct cJSON *rt_attrs_item(struct rt_attrs *a, const char *key);
 /* Sets the error "file: node: what"; returns false. */
 bool rt_attrs_fail(struct rt_attrs *a, const char *what);
 
-/* ---- helpers shared by the families (rt_ops.c) */
+/* ---- helpers shared by the families (ops/op_table.c) */
 
 enum rt_status rt_op_node_error(struct rt_error *err, const struct rt_node *n, const char *what);
 bool rt_op_weight_is(const struct rt_weight *w, int rank, const int64_t *dims);

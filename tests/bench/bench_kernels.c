@@ -105,7 +105,7 @@ static void layer_free(struct layer *l)
     free(l->scratch);
 }
 
-static void layer_run(struct kcpu_pool *pool, const struct layer *l)
+static void layer_run(struct kcpu_threads *pool, const struct layer *l)
 {
     if (l->kind == L_CONV)
         kcpu_conv2d_f32(pool, &l->conv, l->x, l->packed, l->bias, l->res, l->y, l->scratch);
@@ -116,7 +116,7 @@ static void layer_run(struct kcpu_pool *pool, const struct layer *l)
 }
 
 /* Median seconds per run of the whole sequence. */
-static double time_layers(struct kcpu_pool *pool, struct layer *ls, int count, int reps)
+static double time_layers(struct kcpu_threads *pool, struct layer *ls, int count, int reps)
 {
     double t[64] = {0};
     reps = reps < 1 ? 1 : reps > 64 ? 64 : reps;
@@ -154,7 +154,7 @@ static void bench(const char *name, struct layer *ls, int count, int reps)
     for (int i = 0; i < count; i++)
         flops += layer_flops(&ls[i]);
     for (int threads = 1; threads <= 2; threads++) {
-        struct kcpu_pool *pool = kcpu_pool_create(threads);
+        struct kcpu_threads *pool = kcpu_threads_create(threads);
         for (int i = 0; i < count; i++)
             layer_setup(&ls[i], threads);
         double s = time_layers(pool, ls, count, reps);
@@ -163,7 +163,7 @@ static void bench(const char *name, struct layer *ls, int count, int reps)
             print_layer(&ls[i], time_layers(pool, &ls[i], 1, reps));
         for (int i = 0; i < count; i++)
             layer_free(&ls[i]);
-        kcpu_pool_free(pool);
+        kcpu_threads_free(pool);
     }
 }
 

@@ -31,8 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/rt_dataset.h"
-#include "runtime/rt_image.h"
+#include "runtime/image/dataset.h"
+#include "runtime/image/image.h"
 #include "runtime/rt_model.h"
 #include "server_bare.h"
 

@@ -229,7 +229,7 @@ def t_dockerfile_structure():
     else:
         info("no nvcc here: CUDA_VERSION %s not compared" % cv)
     major = local_cudnn_major()
-    src = open("runtime/backend_cuda_cudnn.c").read() if os.path.exists("runtime/backend_cuda_cudnn.c") else ""
+    src = open("runtime/backend/backend_cuda_cudnn.c").read() if os.path.exists("runtime/backend/backend_cuda_cudnn.c") else ""
     m = re.search(r'dlopen\("libcudnn\.so\.(\d+)"', src)
     if m:
         info("inferd opens libcudnn.so.%s; cuDNN here: %s" % (m.group(1), major if major else "not installed"))

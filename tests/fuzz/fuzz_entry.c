@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/rt_graph.h"
-#include "runtime/rt_image.h"
-#include "runtime/rt_model_json.h"
-#include "runtime/rt_onnx.h"
-#include "runtime/rt_plan.h"
-#include "runtime/rt_quant.h"
-#include "runtime/rt_safetensors.h"
+#include "runtime/core/graph.h"
+#include "runtime/image/image.h"
+#include "runtime/format/model_json.h"
+#include "runtime/onnx/onnx_load.h"
+#include "runtime/core/plan.h"
+#include "runtime/precision/graph_precision.h"
+#include "runtime/format/safetensors.h"
 #include "server/srv_infer.h"
 #include "server/srv_multipart.h"
 

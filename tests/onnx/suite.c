@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "runtime/rt_onnx.h"
+#include "runtime/onnx/onnx_load.h"
 
 const char *const ONNX_SUITE_DIRS[] = {"node", "pytorch-converted", "pytorch-operator", "simple", NULL};
 

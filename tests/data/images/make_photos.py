@@ -22,7 +22,7 @@ element for element before anything is written, so the fixture is exactly
 torchvision's tensor, stored in 155 KB instead of 600 KB.
 
 The decoded pixels are PIL's (libjpeg-turbo, ISLOW DCT, fancy upsampling,
-the settings runtime/rt_image_jpeg.c uses too): the whole path from JPEG
+the settings runtime/image/image_jpeg.c uses too): the whole path from JPEG
 bytes to tensor is compared, and the CRC says which half differs if any.
 """
 import os

@@ -1,0 +1,235 @@
+/*
+ * kcpu_threads.c - a fixed set of worker threads for data-parallel kernels.
+ *
+ * A run publishes (fn, arg, tasks) under the mutex and bumps a generation
+ * counter; every thread, the caller included, then claims task indices
+ * from one atomic counter. The caller returns only after every worker has
+ * checked in for that generation, so no worker can still be reading the job
+ * when the next run overwrites it. Nothing is allocated after
+ * kcpu_threads_create.
+ *
+ * Waking a sleeping thread costs tens of microseconds here (a futex wake,
+ * and on a VM an idle vCPU to rouse), more than most steps of a small
+ * model take. So, after a run, workers spin on the generation for
+ * KCPU_THREADS_SPIN_NS before sleeping on the condition variable (the steps of
+ * one forward pass follow each other closely: a spinning worker joins the
+ * next within a fraction of a microsecond, yielding the CPU to anyone
+ * else runnable), the caller spins briefly for the check-ins of hot
+ * workers, and a run that would have to wake sleeping workers is split only
+ * when it has at least KCPU_THREADS_COLD_TASKS tasks (kernels size their tasks
+ * to be worth a thread: KCPU_MIN_TASK_MACS); smaller runs go on the caller
+ * alone. The CPU is shared with other instances and the HTTP threads, so
+ * the spin is short and idle workers end up asleep.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "kcpu_threads.h"
+
+#define KCPU_THREADS_SPIN_NS 50000     /* 50 us: workers, between runs */
+#define KCPU_THREADS_WAIT_SPIN_NS 5000 /* 5 us: the caller, for the check-ins */
+
+struct kcpu_threads {
+    int threads;               /* including the caller */
+    pthread_t *workers;        /* threads - 1 */
+    pthread_mutex_t mu;
+    pthread_cond_t wake;       /* a new generation or stop */
+    pthread_cond_t done;       /* the last worker checked in */
+    atomic_uint_fast64_t generation;
+    atomic_int busy;           /* workers not yet checked in this generation */
+    atomic_int sleepers;       /* workers waiting on `wake` (under mu) */
+    atomic_bool stop;
+    kcpu_task_fn fn;
+    void *arg;
+    int64_t tasks;
+    atomic_int_fast64_t next;  /* next unclaimed task index */
+};
+
+struct worker_start {
+    struct kcpu_threads *th;
+    int index;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void run_tasks(struct kcpu_threads *th, kcpu_task_fn fn, void *arg, int64_t tasks, int thread)
+{
+    for (;;) {
+        int64_t t = atomic_fetch_add_explicit(&th->next, 1, memory_order_relaxed);
+        if (t >= tasks)
+            return;
+        fn(arg, t, thread);
+    }
+}
+
+/* Spins until generation moves past seen, stop is set, or the spin time is
+ * up; whether it moved. */
+static bool spin_for_generation(struct kcpu_threads *th, uint64_t seen)
+{
+    int64_t until = now_ns() + KCPU_THREADS_SPIN_NS;
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(&th->generation, memory_order_acquire) != seen ||
+            atomic_load_explicit(&th->stop, memory_order_relaxed))
+            return true;
+        cpu_relax();
+        if (i % 64 == 0) {
+            if (now_ns() > until)
+                return false;
+            sched_yield();   /* let other runnable threads (another model's workers, HTTP) have the CPU */
+        }
+    }
+}
+
+static void *worker_main(void *p)
+{
+    struct worker_start *start = p;
+    struct kcpu_threads *th = start->th;
+    int index = start->index;
+    free(start);
+
+    uint64_t seen = 0;
+    for (;;) {
+        spin_for_generation(th, seen);
+        pthread_mutex_lock(&th->mu);
+        while (atomic_load(&th->generation) == seen && !atomic_load(&th->stop)) {
+            atomic_fetch_add(&th->sleepers, 1);
+            pthread_cond_wait(&th->wake, &th->mu);
+            atomic_fetch_sub(&th->sleepers, 1);
+        }
+        if (atomic_load(&th->stop)) {
+            pthread_mutex_unlock(&th->mu);
+            break;
+        }
+        seen = atomic_load(&th->generation);
+        kcpu_task_fn fn = th->fn;
+        void *arg = th->arg;
+        int64_t tasks = th->tasks;
+        pthread_mutex_unlock(&th->mu);
+
+        run_tasks(th, fn, arg, tasks, index);
+
+        if (atomic_fetch_sub(&th->busy, 1) == 1) {
+            pthread_mutex_lock(&th->mu);   /* the caller checks busy under mu before it waits */
+            pthread_cond_signal(&th->done);
+            pthread_mutex_unlock(&th->mu);
+        }
+    }
+    return NULL;
+}
+
+struct kcpu_threads *kcpu_threads_create(int threads)
+{
+    if (threads < 1)
+        return NULL;
+    struct kcpu_threads *th = calloc(1, sizeof(*th));
+    if (!th)
+        return NULL;
+    th->threads = threads;
+    atomic_init(&th->next, 0);
+    atomic_init(&th->generation, 0);
+    atomic_init(&th->busy, 0);
+    atomic_init(&th->sleepers, 0);
+    atomic_init(&th->stop, false);
+    th->workers = calloc((size_t)threads, sizeof(pthread_t));
+    if (!th->workers) {
+        free(th);
+        return NULL;
+    }
+    pthread_mutex_init(&th->mu, NULL);
+    pthread_cond_init(&th->wake, NULL);
+    pthread_cond_init(&th->done, NULL);
+    for (int i = 1; i < threads; i++) {
+        struct worker_start *start = malloc(sizeof(*start));
+        if (start) {
+            start->th = th;
+            start->index = i;
+        }
+        if (!start || pthread_create(&th->workers[i - 1], NULL, worker_main, start) != 0) {
+            free(start);
+            th->threads = i;  /* kcpu_threads_free joins the i - 1 started workers */
+            kcpu_threads_free(th);
+            return NULL;
+        }
+    }
+    return th;
+}
+
+void kcpu_threads_free(struct kcpu_threads *th)
+{
+    if (!th)
+        return;
+    pthread_mutex_lock(&th->mu);
+    atomic_store(&th->stop, true);
+    pthread_cond_broadcast(&th->wake);
+    pthread_mutex_unlock(&th->mu);
+    for (int i = 0; i < th->threads - 1; i++)
+        pthread_join(th->workers[i], NULL);
+    pthread_cond_destroy(&th->done);
+    pthread_cond_destroy(&th->wake);
+    pthread_mutex_destroy(&th->mu);
+    free(th->workers);
+    free(th);
+}
+
+int kcpu_threads_count(const struct kcpu_threads *th)
+{
+    return th ? th->threads : 1;
+}
+
+void kcpu_threads_run(struct kcpu_threads *th, int64_t tasks, kcpu_task_fn fn, void *arg)
+{
+    if (tasks <= 0)
+        return;
+    /* One task, no helpers, or helpers asleep and too little to wake them for. */
+    if (!th || th->threads == 1 || tasks == 1 ||
+        (tasks < KCPU_THREADS_COLD_TASKS && atomic_load_explicit(&th->sleepers, memory_order_relaxed) > 0)) {
+        for (int64_t t = 0; t < tasks; t++)
+            fn(arg, t, 0);
+        return;
+    }
+    pthread_mutex_lock(&th->mu);
+    th->fn = fn;
+    th->arg = arg;
+    th->tasks = tasks;
+    atomic_store_explicit(&th->next, 0, memory_order_relaxed);
+    atomic_store(&th->busy, th->threads - 1);
+    atomic_fetch_add_explicit(&th->generation, 1, memory_order_release);
+    if (atomic_load(&th->sleepers) > 0)
+        pthread_cond_broadcast(&th->wake);
+    pthread_mutex_unlock(&th->mu);
+
+    run_tasks(th, fn, arg, tasks, 0);
+
+    /* Hot workers finish their last tasks within microseconds: spin for
+     * them, then sleep. (Sleeping at once after waking a worker lets the
+     * scheduler run it on this CPU, where it then competes with this thread
+     * for milliseconds: measured slower, bench_threads.) */
+    int64_t until = now_ns() + KCPU_THREADS_WAIT_SPIN_NS;
+    for (unsigned i = 1; atomic_load_explicit(&th->busy, memory_order_acquire) > 0; i++) {
+        cpu_relax();
+        if (i % 64 == 0 && now_ns() > until)
+            break;
+    }
+    if (atomic_load(&th->busy) > 0) {
+        pthread_mutex_lock(&th->mu);
+        while (atomic_load(&th->busy) > 0)
+            pthread_cond_wait(&th->done, &th->mu);
+        pthread_mutex_unlock(&th->mu);
+    }
+}

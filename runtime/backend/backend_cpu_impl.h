@@ -1,0 +1,22 @@
+/*
+ * backend_cpu_impl.h - the CPU backend's INT8 steps (backend_cpu_q8.c),
+ * called by backend_cpu.c for every step with step->q8 set. Internal.
+ */
+#ifndef BACKEND_CPU_IMPL_H
+#define BACKEND_CPU_IMPL_H
+
+#include "kernels/cpu/kcpu_threads.h"
+#include "runtime/backend/backend.h"
+
+/* Whether op has an INT8 kernel. */
+bool rt_cpu_q8_supports(enum rt_op op);
+/* s->prep becomes the step's rt_q8_step plus packed weights. */
+enum rt_status rt_cpu_q8_prepare(const struct rt_plan *p, struct rt_step *s, int max_batch,
+                                 struct rt_error *err);
+void rt_cpu_q8_release(struct rt_step *s);
+/* Scratch the step needs with parameters k (at the model's max batch) and `threads` threads. */
+size_t rt_cpu_q8_scratch_bytes(const struct rt_step *s, const union rt_step_params *k, int threads);
+void rt_cpu_q8_run(struct kcpu_threads *threads, void *scratch, const struct rt_step *s, int batch,
+                   const struct rt_step_io *io);
+
+#endif /* BACKEND_CPU_IMPL_H */

@@ -1,0 +1,164 @@
+/*
+ * backend_cuda_impl.h - internals shared by the CUDA backend's files.
+ *
+ *   backend_cuda.c        devices, weights (per model), sessions, the iface
+ *   backend_cuda_exec.c   recording a run, executing steps
+ *   backend_cuda_graph.c  CUDA graphs per batch size: warm-up, capture, replay
+ *   backend_cuda_cudnn.c  cuDNN, loaded with dlopen, for convolutions
+ *   backend_cuda_q8.c     INT8 steps: upload and dispatch to kernels/cuda/q8.cu
+ *
+ * A session (one worker instance) owns, on one device: a non-blocking
+ * stream, the activation arena (cudaMalloc), pinned host staging for the
+ * model's inputs and outputs, device staging for the FP32 <-> FP16 edges,
+ * and CUDA graphs captured per batch size. rt_session_run's calls
+ * (copy_in, run_step, copy_out) are recorded, not executed; sync replays the
+ * batch size's graph, or captures it on first use, then waits and copies the
+ * outputs out of pinned memory:
+ *
+ *   copy_in:   user input -> pinned (host memcpy)      record H2D
+ *   run_step:                                          record step
+ *   copy_out:                                          record D2H
+ *   sync:      [graph: H2D (+ to FP16), steps, (to FP32 +) D2H] -> wait -> pinned -> user output
+ */
+#ifndef BACKEND_CUDA_IMPL_H
+#define BACKEND_CUDA_IMPL_H
+
+#include <pthread.h>
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/kcuda.h"
+#include "runtime/backend/backend_cuda_graph.h"
+#include "runtime/backend/backend.h"
+#include "runtime/precision/quant.h"
+
+#define CUDA_MAX_DEVICES 16
+#define CUDA_STAGE_ALIGN 256
+
+struct cuda_dnn;                    /* cuDNN entry points (backend_cuda_cudnn.c) */
+struct cuda_dnn_session;            /* a session's cuDNN handle and workspace */
+
+struct cuda_backend {
+    int n_dev;
+    int dev[CUDA_MAX_DEVICES];      /* CUDA ordinals; weights live on each */
+    unsigned next_slot;             /* round-robin of sessions over dev[] (atomic) */
+    int poisoned;                   /* a sticky CUDA error was seen (atomic) */
+    bool graphs;                    /* rt_backend_options.cuda_graphs: OFF turns capture off */
+    pthread_mutex_t dnn_lock;       /* guards the three below */
+    bool dnn_tried;                 /* cuDNN is loaded on first use, once */
+    struct cuda_dnn *dnn;           /* NULL until then, or when it could not be loaded */
+    char dnn_why[160];              /* ... and why */
+};
+
+/* An INT8 step: the numbers of rt_q8_step_prepare (the CPU backend's
+ * too), and where the ones kernels read on the device sit in dev[i].w. */
+struct cuda_q8_prep {
+    struct rt_q8_step q;            /* host */
+    size_t off_bias, off_mult, off_scale;   /* bytes into dev[i].w */
+};
+
+/* A step's weights on one device. */
+struct cuda_dev_weights {
+    void *w;                        /* conv/linear: packed weights (cuDNN: plain OIHW); bn: scale;
+                                     * INT8: one buffer of packed weights, bias, mults, scales */
+    void *table;                    /* conv (ours): gather table */
+    float *bias;                    /* conv/linear: bias or NULL; bn: shift */
+};
+
+/* Per plan step, per device slot: what prepare_step uploaded. */
+struct cuda_step_prep {
+    bool cudnn;                     /* convolution runs through cuDNN */
+    struct cuda_q8_prep *q8;        /* INT8 steps, else NULL */
+    struct cuda_dev_weights dev[CUDA_MAX_DEVICES];
+};
+
+enum cuda_op_kind { CUDA_OP_IN, CUDA_OP_STEP, CUDA_OP_OUT };
+
+/* One recorded call of rt_session_run. */
+struct cuda_op {
+    enum cuda_op_kind kind;
+    const struct rt_step *step;     /* STEP */
+    struct rt_step_io io;           /* STEP */
+    void *dev;                      /* IN: destination, OUT: source (arena) */
+    void *host;                     /* OUT: the caller's buffer */
+    size_t stage;                   /* IN, OUT: offset in the staging buffers */
+    size_t bytes;                   /* IN, OUT: FP32 bytes at the model's edge */
+};
+
+struct cuda_session {
+    struct cuda_backend *cb;
+    const struct rt_plan *plan;
+    int slot, device;               /* index into cb->dev, and the ordinal */
+    enum kcuda_dtype dt;            /* activations in the arena */
+    cudaStream_t stream;
+    char *arena;                    /* device, arena_bytes */
+    char *pinned;                   /* host, stage_bytes */
+    char *dstage;                   /* device, stage_bytes; FP16 models only */
+    size_t stage_bytes, stage_used;
+    struct cuda_op *ops;
+    int n_ops, cap_ops;
+    int batch;                      /* of the recorded run; 0 before its first step */
+    struct cuda_graph_cache graphs;
+    struct cuda_dnn_session *dnn;
+};
+
+/* Turns a CUDA error into RT_ERR_DEVICE (RT_ERR_NO_MEMORY for allocation
+ * failures) with a message naming `what`; a sticky error also poisons the
+ * backend so that every later call fails fast. */
+enum rt_status cuda_fail(struct cuda_backend *cb, cudaError_t e, const char *what, struct rt_error *err);
+
+/* The one checking macro: every CUDA runtime call goes through it. */
+#define CUDA_CHECK(cb, call, err)                                    \
+    do {                                                             \
+        cudaError_t e_ = (call);                                     \
+        if (e_ != cudaSuccess)                                       \
+            return cuda_fail((cb), e_, #call, (err));                \
+    } while (0)
+
+/* backend_cuda_exec.c */
+enum rt_status cuda_exec_copy_in(void *ctx, void *dst, const void *src, size_t bytes, struct rt_error *err);
+enum rt_status cuda_exec_copy_out(void *ctx, void *dst, const void *src, size_t bytes, struct rt_error *err);
+enum rt_status cuda_exec_run_step(void *ctx, const struct rt_plan *p, const struct rt_step *s, int batch,
+                                  const struct rt_step_io *io, struct rt_error *err);
+enum rt_status cuda_exec_sync(void *ctx, struct rt_error *err);
+/* Whether an FP32 / FP16 step has a kernel and fits its limits; else why not. */
+bool cuda_f32_supports(const struct rt_step *s, char *why, size_t why_len);
+/* The limits of the kernels beyond having one (sizes, input counts). */
+bool cuda_step_fits(const struct rt_step *s, char *why, size_t why_len);
+
+/* backend_cuda_q8.c */
+/* Whether an INT8 step (s->q8) has a kernel; else why not. */
+bool cuda_q8_supports(const struct rt_step *s, char *why, size_t why_len);
+/* Fills pr->q8 and uploads to every device (pr->dev[i].w). */
+enum rt_status cuda_q8_prepare(struct cuda_backend *cb, const struct rt_plan *p, const struct rt_step *s,
+                               struct cuda_step_prep *pr, struct rt_error *err);
+void cuda_q8_release_host(struct cuda_step_prep *pr);
+enum rt_status cuda_q8_enqueue(struct cuda_session *cs, const struct rt_step *s, const struct rt_step_io *io,
+                               struct rt_error *err);
+
+/* backend_cuda_cudnn.c */
+/* Loads libcudnn; NULL with the reason in why when it is absent or unusable. */
+struct cuda_dnn *cuda_dnn_load(char *why, size_t why_len);
+void cuda_dnn_unload(struct cuda_dnn *dnn);
+/* "cuDNN 9.19.0" */
+void cuda_dnn_describe(const struct cuda_dnn *dnn, char *out, size_t cap);
+/* Whether a cuDNN forward algorithm (cudnnConvolutionFwdAlgo_t) with this
+ * math type (cudnnMathType_t) keeps the precision contract of dt: the GEMM
+ * family and direct convolution only (no Winograd, no FFT), and no tensor
+ * cores (TF32) for FP32. */
+bool cuda_dnn_algo_allowed(enum kcuda_dtype dt, int algo, int math_type);
+/* Whether cuDNN computes this convolution exactly as the plan wants
+ * (cuDNN pads symmetrically). */
+bool cuda_dnn_conv_ok(const struct rt_step *s);
+/* A handle on the session's stream and a workspace for the plan's cuDNN
+ * convolutions at max_batch. */
+enum rt_status cuda_dnn_session_create(struct cuda_session *cs, int max_batch, struct rt_error *err);
+void cuda_dnn_session_free(struct cuda_session *cs);
+/* Picks the algorithms of every cuDNN step for `batch` (host only), so a
+ * graph capture that follows makes no heuristics calls. */
+enum rt_status cuda_dnn_choose(struct cuda_session *cs, int batch, struct rt_error *err);
+/* y = conv(x, w) on cs->stream; the epilogue runs separately. */
+enum rt_status cuda_dnn_conv(struct cuda_session *cs, const struct rt_step *s, const struct k_conv2d *k,
+                             const void *x, const void *w, void *y, struct rt_error *err);
+
+#endif /* BACKEND_CUDA_IMPL_H */

@@ -1,0 +1,487 @@
+/*
+ * onnx_ops_ew.c - ONNX element-wise and shape ops: Relu, Sigmoid, Tanh,
+ * Clip, Add, Sub, Mul, Div, Concat, Flatten, Reshape, Softmax, Identity,
+ * Dropout, Constant.
+ *
+ * Shape ops become views (runtime reshapes, no copy). In batch mode an op
+ * that would move data across the first axis (concat or softmax along it,
+ * a reshape or flatten that folds other dims into it, a constant with a
+ * per-sample first dim) asks for whole mode instead (onnx_needs_whole).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "runtime/onnx/onnx_impl.h"
+
+static enum rt_status unary(struct onnx_ctx *c, enum rt_op op)
+{
+    enum rt_status s = onnx_arity(c, 1, 1, 1);
+    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
+    if (!x)
+        return c->err->status;
+    struct rt_node *n = onnx_emit(c, op, 0, &x->shape);
+    if (!n)
+        return c->err->status;
+    n->n_inputs = 1;
+    n->inputs[0] = x->tensor;
+    return RT_OK;
+}
+
+static enum rt_status relu(struct onnx_ctx *c) { return unary(c, RT_OP_RELU); }
+static enum rt_status sigmoid(struct onnx_ctx *c) { return unary(c, RT_OP_SIGMOID); }
+static enum rt_status hardswish(struct onnx_ctx *c) { return unary(c, RT_OP_HARDSWISH); }
+static enum rt_status tanh_op(struct onnx_ctx *c) { return unary(c, RT_OP_TANH); }
+
+/* ------------------------------------------------------------ binary */
+
+enum rt_status onnx_emit_binary(struct onnx_ctx *c, enum k_binop op, const struct onnx_value *a,
+                                const struct onnx_value *b, int out_k, struct onnx_value *res)
+{
+    if (a->kind != OV_ACT && b->kind != OV_ACT)
+        return onnx_unsupported(c, "both operands are constants (no constant folding)");
+    const struct onnx_value *k = a->kind == OV_CONST ? a : b->kind == OV_CONST ? b : NULL;
+    if (k && !k->data->f)
+        return onnx_unsupported(c, "constant '%.64s' is %s; inferd computes in FP32", k->name,
+                                onnx_type_name(k->data->type));
+    const struct rt_shape *sa = &a->shape, *sb = &b->shape;
+    int r = sa->rank > sb->rank ? sa->rank : sb->rank;
+    if (r > ONNX_MAX_RANK)
+        return onnx_unsupported(c, "operands of more than %d dimensions", ONNX_MAX_RANK);
+    if (!c->whole) {
+        /* the batch is dim 0 of every activation: operands must agree on it */
+        if ((a->kind == OV_ACT && sb->rank > sa->rank) || (b->kind == OV_ACT && sa->rank > sb->rank))
+            return onnx_needs_whole(c, "broadcasts an operand of higher rank over the batch");
+        if (k && k->shape.rank == r && k->shape.dims[0] != 1)
+            return onnx_needs_whole(c, "adds a constant that differs along the first axis");
+    }
+    struct rt_shape out = {r, {0}};
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - sa->rank), ib = i - (r - sb->rank);
+        int64_t da = ia >= 0 ? sa->dims[ia] : 1, db = ib >= 0 ? sb->dims[ib] : 1;
+        if (!c->whole && i == 0 && (da == ONNX_BATCH || db == ONNX_BATCH)) {
+            out.dims[0] = ONNX_BATCH;
+            continue;
+        }
+        if (da != db && da != 1 && db != 1)
+            return onnx_bad(c, "operand shapes do not broadcast");
+        out.dims[i] = da == 1 ? db : da;
+    }
+    bool same = a->kind == OV_ACT && b->kind == OV_ACT && sa->rank == sb->rank &&
+                memcmp(sa->dims, sb->dims, sizeof(int64_t) * (size_t)sa->rank) == 0;
+    enum rt_op rop = same && op == K_BIN_ADD ? RT_OP_ADD : RT_OP_BINARY;
+    struct rt_node *n;
+    int t = -1;
+    if (out_k >= 0)
+        n = onnx_emit(c, rop, out_k, &out);
+    else
+        n = onnx_emit_temp(c, rop, &t);
+    if (!n)
+        return c->err->status;
+    n->a.binary.op = op;
+    if (k) {
+        const struct onnx_value *x = k == a ? b : a;
+        n->n_inputs = 1;
+        n->inputs[0] = x->tensor;
+        n->a.binary.const_left = k == a;
+        /* a constant of the full rank lost its first dim to the batch */
+        struct rt_shape ks = k->shape;
+        if (!c->whole && ks.rank == r) {
+            ks.rank--;
+            memmove(ks.dims, ks.dims + 1, sizeof(int64_t) * (size_t)ks.rank);
+        }
+        enum rt_status s = onnx_weight(c, &n->w[RT_W_WEIGHT], k->data->f, &ks, k->name);
+        if (s != RT_OK)
+            return s;
+    } else {
+        n->n_inputs = 2;
+        n->inputs[0] = a->tensor;
+        n->inputs[1] = b->tensor;
+    }
+    if (res)
+        *res = (struct onnx_value){.name = "", .kind = OV_ACT, .shape = out, .tensor = out_k >= 0 ? n->output : t};
+    return RT_OK;
+}
+
+/* Opset < 7: broadcast=1 aligns B with A from `axis` (default: the end);
+ * trailing ones make that numpy's rule. */
+static enum rt_status legacy_broadcast(struct onnx_ctx *c, const struct onnx_value *a, struct onnx_value *b)
+{
+    int64_t bc, axis;
+    if (!onnx_attr_int(c, "broadcast", 0, &bc) || !onnx_attr_int(c, "axis", a->shape.rank - b->shape.rank, &axis))
+        return c->err->status;
+    if (!bc) {   /* equal shapes (the batch, unknown here, aside) */
+        bool same = a->shape.rank == b->shape.rank;
+        for (int i = 0; same && i < a->shape.rank; i++)
+            same = a->shape.dims[i] == b->shape.dims[i] || a->shape.dims[i] == ONNX_BATCH ||
+                   b->shape.dims[i] == ONNX_BATCH;
+        return same ? RT_OK : onnx_bad(c, "operand shapes differ and broadcast=0");
+    }
+    if (axis < 0)
+        axis += a->shape.rank;
+    if (axis < 0 || axis + b->shape.rank > a->shape.rank)
+        return onnx_bad(c, "'axis' does not fit the operands' ranks");
+    int pad = a->shape.rank - (int)axis - b->shape.rank;
+    if (pad == 0)
+        return RT_OK;
+    if (b->kind == OV_ACT)
+        return onnx_unsupported(c, "legacy broadcasting of a computed operand at an inner axis");
+    for (int i = 0; i < pad; i++)
+        b->shape.dims[b->shape.rank++] = 1;
+    return RT_OK;
+}
+
+static enum rt_status binary(struct onnx_ctx *c, enum k_binop op)
+{
+    enum rt_status s = onnx_arity(c, 2, 2, 1);
+    if (s != RT_OK)
+        return s;
+    const struct onnx_value *a = onnx_input(c, 0), *b = onnx_input(c, 1);
+    if (!a || !b)
+        return onnx_bad(c, "needs two inputs");
+    if (a->kind == OV_REFUSED || b->kind == OV_REFUSED)
+        return onnx_unsupported(c, "an input is %s", (a->kind == OV_REFUSED ? a : b)->why);
+    struct onnx_value bb = *b;
+    if (c->version < 7 && (s = legacy_broadcast(c, a, &bb)) != RT_OK)
+        return s;
+    return onnx_emit_binary(c, op, a, &bb, 0, NULL);
+}
+
+static enum rt_status add(struct onnx_ctx *c) { return binary(c, K_BIN_ADD); }
+static enum rt_status sub(struct onnx_ctx *c) { return binary(c, K_BIN_SUB); }
+static enum rt_status mul(struct onnx_ctx *c) { return binary(c, K_BIN_MUL); }
+static enum rt_status div_op(struct onnx_ctx *c) { return binary(c, K_BIN_DIV); }
+
+/* ------------------------------------------------------------ Clip */
+
+/* A bound from an attribute (opset < 11) or an optional input: a constant
+ * scalar into *v / *kv, or an activation (*dyn). */
+static enum rt_status clip_bound(struct onnx_ctx *c, const char *attr, int k, float def, float *v,
+                                 const struct onnx_value **dyn)
+{
+    *v = def;
+    *dyn = NULL;
+    if (c->version < 11)
+        return onnx_attr_float(c, attr, def, v) ? RT_OK : c->err->status;
+    const struct onnx_value *b = onnx_input(c, k);
+    if (!b)
+        return RT_OK;
+    if (b->kind == OV_REFUSED)
+        return onnx_unsupported(c, "'%s' is %s", attr, b->why);
+    if (b->kind == OV_ACT) {
+        *dyn = b;
+        return RT_OK;
+    }
+    if (b->data->elems != 1 || !b->data->f)
+        return onnx_unsupported(c, "'%s' must be a float scalar", attr);
+    *v = b->data->f[0];
+    return RT_OK;
+}
+
+/* min(max(x, lo), hi), as numpy.clip (the ONNX reference); an absent bound
+ * clips nothing. relu and relu6 where the bounds say so. */
+static enum rt_status clip(struct onnx_ctx *c)
+{
+    enum rt_status s = onnx_arity(c, 1, 3, 1);
+    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
+    if (!x)
+        return c->err->status;
+    float lo = -INFINITY, hi = INFINITY;
+    const struct onnx_value *dlo = NULL, *dhi = NULL;
+    if ((s = clip_bound(c, "min", 1, -INFINITY, &lo, &dlo)) != RT_OK ||
+        (s = clip_bound(c, "max", 2, INFINITY, &hi, &dhi)) != RT_OK)
+        return s;
+    if (!dlo && !dhi && lo == 0 && (hi == 6 || hi == INFINITY)) {
+        struct rt_node *n = onnx_emit(c, hi == 6 ? RT_OP_RELU6 : RT_OP_RELU, 0, &x->shape);
+        if (!n)
+            return c->err->status;
+        n->n_inputs = 1;
+        n->inputs[0] = x->tensor;
+        return RT_OK;
+    }
+    struct onnx_data klo = {.shape = {0, {0}}, .elems = 1, .type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, .f = &lo};
+    struct onnx_data khi = klo;
+    khi.f = &hi;
+    struct onnx_value clo = {.name = "min", .kind = OV_CONST, .data = &klo};
+    struct onnx_value chi = {.name = "max", .kind = OV_CONST, .data = &khi};
+    const struct onnx_value *blo = dlo ? dlo : lo != -INFINITY ? &clo : NULL;
+    const struct onnx_value *bhi = dhi ? dhi : hi != INFINITY ? &chi : NULL;
+    if (!blo && !bhi)
+        return onnx_alias(c, 0, x);
+    struct onnx_value mid = *x;
+    if (blo && (s = onnx_emit_binary(c, K_BIN_MAX, x, blo, bhi ? -1 : 0, &mid)) != RT_OK)
+        return s;
+    return bhi ? onnx_emit_binary(c, K_BIN_MIN, &mid, bhi, 0, NULL) : RT_OK;
+}
+
+/* ------------------------------------------------------------ shape ops */
+
+static enum rt_status concat(struct onnx_ctx *c)
+{
+    enum rt_status s = onnx_arity(c, 1, RT_NODE_MAX_INPUTS, 1);
+    if (s != RT_OK)
+        return s;
+    const struct onnx_value *in[RT_NODE_MAX_INPUTS] = {NULL};
+    int n_in = (int)c->node->n_input;
+    for (int k = 0; k < n_in; k++) {
+        if (!(in[k] = onnx_act_in(c, k)))
+            return c->err->status;
+    }
+    int64_t axis;
+    if (c->version >= 4 && !onnx_attr(c, "axis"))
+        return onnx_bad(c, "attribute 'axis' is required");
+    if (!onnx_attr_int(c, "axis", 1, &axis))
+        return c->err->status;
+    if (!in[0])
+        return onnx_bad(c, "needs an input");
+    int rank = in[0]->shape.rank, ax;
+    if (c->version < 11 && axis < 0)
+        return onnx_bad(c, "negative axis before opset 11");
+    if (!onnx_axis(c, axis, rank, false, &ax))
+        return c->err->status;
+    struct rt_shape out = in[0]->shape;
+    for (int k = 1; k < n_in; k++) {
+        const struct rt_shape *y = &in[k]->shape;
+        if (y->rank != rank)
+            return onnx_bad(c, "inputs differ in rank");
+        for (int d = 0; d < rank; d++) {
+            if (d != ax && y->dims[d] != out.dims[d])
+                return onnx_bad(c, "inputs differ outside the concat axis");
+        }
+        out.dims[ax] += y->dims[ax];
+    }
+    if (!c->whole && ax == 0)
+        return onnx_needs_whole(c, "concatenates along the first axis");
+    if (n_in == 1)
+        return onnx_alias(c, 0, in[0]);
+    struct rt_node *n = onnx_emit(c, RT_OP_CONCAT, 0, &out);
+    if (!n)
+        return c->err->status;
+    n->n_inputs = n_in;
+    for (int k = 0; k < n->n_inputs; k++)
+        n->inputs[k] = in[k]->tensor;
+    n->a.axis = onnx_rt_axis(c, ax);
+    return RT_OK;
+}
+
+/* Output 0 as a view of x with ONNX shape out. */
+static enum rt_status view_out(struct onnx_ctx *c, const struct onnx_value *x, const struct rt_shape *out)
+{
+    struct rt_shape rs = onnx_rt_shape(c, out);
+    return onnx_view(c, x->tensor, rs.dims + 1, rs.rank - 1, 0, out, NULL);
+}
+
+static enum rt_status flatten(struct onnx_ctx *c)
+{
+    enum rt_status s = onnx_arity(c, 1, 1, 1);
+    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
+    int64_t axis;
+    if (!x || !onnx_attr_int(c, "axis", 1, &axis))
+        return c->err->status;
+    int rank = x->shape.rank, ax;
+    if (c->version < 11 && axis < 0)
+        return onnx_bad(c, "negative axis before opset 11");
+    if (!onnx_axis(c, axis, rank, true, &ax))
+        return c->err->status;
+    struct rt_shape out = {2, {onnx_prod(&x->shape, 0, ax), onnx_prod(&x->shape, ax, rank)}};
+    if (!c->whole) {
+        if (ax == 0 || onnx_prod(&x->shape, 1, ax) != 1)
+            return onnx_needs_whole(c, "folds other dims into the first axis");
+        out.dims[0] = ONNX_BATCH;
+    }
+    return view_out(c, x, &out);
+}
+
+/* Opset >= 5 takes the target shape as a constant input, opset < 5 as an
+ * attribute. 0 copies the input dim (unless allowzero), -1 is inferred. */
+static enum rt_status reshape(struct onnx_ctx *c)
+{
+    enum rt_status s = onnx_arity(c, 1, c->version < 5 ? 1 : 2, 1);
+    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
+    if (!x)
+        return c->err->status;
+    int64_t want[RT_MAX_DIMS], allowzero;
+    int r;
+    if (!onnx_attr_int(c, "allowzero", 0, &allowzero))
+        return c->err->status;
+    if (c->version < 5) {
+        if (!onnx_attr_ints(c, "shape", want, ONNX_MAX_RANK, &r))
+            return c->err->status;
+    } else {
+        const struct onnx_value *sh = onnx_const_in(c, 1);
+        if (!sh)
+            return c->err->status;
+        if (!sh->data->i || sh->data->shape.rank != 1)
+            return onnx_bad(c, "'shape' must be a 1-D INT64 tensor");
+        if (sh->data->elems > ONNX_MAX_RANK)
+            return onnx_unsupported(c, "more than %d dimensions", ONNX_MAX_RANK);
+        r = (int)sh->data->elems;
+        memcpy(want, sh->data->i, sizeof(int64_t) * (size_t)r);
+    }
+    /* batch mode: the first target dim must be the batch (copied, -1 over
+     * exactly one sample, or the inputs' fixed first dim); the rest then
+     * reshapes one sample */
+    struct rt_shape out = {r, {0}};
+    int first = 0, unknown = -1;
+    int64_t known = 1, total = onnx_prod(&x->shape, c->whole ? 0 : 1, x->shape.rank);
+    bool whole_sample = false;
+    if (!c->whole) {
+        if (r == 0 || !(want[0] == 0 || want[0] == -1 || (c->batch_fixed > 0 && want[0] == c->batch_fixed)))
+            return onnx_needs_whole(c, "reshapes across the first axis");
+        whole_sample = want[0] == -1;
+        out.dims[0] = ONNX_BATCH;
+        first = 1;
+    }
+    for (int i = first; i < r; i++) {
+        int64_t v = want[i];
+        if (v == 0 && allowzero)
+            return onnx_unsupported(c, "allowzero makes an empty tensor");
+        if (v == 0 && i >= x->shape.rank)
+            return onnx_bad(c, "'shape' copies dim %d the input lacks", i);
+        if (v == 0)
+            v = x->shape.dims[i];
+        if (v == -1 && (unknown >= 0 || whole_sample))
+            return onnx_bad(c, "more than one -1 in 'shape'");
+        if (v < -1 || v > ONNX_MAX_DIM)
+            return onnx_bad(c, "invalid dimension %lld in 'shape'", (long long)want[i]);
+        out.dims[i] = v;
+        if (v == -1)
+            unknown = i;
+        else if (__builtin_mul_overflow(known, v, &known))
+            return onnx_bad(c, "'shape' overflows");
+    }
+    if (unknown >= 0) {
+        if (known == 0 || total % known != 0)
+            return onnx_bad(c, "'shape' does not match the input's element count");
+        out.dims[unknown] = total / known;
+    } else if (known != total) {
+        if (whole_sample)
+            return onnx_needs_whole(c, "reshapes across the first axis");
+        return onnx_bad(c, "'shape' does not match the input's element count");
+    }
+    return view_out(c, x, &out);
+}
+
+static enum rt_status softmax(struct onnx_ctx *c)
+{
+    enum rt_status s = onnx_arity(c, 1, 1, 1);
+    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
+    int64_t axis;
+    if (!x || !onnx_attr_int(c, "axis", c->version < 13 ? 1 : -1, &axis))
+        return c->err->status;
+    int rank = x->shape.rank, ax;
+    if (!onnx_axis(c, axis, rank, false, &ax))
+        return c->err->status;
+    if (!c->whole && ax == 0)
+        return onnx_needs_whole(c, "normalises along the first axis");
+    if (c->version >= 13) {   /* one axis */
+        struct rt_node *n = onnx_emit(c, RT_OP_SOFTMAX, 0, &x->shape);
+        if (!n)
+            return c->err->status;
+        n->n_inputs = 1;
+        n->inputs[0] = x->tensor;
+        n->a.axis = onnx_rt_axis(c, ax);
+        return RT_OK;
+    }
+    /* before 13: over all of dims[axis:] at once, seen as 2-D */
+    int64_t dims[2] = {onnx_prod(&x->shape, c->whole ? 0 : 1, ax), onnx_prod(&x->shape, ax, rank)};
+    int vr = !c->whole && ax == 1 ? 1 : 2;
+    const int64_t *vd = vr == 1 ? dims + 1 : dims;
+    int t;
+    if ((s = onnx_reshape_in(c, x, vd, vr, &t)) != RT_OK)
+        return s;
+    struct rt_node *n = onnx_emit_samples(c, RT_OP_SOFTMAX, 0, &x->shape, vd, vr);
+    if (!n)
+        return c->err->status;
+    n->n_inputs = 1;
+    n->inputs[0] = t;
+    n->a.axis = vr;
+    return RT_OK;
+}
+
+static enum rt_status identity(struct onnx_ctx *c)
+{
+    enum rt_status s = onnx_arity(c, 1, 1, 1);
+    const struct onnx_value *x = onnx_input(c, 0);
+    if (s != RT_OK)
+        return s;
+    if (!x)
+        return onnx_bad(c, "input 0 is missing");
+    return onnx_alias(c, 0, x);
+}
+
+/* Inference: the identity. Training mode, if given, must be a constant false. */
+static enum rt_status dropout(struct onnx_ctx *c)
+{
+    enum rt_status s = onnx_arity(c, 1, c->version >= 12 ? 3 : 1, 2);
+    const struct onnx_value *x = onnx_input(c, 0), *tm = onnx_input(c, 2);
+    if (s != RT_OK)
+        return s;
+    if (!x)
+        return onnx_bad(c, "input 0 is missing");
+    if (tm && (tm->kind != OV_CONST || tm->data->elems != 1 ||
+               (tm->data->i ? tm->data->i[0] != 0 : tm->data->f[0] != 0)))
+        return onnx_unsupported(c, "training_mode must be absent or a constant false");
+    if ((s = onnx_refuse_outputs(c, 1, "a dropout mask, which inference does not compute")) != RT_OK)
+        return s;
+    return onnx_alias(c, 0, x);
+}
+
+static enum rt_status constant(struct onnx_ctx *c)
+{
+    enum rt_status s = onnx_arity(c, 0, 0, 1);
+    if (s != RT_OK)
+        return s;
+    if (c->node->n_attribute != 1)
+        return onnx_bad(c, "needs exactly one value attribute");
+    const Onnx__AttributeProto *a = c->node->attribute[0];
+    struct onnx_data d = {0};
+    if (strcmp(a->name, "value") == 0) {
+        if (!a->t)
+            return onnx_bad(c, "'value' must be a tensor");
+        if ((s = onnx_data_decode(a->t, c->label, onnx_output_name(c, 0), &d, c->err)) != RT_OK)
+            return s;
+        return onnx_define_const(c, 0, &d);
+    }
+    bool fl = strcmp(a->name, "value_float") == 0 || strcmp(a->name, "value_floats") == 0;
+    bool list = strcmp(a->name, "value_floats") == 0 || strcmp(a->name, "value_ints") == 0;
+    if (!fl && strcmp(a->name, "value_int") != 0 && !list)
+        return onnx_unsupported(c, "attribute '%.32s' is not supported", a->name);
+    d.elems = list ? (int64_t)(fl ? a->n_floats : a->n_ints) : 1;
+    d.shape = (struct rt_shape){list ? 1 : 0, {d.elems}};
+    d.type = fl ? ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT : ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+    if (fl)
+        d.f = malloc(sizeof(float) * (size_t)(d.elems + 1));
+    else
+        d.i = malloc(sizeof(int64_t) * (size_t)(d.elems + 1));
+    if (!d.f && !d.i)
+        return rt_error_set(c->err, RT_ERR_NO_MEMORY, "out of memory");
+    for (int64_t k = 0; k < d.elems; k++) {
+        if (fl)
+            d.f[k] = list ? a->floats[k] : a->f;
+        else
+            d.i[k] = list ? a->ints[k] : a->i;
+    }
+    return onnx_define_const(c, 0, &d);
+}
+
+/* Since-versions from the ONNX operator changelog, up to opset 17. */
+const struct onnx_op ONNX_OPS_EW[] = {
+    {"Relu", {1, 6, 13, 14}, relu, "consumed_inputs"},
+    {"Sigmoid", {1, 6, 13}, sigmoid, "consumed_inputs"},
+    {"HardSwish", {14}, hardswish, NULL},
+    {"Tanh", {1, 6, 13}, tanh_op, "consumed_inputs"},
+    {"Clip", {1, 6, 11, 12, 13}, clip, "min,max,consumed_inputs"},
+    {"Add", {1, 6, 7, 13, 14}, add, "broadcast,axis,consumed_inputs"},
+    {"Sub", {1, 6, 7, 13, 14}, sub, "broadcast,axis,consumed_inputs"},
+    {"Mul", {1, 6, 7, 13, 14}, mul, "broadcast,axis,consumed_inputs"},
+    {"Div", {1, 6, 7, 13, 14}, div_op, "broadcast,axis,consumed_inputs"},
+    {"Concat", {1, 4, 11, 13}, concat, "axis"},
+    {"Flatten", {1, 9, 11, 13}, flatten, "axis"},
+    {"Reshape", {1, 5, 13, 14}, reshape, "shape,allowzero,consumed_inputs"},
+    {"Softmax", {1, 11, 13}, softmax, "axis"},
+    {"Identity", {1, 13, 14, 16}, identity, ""},
+    {"Dropout", {1, 6, 7, 10, 12, 13}, dropout, "ratio,is_test,seed,consumed_inputs"},
+    {"Constant", {1, 9, 11, 12, 13}, constant,
+     "value,value_float,value_floats,value_int,value_ints,value_string,value_strings,sparse_value"},
+    {NULL, {0}, NULL, NULL},
+};
