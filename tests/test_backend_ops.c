@@ -17,6 +17,8 @@
 
 #include "runtime/backend/backend.h"
 #include "runtime/rt_model_impl.h"
+#include "kernels/cpu/kcpu.h"
+#include "op_shapes.h"
 #include "runtime/precision/quant.h"
 #include "test.h"
 
@@ -152,6 +154,10 @@ struct op_case {
     void (*build)(struct gb *b, const struct op_case *c);
     int a[8];                         /* case parameters, as build reads them */
 };
+
+/* The shape of the random case being run (backend_ops_random_shapes). */
+static struct k_conv2d random_conv;
+static struct k_pool2d random_pool;
 
 #define P_F32 (1u << RT_PRECISION_FP32)
 #define P_F16 (1u << RT_PRECISION_FP16)
@@ -342,6 +348,60 @@ static void build_batch_norm_dyn(struct gb *b, const struct op_case *c)
     gb_output(b, gb_done(b, n));
 }
 
+/* The activation op computing a (gelu's tanh form: RT_OP_GELU + gelu_tanh). */
+static enum rt_op act_op(enum k_act a, bool *gelu_tanh)
+{
+    *gelu_tanh = a == K_ACT_GELU_TANH;
+    if (*gelu_tanh)
+        a = K_ACT_GELU;
+    for (int op = 0; op < RT_OP_COUNT; op++)
+        if (rt_op_has((enum rt_op)op, RT_T_ACT) && rt_op_info((enum rt_op)op)->act == a)
+            return (enum rt_op)op;
+    return RT_OP_RELU;
+}
+
+/* conv2d of the shape random_conv (its activation a node after it; a fused
+ * residual add before that when a[0]). */
+static void build_conv_shape(struct gb *b, const struct op_case *c)
+{
+    const struct k_conv2d *p = &random_conv;
+    int pad_b, pad_r;
+    test_conv_trailing_pad(p, &pad_b, &pad_r);
+    int x = gb_input(b, 4, (int64_t[]){p->c, p->h, p->w});
+    struct rt_node *n = gb_node(b, RT_OP_CONV2D, 1, &x);
+    n->a.conv = (struct rt_conv_attrs){{p->stride_h, p->stride_w}, {p->pad_t, p->pad_l, pad_b, pad_r},
+                                       {p->dil_h, p->dil_w}, p->groups};
+    gb_weight(b, n, RT_W_WEIGHT, 4, (int64_t[]){p->oc, p->c / p->groups, p->kh, p->kw}, -0.5f, 0.5f);
+    gb_weight(b, n, RT_W_BIAS, 1, (int64_t[]){p->oc}, -0.5f, 0.5f);
+    int y = gb_done(b, n);
+    if (c->a[0]) {
+        int r = gb_input(b, 4, b->g.tensors[y].shape.dims + 1);
+        y = gb_done(b, gb_node(b, RT_OP_ADD, 2, (int[]){y, r}));
+    }
+    if (p->act != K_ACT_NONE) {
+        bool gelu_tanh;
+        struct rt_node *a = gb_node(b, act_op(p->act, &gelu_tanh), 1, &y);
+        a->a.gelu_tanh = gelu_tanh;
+        y = gb_done(b, a);
+    }
+    gb_output(b, y);
+}
+
+/* max or average pooling (a[0]) of the shape random_pool; ceil mode when the
+ * shape's output needs it */
+static void build_pool_shape(struct gb *b, const struct op_case *c)
+{
+    const struct k_pool2d *p = &random_pool;
+    int x = gb_input(b, 4, (int64_t[]){p->c, p->h, p->w});
+    struct rt_node *n = gb_node(b, c->a[0] ? RT_OP_MAX_POOL2D : RT_OP_AVG_POOL2D, 1, &x);
+    int floor_h = (p->h + 2 * p->pad_t - p->dil_h * (p->kh - 1) - 1) / p->stride_h + 1;
+    int floor_w = (p->w + 2 * p->pad_l - p->dil_w * (p->kw - 1) - 1) / p->stride_w + 1;
+    n->a.pool = (struct rt_pool_attrs){{p->kh, p->kw}, {p->stride_h, p->stride_w},
+                                       {p->pad_t, p->pad_l, p->pad_t, p->pad_l}, {p->dil_h, p->dil_w},
+                                       p->oh != floor_h || p->ow != floor_w, p->count_include_pad};
+    gb_output(b, gb_done(b, n));
+}
+
 static const struct op_case CASES[] = {
     {"conv2d 1x1 on 1x1", P_ALL, -1, 1, build_conv, {3, 1, 1, 5, 1, 1, 0, 1}},
     {"conv2d 3x3 s1 p1 odd", P_ALL, -1, 1, build_conv, {4, 7, 9, 6, 3, 1, 1, 1}},
@@ -395,10 +455,26 @@ static const struct op_case CASES[] = {
 
 static const int BATCHES[] = {1, 4, MAX_BATCH};
 
+/* A backend under test; the CPU backend appears once per instruction set
+ * this CPU has (the ISA is process-wide: set before each load and run). */
 struct backend_slot {
-    const char *name;
+    char name[24];
     struct rt_backend *b;
+    int isa;                          /* enum kcpu_isa, or -1 */
+    bool must_run;                    /* may not lack a case (the CPU backend) */
 };
+
+struct backends {
+    struct backend_slot s[2 + KCPU_ISA_AVX512 + 1];
+    int n;
+    struct rt_backend *cpu, *cuda;
+};
+
+static void use_slot(const struct backend_slot *s)
+{
+    if (s->isa >= 0)
+        kcpu_isa_set((enum kcpu_isa)s->isa);
+}
 
 /* The case's graph at precision prec. */
 static uint64_t case_seed;   /* drawn per case run from the test's seed */
@@ -583,7 +659,7 @@ static double case_error(const struct case_data *d, enum rt_precision prec, int 
  * case the CPU backend cannot run. The reference runs once at the largest
  * batch: samples are independent, so a smaller batch's outputs are the
  * first samples of that run. Every other backend runs each batch size. */
-static bool check_case(const struct op_case *c, enum rt_precision prec, struct backend_slot *be, int n_be,
+static bool check_case(const struct op_case *c, enum rt_precision prec, const struct backend_slot *be, int n_be,
                        bool *seen)
 {
     enum { N_BATCHES = sizeof(BATCHES) / sizeof(BATCHES[0]) };
@@ -612,8 +688,9 @@ static bool check_case(const struct op_case *c, enum rt_precision prec, struct b
     }
     unload(&l);
     for (int k = 1; ok && k < n_be; k++) {
+        use_slot(&be[k]);
         enum rt_status st = load_case(c, prec, scales, be[k].b, NULL, &l, &err);
-        if (st == RT_ERR_UNSUPPORTED && strcmp(be[k].name, "cpu") != 0) {
+        if (st == RT_ERR_UNSUPPORTED && !be[k].must_run) {
             const char *why = strrchr(err.msg, ':');
             len += snprintf(line + len, sizeof(line) - (size_t)len, "  %s lacks (%.60s)", be[k].name,
                             why ? why + 2 : err.msg);
@@ -650,38 +727,121 @@ static bool check_case(const struct op_case *c, enum rt_precision prec, struct b
     return ok;
 }
 
-TEST(backend_ops_every_op_every_backend)
+/* ref, the CPU backend under each ISA, and CUDA when a GPU is usable. */
+static bool backends_open(struct backends *bs)
 {
     struct rt_error err = {0};
-    struct backend_slot be[3] = {{"ref", NULL}, {"cpu", NULL}, {"cuda", NULL}};
-    ASSERT_EQ_INT(rt_backend_ref_create(&be[0].b, &err), RT_OK);
-    ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 2}, &be[1].b, &err),
-                  RT_OK);
-    int n_be = 2;
+    memset(bs, 0, sizeof(*bs));
+    for (int i = 0; i < (int)(sizeof(bs->s) / sizeof(bs->s[0])); i++)
+        bs->s[i].isa = -1;
+    if (rt_backend_ref_create(&bs->s[0].b, &err) != RT_OK ||
+        rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 2}, &bs->cpu, &err) != RT_OK) {
+        printf("  backends: %s\n", err.msg);
+        return false;
+    }
+    snprintf(bs->s[0].name, sizeof(bs->s[0].name), "ref");
+    bs->n = 1;
+    for (int isa = KCPU_ISA_SCALAR; isa <= (int)kcpu_isa_hardware(); isa++) {
+        struct backend_slot *s = &bs->s[bs->n++];
+        snprintf(s->name, sizeof(s->name), "cpu-%s", kcpu_isa_name((enum kcpu_isa)isa));
+        s->b = bs->cpu;
+        s->isa = isa;
+        s->must_run = true;
+    }
 #ifdef INFERD_CUDA
-    if (rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, &be[2].b, &err) == RT_OK)
-        n_be = 3;
-    else
+    if (rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, &bs->cuda, &err) == RT_OK) {
+        struct backend_slot *s = &bs->s[bs->n++];
+        snprintf(s->name, sizeof(s->name), "cuda");
+        s->b = bs->cuda;
+    } else {
         printf("  cuda: skipped, no usable GPU (%s)\n", err.msg);
+    }
 #else
     printf("  cuda: skipped, this build has no CUDA backend\n");
 #endif
+    return true;
+}
+
+static void backends_close(struct backends *bs)
+{
+    if (bs->s[0].b)
+        rt_backend_free(bs->s[0].b);
+    if (bs->cpu)
+        rt_backend_free(bs->cpu);
+    if (bs->cuda)
+        rt_backend_free(bs->cuda);
+    kcpu_isa_set(kcpu_isa_hardware());
+}
+
+/* Runs a case at each precision it has; the number that failed. */
+static int check_precisions(const struct op_case *c, const struct backends *bs, bool *seen, int *runs)
+{
+    int failed = 0;
+    for (int prec = RT_PRECISION_FP32; prec <= RT_PRECISION_INT8; prec++) {
+        if (!(c->precisions & (1u << prec)))
+            continue;
+        ++*runs;
+        failed += !check_case(c, (enum rt_precision)prec, bs->s, bs->n, seen);
+    }
+    return failed;
+}
+
+TEST(backend_ops_every_op_every_backend)
+{
+    struct backends bs;
+    bool opened = backends_open(&bs);
     bool seen[RT_OP_COUNT] = {0};
     int failed = 0, runs = 0;
-    for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
-        for (int prec = RT_PRECISION_FP32; prec <= RT_PRECISION_INT8; prec++) {
-            if (!(CASES[i].precisions & (1u << prec)))
-                continue;
-            runs++;
-            failed += !check_case(&CASES[i], (enum rt_precision)prec, be, n_be, seen);
-        }
-    }
-    for (int k = 0; k < 3; k++)
-        if (be[k].b)
-            rt_backend_free(be[k].b);
+    for (size_t i = 0; opened && i < sizeof(CASES) / sizeof(CASES[0]); i++)
+        failed += check_precisions(&CASES[i], &bs, seen, &runs);
+    backends_close(&bs);
+    ASSERT_TRUE(opened);
     printf("  %d case runs, %d failed\n", runs, failed);
     for (int op = 0; op < RT_OP_COUNT; op++)
         TEST_FAIL_IF(!seen[op], "op %s has no case in tests/test_backend_ops.c", rt_op_name((enum rt_op)op));
+    ASSERT_EQ_INT(failed, 0);
+    return TEST_PASS;
+}
+
+/* Fresh random convolutions and pooling windows from the generator every
+ * kernel test shares (op_shapes.h), through every backend. */
+TEST(backend_ops_random_shapes)
+{
+    enum { CONVS = 16, POOLS = 12 };
+    struct backends bs;
+    bool opened = backends_open(&bs);
+    int failed = 0, runs = 0;
+    for (int i = 0; opened && i < CONVS + POOLS; i++) {
+        struct op_case c = {.precisions = P_ALL, .lo = -1, .hi = 1};
+        char name[40];
+        if (i < CONVS) {
+            random_conv = test_random_conv(i % 4 == 3);
+            c.build = build_conv_shape;
+            c.a[0] = test_rand_int(0, 2) == 0;
+            snprintf(name, sizeof(name), "random conv2d %d", i);
+        } else {
+            c.a[0] = i % 2;
+            random_pool = test_random_pool(c.a[0]);
+            c.build = build_pool_shape;
+            snprintf(name, sizeof(name), "random %s %d", c.a[0] ? "max_pool2d" : "avg_pool2d", i - CONVS);
+        }
+        c.name = name;
+        int f = check_precisions(&c, &bs, NULL, &runs);
+        const struct k_conv2d *cv = &random_conv;
+        const struct k_pool2d *pl = &random_pool;
+        if (f && i < CONVS)
+            printf("  (conv c%d %dx%d oc%d k%dx%d s%d,%d p%d,%d -> %dx%d d%d,%d g%d act %d)\n", cv->c, cv->h, cv->w,
+                   cv->oc, cv->kh, cv->kw, cv->stride_h, cv->stride_w, cv->pad_t, cv->pad_l, cv->oh, cv->ow, cv->dil_h,
+                   cv->dil_w, cv->groups, (int)cv->act);
+        else if (f)
+            printf("  (pool c%d %dx%d k%dx%d s%d,%d p%d,%d d%d,%d -> %dx%d incl %d)\n", pl->c, pl->h, pl->w, pl->kh,
+                   pl->kw, pl->stride_h, pl->stride_w, pl->pad_t, pl->pad_l, pl->dil_h, pl->dil_w, pl->oh, pl->ow,
+                   pl->count_include_pad);
+        failed += f;
+    }
+    backends_close(&bs);
+    ASSERT_TRUE(opened);
+    printf("  %d case runs, %d failed\n", runs, failed);
     ASSERT_EQ_INT(failed, 0);
     return TEST_PASS;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/ref/kref.h"
+#include "op_shapes.h"
 #include "test_cuda_util.h"
 
 static const enum kcuda_dtype DTYPES[2] = {KCUDA_F32, KCUDA_F16};
@@ -69,38 +70,9 @@ static bool conv_case(const struct k_conv2d *p, bool use_bias, bool use_res, enu
     return ok;
 }
 
-static struct k_conv2d random_conv(void)
-{
-    for (;;) {
-        struct k_conv2d p = {0};
-        p.groups = test_rand_int(0, 3) == 0 ? test_rand_int(2, 4) : 1;
-        p.n = test_rand_int(1, 3);
-        p.c = p.groups * test_rand_int(1, 8);
-        p.oc = p.groups * test_rand_int(1, test_rand_int(0, 3) == 0 ? 140 : 40);
-        p.h = test_rand_int(1, 20), p.w = test_rand_int(1, 20);
-        p.kh = test_rand_int(1, 5), p.kw = test_rand_int(1, 5);
-        p.stride_h = test_rand_int(1, 3), p.stride_w = test_rand_int(1, 3);
-        p.dil_h = test_rand_int(1, 2), p.dil_w = test_rand_int(1, 2);
-        p.pad_t = test_rand_int(0, 2), p.pad_l = test_rand_int(0, 2);
-        int pad_b = test_rand_int(0, 2), pad_r = test_rand_int(0, 2);   /* asymmetric too */
-        p.oh = (p.h + p.pad_t + pad_b - p.dil_h * (p.kh - 1) - 1) / p.stride_h + 1;
-        p.ow = (p.w + p.pad_l + pad_r - p.dil_w * (p.kw - 1) - 1) / p.stride_w + 1;
-        p.act = (enum k_act)test_rand_int(0, K_ACT_COUNT - 1);
-        if (p.oh >= 1 && p.ow >= 1 && p.h + p.pad_t + pad_b >= p.dil_h * (p.kh - 1) + 1 &&
-            p.w + p.pad_l + pad_r >= p.dil_w * (p.kw - 1) + 1)
-            return p;
-    }
-}
-
-/* The shipped models' layers, and shapes that reach every tile size. */
-static const struct k_conv2d FIXED_CONVS[] = {
-    {.n = 4, .c = 1, .h = 28, .w = 28, .oc = 6, .oh = 28, .ow = 28, .kh = 5, .kw = 5, .pad_t = 2, .pad_l = 2},
-    {.n = 4, .c = 6, .h = 14, .w = 14, .oc = 16, .oh = 10, .ow = 10, .kh = 5, .kw = 5},
-    {.n = 3, .c = 1, .h = 28, .w = 28, .oc = 16, .oh = 28, .ow = 28, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1},
-    {.n = 2, .c = 16, .h = 28, .w = 28, .oc = 32, .oh = 14, .ow = 14, .kh = 1, .kw = 1, .stride_h = 2, .stride_w = 2},
-    {.n = 2, .c = 32, .h = 14, .w = 14, .oc = 64, .oh = 7, .ow = 7, .kh = 3, .kw = 3, .stride_h = 2, .stride_w = 2,
-     .pad_t = 1, .pad_l = 1},
-    {.n = 2, .c = 64, .h = 7, .w = 7, .oc = 64, .oh = 7, .ow = 7, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1},
+/* Beside the shipped models' layers (TEST_MODEL_CONVS): shapes that reach
+ * every tile size. */
+static const struct k_conv2d TILE_CONVS[] = {
     {.n = 2, .c = 24, .h = 9, .w = 9, .oc = 200, .oh = 9, .ow = 9, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1},
     {.n = 2, .c = 8, .h = 10, .w = 10, .oc = 8, .oh = 10, .ow = 10, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1,
      .groups = 8},
@@ -110,14 +82,15 @@ static enum test_result conv_test(enum kcuda_dtype t)
 {
     CUDA_REQUIRE();
     int failed = 0;
-    for (size_t i = 0; i < sizeof(FIXED_CONVS) / sizeof(FIXED_CONVS[0]); i++) {
-        struct k_conv2d p = FIXED_CONVS[i];
+    int fixed = TEST_MODEL_CONV_COUNT + (int)(sizeof(TILE_CONVS) / sizeof(TILE_CONVS[0]));
+    for (int i = 0; i < fixed; i++) {
+        struct k_conv2d p = i < TEST_MODEL_CONV_COUNT ? TEST_MODEL_CONVS[i] : TILE_CONVS[i - TEST_MODEL_CONV_COUNT];
         p.stride_h += !p.stride_h, p.stride_w += !p.stride_w, p.dil_h = p.dil_w = 1, p.groups += !p.groups;
         p.act = (enum k_act)test_rand_int(0, K_ACT_COUNT - 1);
         failed += !conv_case(&p, true, test_rand_int(0, 1), t);
     }
     for (int i = 0; i < 24; i++) {
-        struct k_conv2d p = random_conv();
+        struct k_conv2d p = test_random_conv(true);
         failed += !conv_case(&p, test_rand_int(0, 1), test_rand_int(0, 1), t);
     }
     TEST_FAIL_IF(failed, "%d convolution cases failed", failed);
@@ -446,7 +419,7 @@ TEST(cuda_pack_emulated)
 {
     int failed = 0;
     for (int it = 0; it < 40; it++) {
-        struct k_conv2d p = random_conv();
+        struct k_conv2d p = test_random_conv(true);
         int cg = p.c / p.groups, n_cols = p.oc / p.groups, pixels = p.oh * p.ow;
         int64_t nx = (int64_t)p.n * p.c * p.h * p.w, ny = (int64_t)p.n * p.oc * pixels;
         float *x = rand_buf(nx, -1, 1, KCUDA_F32), *w = rand_buf((int64_t)p.oc * cg * p.kh * p.kw, -1, 1, KCUDA_F32);

@@ -14,6 +14,7 @@
 #include "runtime/image/image.h"
 #include "runtime/rt_model.h"
 #include "runtime/precision/quant.h"
+#include "op_shapes.h"
 #include "test_cuda_util.h"
 
 #define GUARD 64
@@ -62,59 +63,10 @@ static bool dcheck(const char *what, cudaError_t e, const void *dev, const void 
     return ok;
 }
 
-static int8_t *rand_q8(int64_t n)
-{
-    int8_t *x = malloc((size_t)(n > 0 ? n : 1));
-    RT_ASSERT(x);
-    for (int64_t i = 0; i < n; i++)
-        x[i] = (int8_t)test_rand_int(K_Q8_MIN, K_Q8_MAX);
-    return x;
-}
-
-static struct k_q8_mult rand_mult(double lo, double hi)
-{
-    return rt_q8_mult(lo + (hi - lo) * test_rand_float(0, 1));
-}
-
 /* ------------------------------------------------------------------ conv2d, linear */
 
-struct epi_host {
-    struct k_q8_epilogue e;   /* host pointers */
-    int32_t *bias;
-    struct k_q8_mult *mult;
-};
-
-/* Random epilogue over oc channels for reduction length depth. */
-static void rand_epi(struct epi_host *h, int oc, int depth)
-{
-    h->bias = malloc(sizeof(int32_t) * (size_t)oc);
-    h->mult = malloc(sizeof(*h->mult) * (size_t)oc);
-    RT_ASSERT(h->bias && h->mult);
-    for (int o = 0; o < oc; o++) {
-        h->bias[o] = test_rand_int(-20000, 20000);
-        /* output ~ acc / (127 * sqrt(depth)) so that values spread over int8 and saturate sometimes */
-        h->mult[o] = rand_mult(0.2 / (127.0 * (double)depth), 8.0 / (127.0 * (double)depth));
-    }
-    h->e = (struct k_q8_epilogue){.bias = h->bias, .mult = h->mult, .lo = K_Q8_MIN, .hi = K_Q8_MAX};
-    h->e.res_mult = rand_mult(0.1, 1.5);
-    switch (test_rand_int(0, 3)) {
-    case 0:
-        h->e.lo = 0;   /* ReLU */
-        break;
-    case 1:
-        h->e.lo = 0;   /* ReLU6 */
-        h->e.hi = test_rand_int(1, 127);
-        break;
-    case 2:
-        h->e.out_i32 = 1;
-        break;
-    default:
-        break;
-    }
-}
-
 /* Device copies of bias and mult in e (host pointers replaced). */
-static struct k_q8_epilogue epi_upload(const struct epi_host *h, int oc, void **db, void **dm)
+static struct k_q8_epilogue epi_upload(const struct test_epilogue *h, int oc, void **db, void **dm)
 {
     struct k_q8_epilogue e = h->e;
     *db = dput(h->bias, sizeof(int32_t) * (size_t)oc);
@@ -128,9 +80,9 @@ static bool conv_case(const struct k_conv2d *p, bool use_res)
 {
     int64_t nx = (int64_t)p->n * p->c * p->h * p->w, ny = (int64_t)p->n * p->oc * p->oh * p->ow;
     int64_t depth = (int64_t)(p->c / p->groups) * p->kh * p->kw, nw = (int64_t)p->oc * depth;
-    int8_t *x = rand_q8(nx), *w = rand_q8(nw), *r = rand_q8(ny);
-    struct epi_host eh;
-    rand_epi(&eh, p->oc, (int)depth);
+    int8_t *x = test_rand_q8(nx), *w = test_rand_q8(nw), *r = test_rand_q8(ny);
+    struct test_epilogue eh;
+    test_epilogue_init(&eh, p->oc, depth, test_rand_int(0, 3) == 0);
     size_t ysize = eh.e.out_i32 ? sizeof(int32_t) : 1;
     void *ref = malloc((size_t)ny * ysize + 1);
     RT_ASSERT(ref);
@@ -148,29 +100,8 @@ static bool conv_case(const struct k_conv2d *p, bool use_res)
              p->groups, eh.e.lo, eh.e.hi, eh.e.out_i32 ? " i32" : "", use_res ? " res" : "");
     bool ok = dcheck(what, err, dy, ref, (size_t)ny * ysize);
     cudaFree(db), cudaFree(dm), cudaFree(dx), cudaFree(dw), cudaFree(dr), cudaFree(dy);
-    free(x), free(w), free(r), free(ref), free(packed), free(eh.bias), free(eh.mult);
+    free(x), free(w), free(r), free(ref), free(packed), test_epilogue_free(&eh);
     return ok;
-}
-
-static struct k_conv2d random_conv(void)
-{
-    for (;;) {
-        struct k_conv2d p = {0};
-        p.groups = test_rand_int(0, 3) == 0 ? test_rand_int(2, 4) : 1;
-        p.n = test_rand_int(1, 3);
-        p.c = p.groups * test_rand_int(1, 9);
-        p.oc = p.groups * test_rand_int(1, 40);
-        p.h = test_rand_int(1, 20), p.w = test_rand_int(1, 20);
-        p.kh = test_rand_int(1, 5), p.kw = test_rand_int(1, 5);
-        p.stride_h = test_rand_int(1, 3), p.stride_w = test_rand_int(1, 3);
-        p.dil_h = test_rand_int(1, 2), p.dil_w = test_rand_int(1, 2);
-        p.pad_t = test_rand_int(0, 2), p.pad_l = test_rand_int(0, 2);
-        int pad_b = test_rand_int(0, 2), pad_r = test_rand_int(0, 2);
-        p.oh = (p.h + p.pad_t + pad_b - p.dil_h * (p.kh - 1) - 1) / p.stride_h + 1;
-        p.ow = (p.w + p.pad_l + pad_r - p.dil_w * (p.kw - 1) - 1) / p.stride_w + 1;
-        if (p.h + p.pad_t + pad_b - p.dil_h * (p.kh - 1) >= 1 && p.w + p.pad_l + pad_r - p.dil_w * (p.kw - 1) >= 1)
-            return p;
-    }
 }
 
 TEST(cuda_q8_conv2d)
@@ -178,7 +109,7 @@ TEST(cuda_q8_conv2d)
     CUDA_REQUIRE();
     int failed = 0;
     for (int i = 0; i < 60; i++) {
-        struct k_conv2d p = random_conv();
+        struct k_conv2d p = test_random_conv(false);
         failed += !conv_case(&p, test_rand_int(0, 1));
     }
     /* a long reduction (many dp4a words, a tail of 1..3 values) */
@@ -192,9 +123,9 @@ TEST(cuda_q8_conv2d)
 static bool linear_case(const struct k_linear *p, bool use_res)
 {
     int64_t nx = (int64_t)p->n * p->k, nw = (int64_t)p->m * p->k, ny = (int64_t)p->n * p->m;
-    int8_t *x = rand_q8(nx), *w = rand_q8(nw), *r = rand_q8(ny);
-    struct epi_host eh;
-    rand_epi(&eh, p->m, p->k);
+    int8_t *x = test_rand_q8(nx), *w = test_rand_q8(nw), *r = test_rand_q8(ny);
+    struct test_epilogue eh;
+    test_epilogue_init(&eh, p->m, p->k, test_rand_int(0, 3) == 0);
     size_t ysize = eh.e.out_i32 ? sizeof(int32_t) : 1;
     void *ref = malloc((size_t)ny * ysize + 1);
     int8_t *packed = malloc(kcuda_q8_packed_bytes(p->m, p->k));
@@ -210,7 +141,7 @@ static bool linear_case(const struct k_linear *p, bool use_res)
              eh.e.out_i32 ? " i32" : "", use_res ? " res" : "");
     bool ok = dcheck(what, err, dy, ref, (size_t)ny * ysize);
     cudaFree(db), cudaFree(dm), cudaFree(dx), cudaFree(dw), cudaFree(dr), cudaFree(dy);
-    free(x), free(w), free(r), free(ref), free(packed), free(eh.bias), free(eh.mult);
+    free(x), free(w), free(r), free(ref), free(packed), test_epilogue_free(&eh);
     return ok;
 }
 
@@ -229,36 +160,15 @@ TEST(cuda_q8_linear)
 
 /* ------------------------------------------------------------------ pooling */
 
-static struct k_pool2d random_pool(bool avg)
-{
-    for (;;) {
-        struct k_pool2d p = {0};
-        p.n = test_rand_int(1, 3), p.c = test_rand_int(1, 12);
-        p.h = test_rand_int(1, 20), p.w = test_rand_int(1, 20);
-        p.kh = test_rand_int(1, 4), p.kw = test_rand_int(1, 4);
-        p.stride_h = test_rand_int(1, 3), p.stride_w = test_rand_int(1, 3);
-        p.dil_h = avg ? 1 : test_rand_int(1, 2), p.dil_w = avg ? 1 : test_rand_int(1, 2);
-        p.pad_t = test_rand_int(0, (p.kh - 1) / 2), p.pad_l = test_rand_int(0, (p.kw - 1) / 2);
-        int pad_b = test_rand_int(0, (p.kh - 1) / 2), pad_r = test_rand_int(0, (p.kw - 1) / 2);
-        p.count_include_pad = avg && test_rand_int(0, 1);
-        int eh = p.h + p.pad_t + pad_b - p.dil_h * (p.kh - 1), ew = p.w + p.pad_l + pad_r - p.dil_w * (p.kw - 1);
-        if (eh < 1 || ew < 1)
-            continue;
-        p.oh = (eh - 1) / p.stride_h + 1;
-        p.ow = (ew - 1) / p.stride_w + 1;
-        return p;
-    }
-}
-
 TEST(cuda_q8_pool)
 {
     CUDA_REQUIRE();
     int failed = 0;
     for (int i = 0; i < 40; i++) {
         bool avg = i % 2;
-        struct k_pool2d p = random_pool(avg);
+        struct k_pool2d p = test_random_pool(!avg);
         int64_t nx = (int64_t)p.n * p.c * p.h * p.w, ny = (int64_t)p.n * p.c * p.oh * p.ow;
-        int8_t *x = rand_q8(nx), *ref = malloc((size_t)ny);
+        int8_t *x = test_rand_q8(nx), *ref = malloc((size_t)ny);
         int cells = p.kh * p.kw;
         struct k_q8_mult *cm = calloc((size_t)cells + 1, sizeof(*cm));
         RT_ASSERT(ref && cm);
@@ -283,7 +193,7 @@ TEST(cuda_q8_pool)
     for (int i = 0; i < 10; i++) {
         int n = test_rand_int(1, 4), c = test_rand_int(1, 70);
         int64_t hw = test_rand_int(1, i % 3 == 0 ? 3000 : 60);
-        int8_t *x = rand_q8((int64_t)n * c * hw), *ref = malloc((size_t)n * c);
+        int8_t *x = test_rand_q8((int64_t)n * c * hw), *ref = malloc((size_t)n * c);
         RT_ASSERT(ref);
         struct k_q8_mult m = rt_q8_mult(test_rand_float(0.5f, 2.0f) / (double)hw);
         kref_global_avg_pool_q8(n, c, hw, m, x, ref);
@@ -306,14 +216,14 @@ TEST(cuda_q8_elementwise)
     int failed = 0;
     for (int i = 0; i < 12; i++) {
         int64_t n = test_rand_int(1, i % 3 == 0 ? 300000 : 3000);
-        int8_t *a = rand_q8(n), *b = rand_q8(n), *ref = malloc((size_t)n), lut[256];
+        int8_t *a = test_rand_q8(n), *b = test_rand_q8(n), *ref = malloc((size_t)n), lut[256];
         float *xf = malloc(sizeof(float) * (size_t)n), *ref_f = malloc(sizeof(float) * (size_t)n);
         RT_ASSERT(ref && xf && ref_f);
         void *da = dput(a, (size_t)n), *db = dput(b, (size_t)n), *dy = dput(NULL, (size_t)n);
         void *dyf = dput(NULL, sizeof(float) * (size_t)n);
         char what[80];
 
-        struct k_q8_mult ma = rand_mult(0.1, 1.5), mb = rand_mult(0.1, 1.5);
+        struct k_q8_mult ma = test_rand_mult(0.5), mb = test_rand_mult(0.5);
         kref_add_q8(n, a, ma, b, mb, ref);
         snprintf(what, sizeof(what), "add q8 %lld", (long long)n);
         failed += !dcheck(what, kcuda_add_q8(n, da, ma, db, mb, dy, 0), dy, ref, (size_t)n);
@@ -386,9 +296,9 @@ TEST(cuda_q8_concat)
         for (int j = 0; j < p.count; j++) {
             lens[j] = test_rand_int(1, 9);
             total += lens[j];
-            in[j] = rand_q8(p.outer * lens[j] * p.inner);
+            in[j] = test_rand_q8(p.outer * lens[j] * p.inner);
             din[j] = dput(in[j], (size_t)(p.outer * lens[j] * p.inner));
-            mults[j] = rand_mult(0.2, 1.8);
+            mults[j] = test_rand_mult(0.7);
         }
         int64_t ny = p.outer * total * p.inner;
         RT_ASSERT(ny > 0);

@@ -16,19 +16,11 @@
 #include "kernels/ref/kref_q8.h"
 #include "runtime/rt_status.h"
 #include "kernel_test_util.h"
+#include "op_shapes.h"
 #include "test.h"
 
 #define GUARD 61
 #define POISON 0x5a
-
-static int8_t *rand_q8(int64_t count)
-{
-    int8_t *x = malloc((size_t)(count > 0 ? count : 1));
-    RT_ASSERT(x);
-    for (int64_t i = 0; i < count; i++)
-        x[i] = (int8_t)test_rand_int(-127, 127);
-    return x;
-}
 
 /* bytes of poison followed by GUARD poison bytes */
 static void *poisoned(size_t bytes)
@@ -54,86 +46,6 @@ static bool same_bytes(int line, const void *got, const void *want, size_t bytes
 }
 #define CHECK_SAME(got, want, bytes, what) same_bytes(__LINE__, (got), (want), (size_t)(bytes), (what))
 
-/* A random multiplier around realistic magnitudes, sometimes extreme. */
-static struct k_q8_mult rand_mult(void)
-{
-    struct k_q8_mult q = {(int32_t)((1u << 30) + (uint32_t)(test_rand_u64() % (1u << 30))), test_rand_int(28, 45)};
-    int r = test_rand_int(0, 19);
-    if (r == 0)
-        q.shift = test_rand_int(1, 10);      /* huge: saturates */
-    else if (r == 1)
-        q.shift = test_rand_int(55, 62);     /* tiny: rounds to 0 */
-    else if (r == 2)
-        q.m = 0;
-    return q;
-}
-
-/* A random epilogue for oc channels; out_i32 and residual chosen by the caller. */
-struct epi {
-    struct k_q8_epilogue e;
-    int32_t *bias;
-    struct k_q8_mult *mult;
-};
-
-static void epi_init(struct epi *ep, int oc, int out_i32)
-{
-    ep->bias = malloc(sizeof(int32_t) * (size_t)oc);
-    ep->mult = malloc(sizeof(struct k_q8_mult) * (size_t)oc);
-    RT_ASSERT(ep->bias && ep->mult);
-    for (int o = 0; o < oc; o++) {
-        ep->bias[o] = test_rand_int(-(1 << 18), 1 << 18);
-        ep->mult[o] = rand_mult();
-    }
-    if (test_rand_int(0, 9) == 0)
-        ep->bias[0] = test_rand_int(0, 1) ? K_Q8_BIAS_MAX : -K_Q8_BIAS_MAX;
-    int act = test_rand_int(0, 2);
-    ep->e = (struct k_q8_epilogue){.bias = ep->bias, .mult = ep->mult, .res_mult = rand_mult(),
-                                   .lo = act ? 0 : K_Q8_MIN, .hi = act == 2 ? test_rand_int(1, 127) : K_Q8_MAX,
-                                   .out_i32 = out_i32};
-}
-
-static void epi_free(struct epi *ep)
-{
-    free(ep->bias);
-    free(ep->mult);
-}
-
-static void random_conv(struct k_conv2d *p)
-{
-    memset(p, 0, sizeof(*p));
-    int kind = test_rand_int(0, 5);   /* 0 depthwise, 1 grouped, 2 direct 1x1, else dense */
-    p->groups = kind == 0 ? test_rand_int(1, 6) : kind == 1 ? test_rand_int(2, 3) : 1;
-    int cg = kind == 0 ? 1 : test_rand_int(1, 20);
-    int mg = kind == 0 ? test_rand_int(1, 2) : test_rand_int(1, 40);
-    p->c = cg * p->groups;
-    p->oc = mg * p->groups;
-    p->n = test_rand_int(1, 4);
-    for (;;) {
-        p->h = test_rand_int(1, 24);
-        p->w = test_rand_int(1, 24);
-        if (kind == 2) {
-            p->kh = p->kw = p->stride_h = p->stride_w = p->dil_h = p->dil_w = 1;
-        } else {
-            p->kh = test_rand_int(1, 5);
-            p->kw = test_rand_int(1, 5);
-            p->stride_h = test_rand_int(1, 3);
-            p->stride_w = test_rand_int(1, 3);
-            p->dil_h = test_rand_int(1, 2);
-            p->dil_w = test_rand_int(1, 2);
-            p->pad_t = test_rand_int(0, 2);
-            p->pad_l = test_rand_int(0, 2);
-        }
-        int pad_b = kind == 2 ? 0 : test_rand_int(0, 2), pad_r = kind == 2 ? 0 : test_rand_int(0, 2);
-        int sh = p->h + p->pad_t + pad_b - p->dil_h * (p->kh - 1) - 1;
-        int sw = p->w + p->pad_l + pad_r - p->dil_w * (p->kw - 1) - 1;
-        if (sh >= 0 && sw >= 0) {
-            p->oh = sh / p->stride_h + 1;
-            p->ow = sw / p->stride_w + 1;
-            return;
-        }
-    }
-}
-
 /* One layer to test: a convolution, or a linear one. */
 struct q8_layer {
     bool linear;
@@ -152,9 +64,9 @@ static enum test_result conv_case(const struct q8_layer *layer, struct pools *ps
     int oc = lin ? lin->m : p->oc;
     int out_i32 = test_rand_int(0, 4) == 0;
     int has_res = !out_i32 && test_rand_int(0, 2) == 0;
-    int8_t *x = rand_q8(xn), *w = rand_q8(wn), *res = has_res ? rand_q8(yn) : NULL;
-    struct epi ep;
-    epi_init(&ep, oc, out_i32);
+    int8_t *x = test_rand_q8(xn), *w = test_rand_q8(wn), *res = has_res ? test_rand_q8(yn) : NULL;
+    struct test_epilogue ep;
+    test_epilogue_init(&ep, oc, lin ? lin->k : (int64_t)(p->c / p->groups) * p->kh * p->kw, out_i32);
     size_t esize = out_i32 ? 4 : 1, ybytes = (size_t)yn * esize;
     void *want = poisoned(ybytes), *got = poisoned(ybytes);
     size_t pbytes = lin ? kcpu_linear_q8_packed_bytes(lin) : kcpu_conv2d_q8_packed_bytes(p);
@@ -197,7 +109,7 @@ static enum test_result conv_case(const struct q8_layer *layer, struct pools *ps
         }
     }
     free(x), free(w), free(res), free(want), free(got), free(packed), free(scratch);
-    epi_free(&ep);
+    test_epilogue_free(&ep);
     return r;
 }
 
@@ -207,33 +119,21 @@ TEST(int8_conv2d_random)
     pools_open(&ps);
     enum test_result r = TEST_PASS;
     for (int it = 0; it < 60 && r == TEST_PASS; it++) {
-        struct k_conv2d p;
-        random_conv(&p);
+        struct k_conv2d p = test_random_conv(false);
         r = conv_case(&(struct q8_layer){.conv = p}, &ps);
     }
     pools_close(&ps);
     return r;
 }
 
-/* The served models' layer shapes at batch 3: 3x3 pad 1, stride 2, 1x1 s2. */
+/* The shipped models' layers. */
 TEST(int8_conv2d_model_shapes)
 {
-    static const int shapes[][6] = {   /* c, hw, oc, k, stride, pad */
-        {1, 28, 16, 3, 1, 1}, {16, 28, 16, 3, 1, 1}, {16, 28, 32, 3, 2, 1}, {16, 28, 32, 1, 2, 0},
-        {32, 14, 32, 3, 1, 1}, {64, 7, 64, 3, 1, 1}, {1, 28, 6, 5, 1, 2}, {6, 14, 16, 5, 1, 0},
-        {64, 7, 64, 1, 1, 0},
-    };
     struct pools ps;
     pools_open(&ps);
     enum test_result r = TEST_PASS;
-    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]) && r == TEST_PASS; i++) {
-        const int *s = shapes[i];
-        struct k_conv2d p = {.n = 3, .c = s[0], .h = s[1], .w = s[1], .oc = s[2], .kh = s[3], .kw = s[3],
-                             .stride_h = s[4], .stride_w = s[4], .pad_t = s[5], .pad_l = s[5],
-                             .dil_h = 1, .dil_w = 1, .groups = 1};
-        p.oh = p.ow = (s[1] + 2 * s[5] - s[3]) / s[4] + 1;
-        r = conv_case(&(struct q8_layer){.conv = p}, &ps);
-    }
+    for (int i = 0; i < TEST_MODEL_CONV_COUNT && r == TEST_PASS; i++)
+        r = conv_case(&(struct q8_layer){.conv = TEST_MODEL_CONVS[i]}, &ps);
     pools_close(&ps);
     return r;
 }
@@ -253,39 +153,19 @@ TEST(int8_linear_random)
     return r;
 }
 
-static void random_pool(struct k_pool2d *p)
-{
-    memset(p, 0, sizeof(*p));
-    p->n = test_rand_int(1, 3);
-    p->c = test_rand_int(1, 5);
-    p->kh = test_rand_int(1, 4);
-    p->kw = test_rand_int(1, 4);
-    p->h = test_rand_int(p->kh, 15);
-    p->w = test_rand_int(p->kw, 15);
-    p->stride_h = test_rand_int(1, 3);
-    p->stride_w = test_rand_int(1, 3);
-    p->pad_t = test_rand_int(0, p->kh / 2);
-    p->pad_l = test_rand_int(0, p->kw / 2);
-    p->dil_h = p->dil_w = 1;
-    p->count_include_pad = test_rand_int(0, 1);
-    p->oh = (p->h + 2 * p->pad_t - p->kh) / p->stride_h + 1;
-    p->ow = (p->w + 2 * p->pad_l - p->kw) / p->stride_w + 1;
-}
-
 TEST(int8_pools_random)
 {
     struct pools ps;
     pools_open(&ps);
     bool ok = true;
     for (int it = 0; it < 40 && ok; it++) {
-        struct k_pool2d p;
-        random_pool(&p);
+        struct k_pool2d p = test_random_pool(false);   /* one window for max and average */
         int64_t xn = (int64_t)p.n * p.c * p.h * p.w, yn = (int64_t)p.n * p.c * p.oh * p.ow, gn = (int64_t)p.n * p.c;
         struct k_q8_mult counts[17];
         for (int c = 0; c <= p.kh * p.kw; c++)
-            counts[c] = rand_mult();
-        struct k_q8_mult gm = rand_mult();
-        int8_t *x = rand_q8(xn);
+            counts[c] = test_rand_mult(0);
+        struct k_q8_mult gm = test_rand_mult(0);
+        int8_t *x = test_rand_q8(xn);
         int8_t *w_max = poisoned((size_t)yn), *w_avg = poisoned((size_t)yn), *w_gl = poisoned((size_t)gn);
         int8_t *g = poisoned((size_t)(yn + gn));
         kref_max_pool2d_q8(&p, x, w_max);
@@ -316,7 +196,7 @@ TEST(int8_elementwise_random)
     bool ok = true;
     for (int it = 0; it < 12 && ok; it++) {
         int64_t n = it == 0 ? 1 : test_rand_int(1, 70000);
-        int8_t *a = rand_q8(n), *b = rand_q8(n), lut[256];
+        int8_t *a = test_rand_q8(n), *b = test_rand_q8(n), lut[256];
         float *f = malloc(sizeof(float) * (size_t)n);
         RT_ASSERT(f);
         for (int i = 0; i < 256; i++)
@@ -329,7 +209,7 @@ TEST(int8_elementwise_random)
             f[1] = INFINITY;
             f[2] = 2.5f * scale;
         }
-        struct k_q8_mult ma = rand_mult(), mb = rand_mult();
+        struct k_q8_mult ma = test_rand_mult(0), mb = test_rand_mult(0);
         int8_t *w_add = poisoned((size_t)n), *w_lut = poisoned((size_t)n), *w_q = poisoned((size_t)n);
         float *w_dq = poisoned(sizeof(float) * (size_t)n), *g_dq = poisoned(sizeof(float) * (size_t)n);
         int8_t *g = poisoned((size_t)n);
@@ -371,8 +251,8 @@ TEST(int8_concat_and_dequant_i32_random)
         for (int i = 0; i < p.count; i++) {
             lens[i] = test_rand_int(1, 5);
             total += lens[i];
-            in[i] = rand_q8(p.outer * lens[i] * p.inner);
-            mults[i] = rand_mult();
+            in[i] = test_rand_q8(p.outer * lens[i] * p.inner);
+            mults[i] = test_rand_mult(0);
         }
         mults[0] = (struct k_q8_mult){1 << 30, 30};   /* the identity */
         int64_t yn = p.outer * total * p.inner;

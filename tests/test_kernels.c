@@ -24,6 +24,7 @@
 #include "kernels/cpu/kcpu_impl.h"
 #include "kernels/ref/kref.h"
 #include "kernel_test_util.h"
+#include "op_shapes.h"
 #include "test.h"
 
 #define TOL 1e-5
@@ -32,12 +33,7 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static float *rand_buf(int64_t count)
-{
-    float *x = malloc((size_t)(count > 0 ? count : 1) * sizeof(float));
-    test_rand_fill(x, count, -1.0f, 1.0f);
-    return x;
-}
+static float *rand_buf(int64_t count) { return test_rand_floats(count, -1.0f, 1.0f); }
 
 /* Output buffer: count NaNs, then GUARD guard values. */
 static float *poisoned(int64_t count)
@@ -175,42 +171,6 @@ TEST(kernels_isa_names_and_forcing)
 
 /* ---------------------------------------------------------------- conv */
 
-static void random_conv(struct k_conv2d *p, int big)
-{
-    memset(p, 0, sizeof(*p));
-    int kind = test_rand_int(0, 5);  /* 0 depthwise, 1 grouped, 2 direct 1x1, else dense */
-    p->groups = kind == 0 ? test_rand_int(1, 7) : kind == 1 ? test_rand_int(2, 3) : 1;
-    int cg = kind == 0 ? 1 : test_rand_int(1, big ? 24 : 6);
-    int mg = kind == 0 ? test_rand_int(1, 2) : test_rand_int(1, big ? 40 : 19);
-    p->c = cg * p->groups;
-    p->oc = mg * p->groups;
-    p->n = test_rand_int(1, 5);
-    do {
-        p->h = test_rand_int(1, big ? 30 : 17);
-        p->w = test_rand_int(1, big ? 30 : 17);
-        if (kind == 2) {
-            p->kh = p->kw = p->stride_h = p->stride_w = p->dil_h = p->dil_w = 1;
-            p->pad_t = p->pad_l = 0;
-            p->oh = p->h;
-            p->ow = p->w;
-            break;
-        }
-        p->kh = test_rand_int(1, 5);
-        p->kw = test_rand_int(1, 5);
-        /* Stride 1 half the time: it has a path of its own (implicit GEMM). */
-        p->stride_h = test_rand_int(0, 1) ? 1 : test_rand_int(2, 3);
-        p->stride_w = test_rand_int(0, 1) ? 1 : test_rand_int(2, 3);
-        p->dil_h = test_rand_int(1, 2);
-        p->dil_w = test_rand_int(1, 2);
-        /* Asymmetric, and now and then wider than the kernel. */
-        p->pad_t = test_rand_int(0, p->kh);
-        p->pad_l = test_rand_int(0, p->kw);
-        p->oh = conv_out(p->h, p->pad_t, test_rand_int(0, p->kh), p->kh, p->dil_h, p->stride_h);
-        p->ow = conv_out(p->w, p->pad_l, test_rand_int(0, p->kw), p->kw, p->dil_w, p->stride_w);
-    } while (p->oh < 1 || p->ow < 1);
-    p->act = (enum k_act)test_rand_int(0, K_ACT_COUNT - 1);
-}
-
 /* Runs one convolution under every ISA and returns TEST_FAIL on mismatch. */
 static enum test_result check_conv(const struct pools *ps, const struct k_conv2d *p,
                                    int with_bias, int with_res)
@@ -263,8 +223,7 @@ TEST(kernels_conv2d_random)
     pools_open(&ps);
     enum test_result r = TEST_PASS;
     for (int i = 0; i < 600 && r == TEST_PASS; i++) {
-        struct k_conv2d p;
-        random_conv(&p, i % 8 == 7);
+        struct k_conv2d p = test_random_conv(i % 8 == 7);
         r = check_conv(&ps, &p, test_rand_int(0, 1), test_rand_int(0, 1));
     }
     pools_close(&ps);
@@ -275,29 +234,11 @@ TEST(kernels_conv2d_random)
 /* The layer shapes the shipped models use, at small batches. */
 TEST(kernels_conv2d_model_shapes)
 {
-    const struct k_conv2d shapes[] = {
-        /* LeNet-5 conv1, conv2 */
-        {.n = 3, .c = 1, .h = 28, .w = 28, .oc = 6, .oh = 28, .ow = 28, .kh = 5, .kw = 5,
-         .stride_h = 1, .stride_w = 1, .pad_t = 2, .pad_l = 2, .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_RELU},
-        {.n = 2, .c = 6, .h = 14, .w = 14, .oc = 16, .oh = 10, .ow = 10, .kh = 5, .kw = 5,
-         .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_RELU},
-        /* ResNet-mini: stem, 16-channel 3x3, stride-2 3x3, 1x1 downsample, 64-channel 7x7 */
-        {.n = 2, .c = 1, .h = 28, .w = 28, .oc = 16, .oh = 28, .ow = 28, .kh = 3, .kw = 3,
-         .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_RELU},
-        {.n = 2, .c = 16, .h = 28, .w = 28, .oc = 16, .oh = 28, .ow = 28, .kh = 3, .kw = 3,
-         .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_RELU},
-        {.n = 3, .c = 16, .h = 28, .w = 28, .oc = 32, .oh = 14, .ow = 14, .kh = 3, .kw = 3,
-         .stride_h = 2, .stride_w = 2, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_RELU},
-        {.n = 3, .c = 32, .h = 14, .w = 14, .oc = 64, .oh = 7, .ow = 7, .kh = 1, .kw = 1,
-         .stride_h = 2, .stride_w = 2, .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_NONE},
-        {.n = 3, .c = 64, .h = 7, .w = 7, .oc = 64, .oh = 7, .ow = 7, .kh = 3, .kw = 3,
-         .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_RELU},
-    };
     struct pools ps;
     pools_open(&ps);
     enum test_result r = TEST_PASS;
-    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]) && r == TEST_PASS; i++)
-        r = check_conv(&ps, &shapes[i], i < 2, i >= 3);
+    for (int i = 0; i < TEST_MODEL_CONV_COUNT && r == TEST_PASS; i++)
+        r = check_conv(&ps, &TEST_MODEL_CONVS[i], i < 2, i >= 3);
     pools_close(&ps);
     TEST_FAIL_IF(r != TEST_PASS, "convolution mismatch (case above)");
     return TEST_PASS;
@@ -366,54 +307,11 @@ TEST(kernels_linear_random)
 
 /* ---------------------------------------------------------------- pooling */
 
-/* Output size the way PyTorch computes it, ceil mode included (a window
- * must start inside the input or its leading padding). */
-static int pool_out(int in, int pad, int k, int dil, int stride, int ceil_mode)
-{
-    int span = in + 2 * pad - dil * (k - 1) - 1;
-    int out = (span + (ceil_mode ? stride - 1 : 0)) / stride + 1;
-    if (ceil_mode && (out - 1) * stride >= in + pad)
-        out--;
-    return out;
-}
-
-static void random_pool(struct k_pool2d *p, int max_pool)
-{
-    memset(p, 0, sizeof(*p));
-    do {
-        p->n = test_rand_int(1, 5);
-        p->c = test_rand_int(1, 7);
-        p->h = test_rand_int(1, 19);
-        p->w = test_rand_int(1, 19);
-        p->kh = test_rand_int(1, 4);
-        p->kw = test_rand_int(1, 4);
-        /* Stride 1 half the time: it has a path of its own (implicit GEMM). */
-        p->stride_h = test_rand_int(0, 1) ? 1 : test_rand_int(2, 3);
-        p->stride_w = test_rand_int(0, 1) ? 1 : test_rand_int(2, 3);
-        p->dil_h = max_pool ? test_rand_int(1, 2) : 1;
-        p->dil_w = max_pool ? test_rand_int(1, 2) : 1;
-        p->pad_t = test_rand_int(0, p->kh / 2);  /* PyTorch: pad <= kernel / 2 */
-        p->pad_l = test_rand_int(0, p->kw / 2);
-        int ceil_mode = test_rand_int(0, 1);
-        p->oh = pool_out(p->h, p->pad_t, p->kh, p->dil_h, p->stride_h, ceil_mode);
-        p->ow = pool_out(p->w, p->pad_l, p->kw, p->dil_w, p->stride_w, ceil_mode);
-        p->count_include_pad = test_rand_int(0, 1);
-        if (test_rand_int(0, 5) == 0) {  /* LeNet's 2x2 stride 2, odd sizes included */
-            p->kh = p->kw = p->stride_h = p->stride_w = 2;
-            p->dil_h = p->dil_w = 1;
-            p->pad_t = p->pad_l = 0;
-            p->oh = p->h / 2;
-            p->ow = p->w / 2;
-        }
-    } while (p->oh < 1 || p->ow < 1);
-}
-
 static enum test_result check_pool(const struct pools *ps, int max_pool)
 {
     enum test_result r = TEST_PASS;
     for (int i = 0; i < 400 && r == TEST_PASS; i++) {
-        struct k_pool2d p;
-        random_pool(&p, max_pool);
+        struct k_pool2d p = test_random_pool(max_pool);
         int64_t xn = (int64_t)p.n * p.c * p.h * p.w, yn = (int64_t)p.n * p.c * p.oh * p.ow;
         float *x = rand_buf(xn), *want = malloc((size_t)yn * sizeof(float));
         (max_pool ? kref_max_pool2d_f32 : kref_avg_pool2d_f32)(&p, x, want);
