@@ -22,7 +22,6 @@ struct cpu_backend {
 };
 
 struct cpu_session {
-    const struct rt_tensor *tensors;   /* the plan's graph's */
     struct kcpu_threads *threads;
     void *arena;
     void *scratch;
@@ -155,23 +154,22 @@ static size_t conv2d_dyn_packed_bytes(const struct k_conv2d *k)
 
 static size_t conv2d_dyn_scratch(const union rt_step_params *k, int threads)
 {
-    return conv2d_dyn_packed_bytes(&k->conv) + kcpu_conv2d_scratch_bytes(&k->conv, threads);
+    return conv2d_dyn_packed_bytes(&k->conv_dyn.conv) + kcpu_conv2d_scratch_bytes(&k->conv_dyn.conv, threads);
 }
 
 /* Each sample packs its own weights, then convolves its images. */
 static void conv2d_dyn_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k,
                            int batch, const struct rt_step_io *io)
 {
-    const struct rt_tensor *t = cs->tensors;
+    const struct rt_conv_dyn_params *d = &k->conv_dyn;
     float *packed = cs->scratch;
-    void *rest = (char *)cs->scratch + conv2d_dyn_packed_bytes(&k->conv);
-    int64_t xs = t[s->in[0]].sample_elems, ws = t[s->in[1]].sample_elems, ys = t[s->out].sample_elems;
-    int64_t bs = s->n_in > 2 ? t[s->in[2]].sample_elems : 0;
+    void *rest = (char *)cs->scratch + conv2d_dyn_packed_bytes(&d->conv);
     const float *x = io->in[0], *w = io->in[1], *b = s->n_in > 2 ? io->in[2] : NULL;
     float *y = io->out;
     for (int i = 0; i < batch; i++) {
-        kcpu_conv2d_pack(&k->conv, w + i * ws, packed);
-        kcpu_conv2d_f32(cs->threads, &k->conv, x + i * xs, packed, b ? b + i * bs : NULL, NULL, y + i * ys, rest);
+        kcpu_conv2d_pack(&d->conv, w + i * d->w_elems, packed);
+        kcpu_conv2d_f32(cs->threads, &d->conv, x + i * d->x_elems, packed, b ? b + i * d->b_elems : NULL, NULL,
+                        y + i * d->y_elems, rest);
     }
 }
 
@@ -275,7 +273,6 @@ static enum rt_status cpu_session_create(struct rt_backend *b, const struct rt_p
         if (bytes > scratch)
             scratch = bytes;
     }
-    cs->tensors = p->g->tensors;
     cs->threads = cb->threads > 1 ? kcpu_threads_create(cb->threads) : NULL;
     cs->arena = alloc_aligned(arena_bytes);
     cs->scratch = alloc_aligned(scratch);

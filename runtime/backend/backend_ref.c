@@ -96,13 +96,12 @@ static void matmul_f32(const struct rt_plan *p, const struct rt_step *s, const u
 static void conv2d_dyn_f32(const struct rt_plan *p, const struct rt_step *s, const union rt_step_params *k,
                            int batch, const struct rt_step_io *io)
 {
-    const struct rt_tensor *t = p->g->tensors;
-    int64_t xs = t[s->in[0]].sample_elems, ws = t[s->in[1]].sample_elems, ys = t[s->out].sample_elems;
-    int64_t bs = s->n_in > 2 ? t[s->in[2]].sample_elems : 0;
+    const struct rt_conv_dyn_params *d = &k->conv_dyn;
     const float *x = io->in[0], *w = io->in[1], *b = s->n_in > 2 ? io->in[2] : NULL;
     float *y = io->out;
     for (int i = 0; i < batch; i++)
-        kref_conv2d_f32(&k->conv, x + i * xs, w + i * ws, b ? b + i * bs : NULL, NULL, y + i * ys);
+        kref_conv2d_f32(&d->conv, x + i * d->x_elems, w + i * d->w_elems, b ? b + i * d->b_elems : NULL, NULL,
+                        y + i * d->y_elems);
 }
 
 static void batch_norm_dyn_f32(const struct rt_plan *p, const struct rt_step *s, const union rt_step_params *k,

@@ -32,8 +32,16 @@ struct rt_concat_params {
     int64_t lens[RT_NODE_MAX_INPUTS];   /* each input's length along the axis */
 };
 
+/* conv2d_dyn: one sample's convolution (never scaled; backends loop over
+ * the batch) and each operand's elements per sample. */
+struct rt_conv_dyn_params {
+    struct k_conv2d conv;
+    int64_t x_elems, w_elems, b_elems /* 0: no bias */, y_elems;
+};
+
 union rt_step_params {
-    struct k_conv2d conv;           /* conv2d; conv2d_dyn: one sample's images (never scaled) */
+    struct k_conv2d conv;           /* conv2d */
+    struct rt_conv_dyn_params conv_dyn;
     struct k_linear linear;
     struct k_pool2d pool;           /* max_pool2d, avg_pool2d */
     struct k_channel_affine affine; /* batch_norm left unfolded */

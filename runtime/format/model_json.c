@@ -343,6 +343,18 @@ int rt_attrs_ints(struct rt_attrs *a, const char *key, int n, int n2, int lo, in
     return get_ints(a->c, a->obj, key, n, n2, lo, hi, def, out, a->where);
 }
 
+int rt_attrs_i64s(struct rt_attrs *a, const char *key, int max_n, int64_t lo, int64_t hi, int64_t *out)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(a->obj, key);
+    int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 0;
+    if (n < 1 || n > max_n)
+        return 0;
+    for (int k = 0; k < n; k++)
+        if (!json_i64(cJSON_GetArrayItem(list, k), (double)lo, (double)hi, &out[k]))
+            return 0;
+    return n;
+}
+
 bool rt_attrs_bool(struct rt_attrs *a, const char *key, bool def, bool *out)
 {
     return get_bool(a->c, a->obj, key, def, out, a->where);

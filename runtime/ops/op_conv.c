@@ -129,9 +129,16 @@ static enum rt_status conv2d_dyn_infer(const struct rt_graph *g, const struct rt
  * batch, packing each sample's weights. */
 static void conv2d_dyn_params(const struct rt_graph *g, const struct rt_step *s, union rt_step_params *k)
 {
-    const struct rt_shape *x = &g->tensors[s->in[0]].shape;
-    k->conv = conv_params((int)x->dims[1], x->dims + 2, g->tensors[s->out].shape.dims + 2,
-                          g->tensors[s->in[1]].shape.dims + 1, &s->node->a.conv, K_ACT_NONE);
+    const struct rt_tensor *t = g->tensors;
+    const struct rt_shape *x = &t[s->in[0]].shape;
+    k->conv_dyn = (struct rt_conv_dyn_params){
+        .conv = conv_params((int)x->dims[1], x->dims + 2, t[s->out].shape.dims + 2, t[s->in[1]].shape.dims + 1,
+                            &s->node->a.conv, K_ACT_NONE),
+        .x_elems = t[s->in[0]].sample_elems,
+        .w_elems = t[s->in[1]].sample_elems,
+        .b_elems = s->n_in > 2 ? t[s->in[2]].sample_elems : 0,
+        .y_elems = t[s->out].sample_elems,
+    };
 }
 
 const struct rt_op_family rt_family_conv2d_dyn = {

@@ -1,7 +1,6 @@
 /* op_layout.c - ops that move elements without computing: flatten and
  * reshape (views of their input, no step) and concat. */
 #include <cjson/cJSON.h>
-#include <math.h>
 
 #include "runtime/ops/ops_impl.h"
 
@@ -65,14 +64,12 @@ static bool reshape_read_attrs(struct rt_attrs *at, struct rt_node *n)
     int rank = cJSON_IsArray(shape) ? cJSON_GetArraySize(shape) : 0;
     if (rank < 1 || rank > RT_MAX_DIMS - 1)
         return rt_attrs_fail(at, "'shape' must list 1 to 7 dims after the batch");
-    n->a.reshape.rank = rank;
-    for (int k = 0; k < rank; k++) {
-        const cJSON *v = cJSON_GetArrayItem(shape, k);
-        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble != floor(v->valuedouble) ||
-            v->valuedouble < -1 || v->valuedouble > 1e9 || v->valuedouble == 0)
+    if (rt_attrs_i64s(at, "shape", RT_MAX_DIMS - 1, -1, 1000000000, n->a.reshape.dims) != rank)
+        return rt_attrs_fail(at, "'shape' dims must be positive or -1");
+    for (int k = 0; k < rank; k++)
+        if (n->a.reshape.dims[k] == 0)
             return rt_attrs_fail(at, "'shape' dims must be positive or -1");
-        n->a.reshape.dims[k] = (int64_t)v->valuedouble;
-    }
+    n->a.reshape.rank = rank;
     return true;
 }
 

@@ -54,6 +54,9 @@ bool rt_attrs_int(struct rt_attrs *a, const char *key, long lo, long hi, int def
 /* A list of exactly n ints (or n2 when n2 > 0) in [lo, hi]; a single int is
  * broadcast; def NULL makes the key required. Returns the count read, 0 on error. */
 int rt_attrs_ints(struct rt_attrs *a, const char *key, int n, int n2, int lo, int hi, const int *def, int *out);
+/* A list of 1 to max_n integers in [lo, hi] (required; no error is set:
+ * the caller says what the list must be). Returns the count, 0 when invalid. */
+int rt_attrs_i64s(struct rt_attrs *a, const char *key, int max_n, int64_t lo, int64_t hi, int64_t *out);
 bool rt_attrs_bool(struct rt_attrs *a, const char *key, bool def, bool *out);
 /* The raw item (NULL when absent), for attributes of other shapes. */
 const struct cJSON *rt_attrs_item(struct rt_attrs *a, const char *key);
