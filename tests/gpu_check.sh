@@ -50,7 +50,7 @@ mkdir -p "$logs"
 tests="$bin/run-tests"
 
 # The kernel-level tests: what the sanitizers run (never the 10k-image model checks).
-KERNEL_TESTS="cuda_op_ cuda_pack_ cuda_q8_conv2d cuda_q8_linear cuda_q8_pool cuda_q8_elementwise cuda_q8_concat cuda_session_"
+KERNEL_TESTS="backend_ops_ cuda_op_ cuda_pack_ cuda_q8_conv2d cuda_q8_linear cuda_q8_pool cuda_q8_elementwise cuda_q8_concat cuda_session_"
 GEMM_TESTS="cuda_op_linear_f16 cuda_op_conv2d_f16 cuda_op_linear_f32 cuda_q8_linear cuda_q8_conv2d"
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 
