@@ -233,7 +233,12 @@ TEST(int8_rejects_bad_activation_scales)
 {
     enum test_result r = expect_q8_error(", \"r\": 0.04", "", V_OK, "no activation scale for tensor 'r'", "relu");
     if (r == TEST_PASS)
-        r = expect_q8_error("\"quantization\"", "\"quantisation\"", V_OK, "quantization", "required for precision");
+        r = expect_q8_error(", \"quantization\": {\"method\": \"max\", \"calibration_images\": 1,  "
+                            "\"activation_scales\": {\"x\": 0.02, \"c\": 0.05, \"r\": 0.04, \"p\": 0.04}}",
+                            "", V_OK, "quantization", "required for precision");
+    if (r == TEST_PASS)   /* a misspelt key is refused, not ignored */
+        r = expect_q8_error("\"quantization\"", "\"quantisation\"", V_OK, "unknown key 'quantisation'",
+                            "did you mean 'quantization'?");
     if (r == TEST_PASS)
         r = expect_q8_error("\"x\": 0.02", "\"x\": 0.02, \"zz\": 1", V_OK, "'zz' names no tensor", "activation_scales");
     if (r == TEST_PASS)   /* max pooling keeps its input's scale */

@@ -356,6 +356,54 @@ TEST(model_not_json)
     return expect_load_error("{\"format_version\": 1, ", RT_ERR_BAD_MODEL, "model.json", "not valid JSON");
 }
 
+/* A parse error says where: line and column of the first bad character. */
+TEST(model_not_json_names_line_and_column)
+{
+    enum test_result r = expect_load_error("{\"format_version\": 1,\n \"max_batch_size\": 8,\n \"name\": tiny}",
+                                           RT_ERR_BAD_MODEL, "not valid JSON", "(line 3, column 10)");
+    if (r == TEST_PASS)
+        r = expect_load_error("{\"format_version\": 1,\n\n  \"inputs\": [1, 2,]}", RT_ERR_BAD_MODEL, "not valid JSON",
+                              "(line 3, column 19)");
+    return r;
+}
+
+/* Every object of model.json refuses keys it does not know, naming the
+ * nearest known one: a typo is an error, never a setting silently dropped. */
+TEST(model_unknown_keys_refused_with_suggestion)
+{
+    static const struct {
+        const char *from, *to, *want1, *want2;
+    } cases[] = {
+        {"\"max_batch_size\": 8", "\"max_batch\": 8", "top level: unknown key 'max_batch'",
+         "did you mean 'max_batch_size'?"},
+        {"\"max_batch_size\": 8", "\"max_batch_size\": 8, \"dynamic_batching\": {\"max_queue_delay\": 100}",
+         "dynamic_batching: unknown key 'max_queue_delay'", "'max_queue_delay_us'"},
+        {"\"max_batch_size\": 8", "\"max_batch_size\": 8, \"instances\": {\"cout\": 2}",
+         "instances: unknown key 'cout'", "'count'"},
+        {"\"datatype\": \"FP32\", \"shape\": [-1, 1, 6, 6]", "\"datatype\": \"FP32\", \"shap\": 1, \"shape\": [-1, 1, 6, 6]",
+         "x: unknown key 'shap'", "'shape'"},
+        {"\"op\": \"relu\",", "\"op\": \"relu\", \"attr\": {},", "relu: unknown key 'attr'", "'attrs'"},
+        {"\"attrs\": {\"padding\": [1, 1]}", "\"attrs\": {\"padding\": [1, 1], \"strides\": [1, 1]}",
+         "conv: unknown key 'strides'", "'stride'"},
+        {"\"attrs\": {\"kernel\": [2, 2]}", "\"attrs\": {\"kernel\": [2, 2], \"colour\": 1}", "pool: unknown key 'colour'",
+         NULL},
+        {"\"weights\": {\"weight\": \"conv.weight\"}", "\"weights\": {\"weight\": \"conv.weight\", \"biass\": \"fc.bias\"}",
+         "conv: unknown key 'biass'", "'bias'"},
+        {"\"outputs\": [\"r\"]}", "\"outputs\": [\"r\"], \"attrs\": {\"inplace\": true}}", "relu: unknown key 'inplace'",
+         NULL},
+        {"\"max_batch_size\": 8", "\"max_batch_size\": 8, \"preprocessing\": {\"colour\": \"gray\"}",
+         "preprocessing: unknown key 'colour'", "did you mean 'color'?"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        enum test_result r = expect_json_error(cases[i].from, cases[i].to, cases[i].want1, cases[i].want2);
+        if (r != TEST_PASS) {
+            printf("  case %zu: %s\n", i, cases[i].to);
+            return r;
+        }
+    }
+    return TEST_PASS;
+}
+
 TEST(model_bad_attr)
 {
     return expect_json_error("\"padding\": [1, 1]", "\"padding\": [1, \"x\"]", "conv", "'padding'");

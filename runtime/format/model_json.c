@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/format/json_keys.h"
 #include "runtime/ops/ops_impl.h"
 #include "runtime/rt_model.h"
 
@@ -28,6 +29,29 @@ struct ctx {
 static enum rt_status fail(struct ctx *c, const char *where, const char *what)
 {
     return rt_error_set(c->err, RT_ERR_BAD_MODEL, "%s: %s: %s", c->label, where, what);
+}
+
+#define N_KEYS(list) ((int)(sizeof(list) / sizeof((list)[0])))
+
+/* Every key an object may hold: anything else is refused (a typo would
+ * otherwise be a setting silently not applied). */
+static const char *const ROOT_KEYS[] = {"format_version", "name", "inputs", "outputs", "nodes", "preprocessing",
+                                        "precision", "max_batch_size", "dynamic_batching", "instances",
+                                        "conv_engine", "quantization", "labels"};
+static const char *const IO_KEYS[] = {"name", "datatype", "shape"};
+static const char *const PREPROCESS_KEYS[] = {"input", "color", "width", "height", "resize_shorter",
+                                              "invert", "scale", "divisor", "mean", "std"};
+static const char *const BATCHING_KEYS[] = {"max_queue_delay_us", "max_queue_size", "default_timeout_us",
+                                            "preferred_batch_sizes"};
+static const char *const INSTANCE_KEYS[] = {"count", "kind"};
+static const char *const QUANT_KEYS[] = {"activation_scales", "calibration_images", "method"};
+static const char *const NODE_KEYS[] = {"name", "op", "inputs", "outputs", "weights", "attrs"};
+
+static enum rt_status check_keys(struct ctx *c, const cJSON *obj, const char *const *known, int n_known,
+                                 const char *where)
+{
+    char msg[160];
+    return rt_json_unknown_key(obj, known, n_known, msg, sizeof(msg)) ? fail(c, where, msg) : RT_OK;
 }
 
 static bool json_int(const cJSON *v, long lo, long hi, int *out)
@@ -142,6 +166,8 @@ static enum rt_status parse_io(struct ctx *c, const cJSON *arr, const char *key,
         struct rt_io_desc *d = &io[i++];
         if (!copy_name(d->name, sizeof(d->name), cJSON_GetObjectItemCaseSensitive(t, "name")))
             return fail(c, key, "each tensor needs a 'name' (1 to 63 characters)");
+        if (check_keys(c, t, IO_KEYS, N_KEYS(IO_KEYS), d->name) != RT_OK)
+            return c->err->status;
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "datatype");
         if (!cJSON_IsString(dt) || !rt_dtype_from_kserve(dt->valuestring, &d->dtype))
             return fail(c, d->name, "unknown 'datatype'");
@@ -176,6 +202,8 @@ static enum rt_status parse_preprocess(struct ctx *c, const cJSON *p, struct rt_
         return RT_OK;
     if (!cJSON_IsObject(p))
         return fail(c, where, "must be an object");
+    if (check_keys(c, p, PREPROCESS_KEYS, N_KEYS(PREPROCESS_KEYS), where) != RT_OK)
+        return c->err->status;
     pre->present = true;
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(p, "input");
     pre->input = -1;
@@ -259,6 +287,8 @@ static enum rt_status parse_serving(struct ctx *c, const cJSON *root, struct rt_
     const char *where = "dynamic_batching";
     if (db && !cJSON_IsObject(db))
         return fail(c, where, "must be an object");
+    if (check_keys(c, db, BATCHING_KEYS, N_KEYS(BATCHING_KEYS), where) != RT_OK)
+        return c->err->status;
     int delay, timeout;
     if (!get_int(c, db, "max_queue_delay_us", 0, 10000000, 0, &delay, where) ||
         !get_int(c, db, "max_queue_size", 1, 1000000, 1024, &b->max_queue_size, where) ||
@@ -280,6 +310,8 @@ static enum rt_status parse_serving(struct ctx *c, const cJSON *root, struct rt_
     const cJSON *inst = cJSON_GetObjectItemCaseSensitive(root, "instances");
     if (inst && !cJSON_IsObject(inst))
         return fail(c, "instances", "must be an object");
+    if (check_keys(c, inst, INSTANCE_KEYS, N_KEYS(INSTANCE_KEYS), "instances") != RT_OK)
+        return c->err->status;
     if (!get_int(c, inst, "count", 1, 64, 1, &cfg->instance_count, "instances"))
         return c->err->status;
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(inst, "kind");
@@ -331,20 +363,31 @@ struct rt_attrs {
     struct ctx *c;
     const cJSON *obj;       /* the node's "attrs", or NULL */
     const char *where;      /* the node's name */
+    const char *asked[16];  /* the keys the op's reader asked for: the ones it knows */
+    int n_asked;
 };
+
+static void asked(struct rt_attrs *a, const char *key)
+{
+    if (a->n_asked < N_KEYS(a->asked))
+        a->asked[a->n_asked++] = key;
+}
 
 bool rt_attrs_int(struct rt_attrs *a, const char *key, long lo, long hi, int def, int *out)
 {
+    asked(a, key);
     return get_int(a->c, a->obj, key, lo, hi, def, out, a->where);
 }
 
 int rt_attrs_ints(struct rt_attrs *a, const char *key, int n, int n2, int lo, int hi, const int *def, int *out)
 {
+    asked(a, key);
     return get_ints(a->c, a->obj, key, n, n2, lo, hi, def, out, a->where);
 }
 
 int rt_attrs_i64s(struct rt_attrs *a, const char *key, int max_n, int64_t lo, int64_t hi, int64_t *out)
 {
+    asked(a, key);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(a->obj, key);
     int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 0;
     if (n < 1 || n > max_n)
@@ -357,11 +400,13 @@ int rt_attrs_i64s(struct rt_attrs *a, const char *key, int max_n, int64_t lo, in
 
 bool rt_attrs_bool(struct rt_attrs *a, const char *key, bool def, bool *out)
 {
+    asked(a, key);
     return get_bool(a->c, a->obj, key, def, out, a->where);
 }
 
 const cJSON *rt_attrs_item(struct rt_attrs *a, const char *key)
 {
+    asked(a, key);
     return cJSON_GetObjectItemCaseSensitive(a->obj, key);
 }
 
@@ -374,8 +419,10 @@ bool rt_attrs_fail(struct rt_attrs *a, const char *what)
 static enum rt_status parse_attrs(struct ctx *c, struct rt_node *n, const cJSON *attrs)
 {
     const struct rt_op_family *f = rt_op_info(n->op)->family;
-    struct rt_attrs a = {c, attrs, n->name};
-    return !f->read_attrs || f->read_attrs(&a, n) ? RT_OK : c->err->status;
+    struct rt_attrs a = {c, attrs, n->name, {0}, 0};
+    if (f->read_attrs && !f->read_attrs(&a, n))
+        return c->err->status;
+    return check_keys(c, attrs, a.asked, a.n_asked, n->name);
 }
 
 static enum rt_status parse_weights(struct ctx *c, struct rt_node *n, const cJSON *w)
@@ -386,7 +433,11 @@ static enum rt_status parse_weights(struct ctx *c, struct rt_node *n, const cJSO
             return fail(c, n->name, "this op takes no weights");
         return RT_OK;
     }
-    enum rt_status s = RT_OK;
+    const char *known[RT_W_COUNT];
+    int n_known = 0;
+    for (const struct rt_weight_key *k = keys; k->key && n_known < RT_W_COUNT; k++)
+        known[n_known++] = k->key;
+    enum rt_status s = check_keys(c, w, known, n_known, n->name);
     for (; keys->key && s == RT_OK; keys++)
         s = bind_weight(c, n, w, keys->key, keys->role, keys->required);
     return s;
@@ -399,6 +450,8 @@ static enum rt_status parse_node(struct ctx *c, const cJSON *j, int index, struc
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
     if (name && !copy_name(n->name, sizeof(n->name), name))
         return fail(c, n->name, "'name' must be a string of 1 to 63 characters");
+    if (check_keys(c, j, NODE_KEYS, N_KEYS(NODE_KEYS), n->name) != RT_OK)
+        return c->err->status;
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(j, "op");
     if (!cJSON_IsString(op))
         return fail(c, n->name, "missing 'op'");
@@ -481,14 +534,23 @@ static enum rt_status parse_doc(struct ctx *c, struct rt_model_config *cfg, cons
 {
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!root)
-        return rt_error_set(c->err, RT_ERR_BAD_MODEL, "%s: not valid JSON", c->label);
+    if (!root) {
+        int line, col;
+        rt_json_position(text, len, end, &line, &col);
+        return rt_error_set(c->err, RT_ERR_BAD_MODEL, "%s: not valid JSON (line %d, column %d)", c->label, line,
+                            col);
+    }
     enum rt_status s = RT_OK;
     int version = 0;
     if (!cJSON_IsObject(root))
         s = fail(c, "top level", "must be an object");
     else if (!get_int(c, root, "format_version", 1, 1, 0, &version, "format_version") || version != 1)
         s = fail(c, "format_version", "must be 1");
+    else
+        s = check_keys(c, root, ROOT_KEYS, N_KEYS(ROOT_KEYS), "top level");
+    const cJSON *quant = s == RT_OK ? cJSON_GetObjectItemCaseSensitive(root, "quantization") : NULL;
+    if (quant && cJSON_IsObject(quant))
+        s = check_keys(c, quant, QUANT_KEYS, N_KEYS(QUANT_KEYS), "quantization");
     static const char *const GRAPH_KEYS[] = {"inputs", "outputs", "nodes"};
     for (int k = 0; k < 3 && s == RT_OK && serving_only; k++) {
         if (cJSON_GetObjectItemCaseSensitive(root, GRAPH_KEYS[k]))
