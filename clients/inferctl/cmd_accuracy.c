@@ -30,8 +30,8 @@ static void remove_tree(const char *dir)
     rmdir(dir);
 }
 
-static void row(const char *model, const char *precision, const char *calib, const struct rt_dataset *test,
-                const uint8_t *pred, const uint8_t *fp32)
+static void row(const char *model, const char *precision, const char *calib, const struct ctl_images *test,
+                const int *pred, const int *fp32)
 {
     double top1 = ctl_top1(test, pred), base = ctl_top1(test, fp32);
     int d = ctl_disagree(pred, fp32, test->count);
@@ -41,7 +41,7 @@ static void row(const char *model, const char *precision, const char *calib, con
 }
 
 /* All rows of one model; variants go under tmp. */
-static bool model_rows(const char *dir, const char *tmp, const struct rt_dataset *test, int calib, int threads)
+static bool model_rows(const char *dir, const char *tmp, const struct ctl_images *test, int calib, int threads)
 {
     char name[RT_NAME_MAX], path[4096];
     size_t len = strlen(dir);
@@ -49,7 +49,7 @@ static bool model_rows(const char *dir, const char *tmp, const struct rt_dataset
         len--;
     const char *slash = memrchr(dir, '/', len);
     snprintf(name, sizeof(name), "%.*s", (int)(len - (slash ? (size_t)(slash + 1 - dir) : 0)), slash ? slash + 1 : dir);
-    uint8_t *fp32 = calloc((size_t)test->count, 1), *pred = calloc((size_t)test->count, 1);
+    int *fp32 = calloc((size_t)test->count, sizeof(int)), *pred = calloc((size_t)test->count, sizeof(int));
     bool ok = fp32 && pred && ctl_predict(dir, test, threads, fp32);
     if (ok)
         row(name, "fp32", "-", test, fp32, fp32);
@@ -58,7 +58,7 @@ static bool model_rows(const char *dir, const char *tmp, const struct rt_dataset
     if (ok)
         row(name, "fp16", "-", test, pred, fp32);
     struct ctl_calibration c = {0};
-    ok = ok && ctl_calibrate(dir, calib, threads, &c);
+    ok = ok && ctl_calibrate(dir, calib, NULL, threads, &c);
     for (int m = RT_CALIB_MAX; ok && m <= RT_CALIB_ENTROPY; m++) {
         char label[64];
         snprintf(path, sizeof(path), "%s/%s-int8-%s", tmp, name, rt_calib_method_name((enum rt_calib_method)m));
@@ -86,11 +86,15 @@ int ctl_cmd_accuracy(int argc, char **argv)
     int rc = ctl_positional("accuracy", argc, argv, opts, 2, 1, 64, &pos, &npos);
     if (rc != CTL_EXIT_OK)
         return rc < 0 ? CTL_EXIT_OK : rc;
-    struct rt_dataset test;
-    struct rt_error err = {0};
+    struct ctl_images test;
     char tmp[] = "/tmp/inferd-accuracy-XXXXXX";
-    if (rt_dataset_load_fashion_mnist("test", &test, &err) != RT_OK || !mkdtemp(tmp)) {
-        fprintf(stderr, "inferctl accuracy: %s\n", err.status != RT_OK ? err.msg : "cannot make a temporary folder");
+    if (!ctl_images_fashion_mnist("test", NULL, &test)) {
+        free(pos);
+        return CTL_EXIT_ERROR;
+    }
+    if (!mkdtemp(tmp)) {
+        fprintf(stderr, "inferctl accuracy: cannot make a temporary folder\n");
+        ctl_images_free(&test);
         free(pos);
         return CTL_EXIT_ERROR;
     }
@@ -101,7 +105,7 @@ int ctl_cmd_accuracy(int argc, char **argv)
     for (int i = 0; i < npos && rc == CTL_EXIT_OK; i++)
         rc = model_rows(pos[i], tmp, &test, calib, threads) ? CTL_EXIT_OK : CTL_EXIT_ERROR;
     remove_tree(tmp);
-    rt_dataset_free(&test);
+    ctl_images_free(&test);
     free(pos);
     return rc;
 }

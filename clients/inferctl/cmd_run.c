@@ -7,57 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "image_source.h"
 #include "inferctl.h"
-#include "runtime/image/image.h"
-
-/* Larger than any image the decoders accept at their default limits. */
-#define RUN_MAX_FILE_BYTES ((long)256 << 20)
-
-static uint8_t *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
-        return NULL;
-    }
-    uint8_t *buf = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
-        n = ftell(f);
-    if (n < 0 || n > RUN_MAX_FILE_BYTES || fseek(f, 0, SEEK_SET) != 0) {
-        fprintf(stderr, "inferctl: %s: not a readable file of at most %ld bytes\n", path,
-                RUN_MAX_FILE_BYTES);
-    } else if (!(buf = malloc(n > 0 ? (size_t)n : 1))) {
-        fprintf(stderr, "inferctl: %s: out of memory\n", path);
-    } else if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        fprintf(stderr, "inferctl: %s: read error\n", path);
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
-/* Decodes and preprocesses one image file into dst. */
-static bool load_image(const char *path, const struct rt_preprocess *pre, float *dst)
-{
-    size_t len;
-    uint8_t *data = read_file(path, &len);
-    if (!data)
-        return false;
-    struct rt_image img;
-    struct rt_error err = {0};
-    enum rt_status st = rt_image_decode(data, len, NULL, &img, &err);
-    free(data);
-    if (st == RT_OK) {
-        st = rt_image_preprocess(&img, pre, dst, &err);
-        rt_image_free(&img);
-    }
-    if (st != RT_OK)
-        fprintf(stderr, "inferctl: %s: %s: %s\n", path, rt_status_name(st), err.msg);
-    return st == RT_OK;
-}
 
 static void print_predictions(const struct ctl_model *m, const char *path, const float *logits,
                               int top_k, double *probs, int *idx)
@@ -118,7 +69,7 @@ int ctl_cmd_run(int argc, char **argv)
     if (!ctl_outputs_alloc(&m, n, outs))
         goto done;
     for (int i = 0; i < n; i++)
-        if (!load_image(pos[1 + i], &m.cfg->pre, input + (size_t)i * in_elems))
+        if (!ctl_image_file_preprocess(pos[1 + i], &m.cfg->pre, input + (size_t)i * in_elems))
             goto done;
     if (!ctl_run_chunks(&m, n, m.cfg->max_batch_size, input, outs))
         goto done;

@@ -17,8 +17,9 @@ static const struct ctl_command COMMANDS[] = {
     {"run", ctl_cmd_run, "MODEL_DIR IMAGE... [--top-k K] [--backend auto|cpu|cuda] [--threads N]",
      "classify images (PNG, JPEG, PGM/PPM) offline with a model folder"},
     {"eval", ctl_cmd_eval,
-     "MODEL_DIR [--backend auto|cpu|cuda] [--threads N] [--batch B] [--limit N]",
-     "top-1 accuracy and throughput on the Fashion-MNIST test set"},
+     "MODEL_DIR [--data DIR] [--backend auto|cpu|cuda] [--threads N] [--batch B] [--limit N]",
+     "top-1 accuracy and throughput on DIR (one sub-folder of images per class, named after the model's "
+     "labels) or the Fashion-MNIST test set"},
     {"health", ctl_cmd_health, "[MODEL]",
      "is the server live and ready (or MODEL ready)? exit 0 yes, 1 no"},
     {"models", ctl_cmd_models, "", "list the server's models and their state"},
@@ -32,8 +33,10 @@ static const struct ctl_command COMMANDS[] = {
     {"load", ctl_cmd_load, "MODEL", "load a model (server started with --enable-model-control)"},
     {"unload", ctl_cmd_unload, "MODEL", "unload a model (same)"},
     {"quantize", ctl_cmd_quantize,
-     "MODEL_DIR -o OUT_DIR [--method max|percentile|entropy] [--calib N] [--percentile P] [--threads N]",
-     "INT8-quantise an fp32 model (calibrated on training images), report top-1"},
+     "MODEL_DIR -o OUT_DIR [--method max|percentile|entropy] [--calib N] [--percentile P] [--calib-data DIR] "
+     "[--eval-data DIR] [--threads N]",
+     "INT8-quantise an fp32 model (calibrated on N images of DIR, any layout, or of Fashion-MNIST's training "
+     "set), report top-1 (on --eval-data's class folders, or Fashion-MNIST's test set)"},
     {"convert", ctl_cmd_convert, "MODEL_DIR -o OUT_DIR [--precision fp16|fp32]",
      "write an fp32 model folder at another float precision (batch norms folded)"},
     {"accuracy", ctl_cmd_accuracy, "MODEL_DIR... [--calib N] [--threads N]",

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "quant_tools.h"
-#include "runtime/image/image.h"
 #include "runtime/rt_model_impl.h"
 #include "runtime/format/model_write.h"
 
@@ -102,24 +101,26 @@ static void observe(void *user, int tensor, const float *data, int batch)
     rt_calib_add(&c->stats, tensor, data, g->tensors[tensor].sample_elems * batch);
 }
 
-bool ctl_calibrate(const char *dir, int images, int threads, struct ctl_calibration *c)
+bool ctl_calibrate(const char *dir, int images, const char *calib_dir, int threads, struct ctl_calibration *c)
 {
     memset(c, 0, sizeof(*c));
     struct rt_error err = {0};
     struct rt_backend_options bo = {.threads = threads, .device = -1};
     struct rt_load_options lo = {.unfused = true};
     struct rt_session *s = NULL;
-    struct rt_dataset ds = {0};
+    struct ctl_images src = {0};
     float *x = NULL, *y = NULL;
     int *idx = NULL;
     bool ok = false;
     if (rt_backend_create(RT_BACKEND_CPU, &bo, &c->backend, &err) != RT_OK ||
         rt_model_load_ex(dir, c->backend, &lo, &c->model, &err) != RT_OK ||
-        rt_session_create(c->model, &s, &err) != RT_OK || rt_dataset_load_fashion_mnist("train", &ds, &err) != RT_OK) {
+        rt_session_create(c->model, &s, &err) != RT_OK) {
         fprintf(stderr, "inferctl: %s: %s\n", dir, err.msg);
         goto done;
     }
     const struct rt_model_config *cfg = rt_model_config(c->model);
+    if (!(calib_dir ? ctl_images_folder(calib_dir, cfg, false, &src) : ctl_images_fashion_mnist("train", cfg, &src)))
+        goto done;
     if (cfg->precision != RT_PRECISION_FP32 || cfg->n_inputs != 1 || !cfg->pre.present) {
         fprintf(stderr, "inferctl: %s: calibration needs an fp32 model with one image input\n", dir);
         goto done;
@@ -128,29 +129,24 @@ bool ctl_calibrate(const char *dir, int images, int threads, struct ctl_calibrat
         goto done;
     const struct rt_graph *g = rt_model_graph(c->model);
     int batch = cfg->max_batch_size, in_elems = (int)cfg->inputs[0].sample_elems;
-    c->images = images < ds.count ? images : ds.count;
+    c->images = images < src.count ? images : src.count;
     x = malloc(sizeof(float) * (size_t)batch * (size_t)in_elems);
     y = malloc(sizeof(float) * (size_t)batch * (size_t)cfg->outputs[0].sample_elems);
-    idx = calloc((size_t)ds.count, sizeof(int));
+    idx = calloc((size_t)src.count, sizeof(int));
     if (!x || !y || !idx || cfg->n_outputs != 1 || !rt_calib_init(&c->stats, g->n_tensors)) {
         fprintf(stderr, "inferctl: out of memory (or more than one output)\n");
         goto done;
     }
-    calib_indices(ds.count, idx);
-    struct rt_preprocess pre = cfg->pre;   /* dataset images are already upright, 28x28 */
-    pre.invert = false;
-    pre.resize_shorter = 0;
+    calib_indices(src.count, idx);
     for (int pass = 0; pass < 2; pass++) {
         for (int start = 0; start < c->images; start += batch) {
             int n = c->images - start < batch ? c->images - start : batch;
-            for (int i = 0; i < n; i++) {
-                struct rt_image img = {ds.cols, ds.rows, 1, ds.images + (size_t)idx[start + i] * (size_t)(ds.rows * ds.cols)};
-                if (rt_image_preprocess(&img, &pre, x + (size_t)i * (size_t)in_elems, &err) != RT_OK)
-                    break;
-            }
+            for (int i = 0; i < n; i++)
+                if (!ctl_images_preprocess(&src, idx[start + i], &cfg->pre, x + (size_t)i * (size_t)in_elems))
+                    goto done;
             const float *in[1] = {x};
             float *out[1] = {y};
-            if (err.status != RT_OK || rt_session_run_observed(s, n, in, out, observe, c, &err) != RT_OK) {
+            if (rt_session_run_observed(s, n, in, out, observe, c, &err) != RT_OK) {
                 fprintf(stderr, "inferctl: calibration: %s\n", err.msg);
                 goto done;
             }
@@ -164,7 +160,7 @@ bool ctl_calibrate(const char *dir, int images, int threads, struct ctl_calibrat
 done:
     free(x), free(y), free(idx);
     rt_session_free(s);
-    rt_dataset_free(&ds);
+    ctl_images_free(&src);
     if (!ok)
         ctl_calibration_free(c);
     return ok;
@@ -238,31 +234,22 @@ char **ctl_output_alias(int argc, char **argv)
     return v;
 }
 
-bool ctl_predict(const char *dir, const struct rt_dataset *test, int threads, uint8_t *pred)
+bool ctl_predict(const char *dir, const struct ctl_images *test, int threads, int *pred)
 {
     struct ctl_model m;
     if (!ctl_model_open(dir, RT_BACKEND_CPU, threads, &m))
         return false;
-    struct rt_preprocess pre = m.cfg->pre;   /* dataset images are already upright, 28x28 */
-    pre.invert = false;
-    pre.resize_shorter = 0;
     int batch = m.cfg->max_batch_size;
     size_t in_elems = (size_t)m.cfg->inputs[m.input].sample_elems;
     float *x = malloc(sizeof(float) * (size_t)batch * in_elems), *outs[RT_MAX_IO] = {0};
     bool ok = x && ctl_outputs_alloc(&m, batch, outs);
     for (int start = 0; ok && start < test->count; start += batch) {
         int n = test->count - start < batch ? test->count - start : batch;
-        for (int i = 0; ok && i < n; i++) {
-            struct rt_image img = {test->cols, test->rows, 1,
-                                   test->images + (size_t)(start + i) * (size_t)(test->rows * test->cols)};
-            struct rt_error err = {0};
-            ok = rt_image_preprocess(&img, &pre, x + (size_t)i * in_elems, &err) == RT_OK;
-            if (!ok)
-                fprintf(stderr, "inferctl: preprocessing: %s\n", err.msg);
-        }
+        for (int i = 0; ok && i < n; i++)
+            ok = ctl_images_preprocess(test, start + i, &m.cfg->pre, x + (size_t)i * in_elems);
         ok = ok && ctl_run_chunks(&m, n, batch, x, outs);
         for (int i = 0; ok && i < n; i++)
-            pred[start + i] = (uint8_t)ctl_argmax(outs[0] + (size_t)i * (size_t)m.classes, m.classes);
+            pred[start + i] = ctl_argmax(outs[0] + (size_t)i * (size_t)m.classes, m.classes);
     }
     if (x)
         ctl_outputs_free(&m, outs);
@@ -271,7 +258,7 @@ bool ctl_predict(const char *dir, const struct rt_dataset *test, int threads, ui
     return ok;
 }
 
-double ctl_top1(const struct rt_dataset *test, const uint8_t *pred)
+double ctl_top1(const struct ctl_images *test, const int *pred)
 {
     int correct = 0;
     for (int i = 0; i < test->count; i++)
@@ -279,7 +266,7 @@ double ctl_top1(const struct rt_dataset *test, const uint8_t *pred)
     return 100.0 * correct / test->count;
 }
 
-int ctl_disagree(const uint8_t *a, const uint8_t *b, int n)
+int ctl_disagree(const int *a, const int *b, int n)
 {
     int d = 0;
     for (int i = 0; i < n; i++)

@@ -11,12 +11,13 @@
 
 #include <stdint.h>
 
+#include "image_source.h"
 #include "inferctl.h"
 #include "runtime/precision/calib.h"
-#include "runtime/image/dataset.h"
 
-/* Calibration images are the first N of the training set shuffled with
- * this seed (xorshift64*, Fisher-Yates): a fixed subset, never test images. */
+/* Calibration images are the first N of the training set (or of the
+ * user's folder) shuffled with this seed (xorshift64*, Fisher-Yates): a
+ * fixed subset, never test images. */
 #define CTL_CALIB_SEED 0x9e3779b97f4a7c15ull
 #define CTL_CALIB_DEFAULT 1000
 
@@ -31,8 +32,10 @@ struct ctl_calibration {
 };
 
 /* Runs the FP32 model in dir over `images` calibration images (two passes:
- * maxima, then histograms), with a progress bar when stderr is a terminal. */
-bool ctl_calibrate(const char *dir, int images, int threads, struct ctl_calibration *c);
+ * maxima, then histograms), with a progress bar when stderr is a terminal:
+ * image files under calib_dir (any layout, labels unused), or Fashion-MNIST's
+ * training split when calib_dir is NULL. */
+bool ctl_calibrate(const char *dir, int images, const char *calib_dir, int threads, struct ctl_calibration *c);
 void ctl_calibration_free(struct ctl_calibration *c);
 
 /* Writes the INT8 model folder out_dir (created when missing) from the
@@ -44,11 +47,12 @@ bool ctl_write_int8(const struct ctl_calibration *c, enum rt_calib_method m, dou
 bool ctl_convert(const char *dir, enum rt_precision prec, const char *out_dir);
 
 /* pred[i] = the top-1 class of test image i by the model in dir (CPU). */
-bool ctl_predict(const char *dir, const struct rt_dataset *test, int threads, uint8_t *pred);
+bool ctl_predict(const char *dir, const struct ctl_images *test, int threads, int *pred);
 
-/* Top-1 accuracy (%) of pred, and how many predictions differ from ref. */
-double ctl_top1(const struct rt_dataset *test, const uint8_t *pred);
-int ctl_disagree(const uint8_t *a, const uint8_t *b, int n);
+/* Top-1 accuracy (%) of pred against test's labels, and how many
+ * predictions differ between a and b. */
+double ctl_top1(const struct ctl_images *test, const int *pred);
+int ctl_disagree(const int *a, const int *b, int n);
 
 /* False (with a message) when out is the folder src itself: writing over
  * the source folder would destroy the model being read. */
