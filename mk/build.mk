@@ -89,10 +89,18 @@ ifeq ($(CUDA_ON),1)
   CUDA_HOME  := $(patsubst %/bin/nvcc,%,$(realpath $(NVCC_FOUND)))
   CU_SRC     := $(call find_src,kernels/cuda,*.cu)
   CU_OBJ     := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
-  NVCCFLAGS  := -std=c++17 -O3 -I. -lineinfo -Xcompiler -fPIC,-Wall \
-                -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+  # A fat binary: SASS for T4 (sm_75), A100 (80), A10G / RTX 30 (86),
+  # L4 / RTX 40 (89) and H100 / H200 (90), plus sm_90 PTX that newer GPUs
+  # compile at load. CUDA_ARCHS="90" builds one for a quicker edit cycle.
+  # --compress-mode=size: five targets with line info would be 8 MB per
+  # program uncompressed (1.1 MB compressed), too large for the GPU
+  # bundle; the CUDA 13 driver (R580+) the runtime needs reads it.
+  CUDA_ARCHS ?= 75 80 86 89 90
+  NVCCFLAGS  := -std=c++17 -O3 -I. -lineinfo --compress-mode=size -Xcompiler -fPIC,-Wall \
+                $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+                -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS)) \
                 -Werror all-warnings
-  CFLAGS     += -DINFERD_CUDA=1 -I$(CUDA_HOME)/include
+  CFLAGS     += -DINFERD_CUDA=1 -DINFERD_CUDA_MIN_SM=$(firstword $(sort $(CUDA_ARCHS))) -I$(CUDA_HOME)/include
   LDLIBS     += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
   LIB_OBJ    += $(CU_OBJ)
 endif
@@ -109,7 +117,7 @@ endif
 # Objects depend on a stamp of the flags, so switching CUDA, DEBUG or
 # SANITIZE rebuilds what they affect.
 FLAGS_STAMP := $(BUILD)/.flags
-FLAGS_TEXT  := $(CC) $(CFLAGS) CUDA=$(CUDA_ON)
+FLAGS_TEXT  := $(CC) $(CFLAGS) CUDA=$(CUDA_ON) $(NVCCFLAGS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_TEXT)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_TEXT)' > $(FLAGS_STAMP)))
 
 # (objects mirror the source tree: $(BUILD)/obj/runtime/a/b.o for runtime/a/b.c)

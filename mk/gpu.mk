@@ -33,7 +33,7 @@ gpu-bundle-check: deps deps-bundle all $(BUILD)/bench_gpu
 # The kernels' machine code read without a GPU: tensor cores where meant,
 # none for FP32 (part of make test).
 cuda-sass: $(CU_OBJ)
-	tests/cuda_sass_check.sh $(CUDA_TOOLS) $(CU_OBJ)
+	CUDA_ARCHS="$(CUDA_ARCHS)" tests/cuda_sass_check.sh $(CUDA_TOOLS) $(CU_OBJ)
 
 cuda-report:
 	@for f in $(CU_SRC); do echo "== $$f"; \

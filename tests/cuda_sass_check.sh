@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reads the machine code of the built CUDA kernels, no GPU needed (make
-# cuda-sass, and make test in CUDA builds): every object holds sm_90 SASS,
+# cuda-sass, and make test in CUDA builds): every object holds SASS for every target of CUDA_ARCHS,
 # the kernels meant for tensor cores use them, the FP32 ones do not (that
 # would be TF32, outside FP32's 1e-5 contract). Prints per kernel the
 # tensor-core and dot-product instructions it holds.
@@ -45,7 +45,9 @@ table=$(mktemp)
 trap 'rm -f "$table"' EXIT
 for obj in "$@"; do
   sass=$(cuobjdump -sass "$obj" 2>&1) || { echo "FAIL: cuobjdump $obj: $sass"; failed=1; continue; }
-  grep -q 'arch = sm_90' <<<"$sass" || { echo "FAIL: $obj holds no sm_90 SASS"; failed=1; }
+  for arch in ${CUDA_ARCHS:-90}; do   # the fat binary's every target (mk/build.mk)
+    grep -q "arch = sm_$arch" <<<"$sass" || { echo "FAIL: $obj holds no sm_$arch SASS"; failed=1; }
+  done
   # one line per kernel: name, then its instruction counts
   awk -v obj="$(basename "$obj")" '
     /Function :/ { if (name) print obj, name, h, i, d; name = $3; h = i = d = 0 }

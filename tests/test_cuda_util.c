@@ -23,7 +23,7 @@ const char *cuda_test_unusable(void)
     }
     for (int d = 0; d < count; d++) {
         struct cudaDeviceProp prop;
-        if (cudaGetDeviceProperties(&prop, d) != cudaSuccess || prop.major < 9)
+        if (cudaGetDeviceProperties(&prop, d) != cudaSuccess || prop.major * 10 + prop.minor < INFERD_CUDA_MIN_SM)
             continue;
         if (cudaSetDevice(d) == cudaSuccess && kcuda_init() == cudaSuccess) {
             printf("  (CUDA device %d: %s, sm_%d%d)\n", d, prop.name, prop.major, prop.minor);
@@ -31,7 +31,7 @@ const char *cuda_test_unusable(void)
             return NULL;
         }
     }
-    snprintf(why, sizeof(why), "%d device(s), none sm_90 or newer and working", count);
+    snprintf(why, sizeof(why), "%d device(s), none sm_%d or newer and working", count, INFERD_CUDA_MIN_SM);
     return why;
 }
 

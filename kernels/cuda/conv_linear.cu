@@ -45,6 +45,12 @@ template <typename T, ALoad AL, class TL> static cudaError_t launch_tile(const G
     return cudaGetLastError();
 }
 
+/* Whether the large tile's shared memory (66 KB) fits a block on this GPU:
+ * not on sm_75 (T4: 64 KB), where TileM runs its columns instead (Npad,
+ * a multiple of TileL::BN, is one of TileM::BN too). kcuda_init clears it
+ * when any device it initialises lacks the room. */
+static bool large_tile_fits = true;
+
 template <typename T, ALoad AL> static cudaError_t launch(const GemmArgs &a, cudaStream_t st)
 {
     switch (tile_for(a.N)) {
@@ -53,7 +59,7 @@ template <typename T, ALoad AL> static cudaError_t launch(const GemmArgs &a, cud
     case TILE_M:
         return launch_tile<T, AL, TileM>(a, st);
     default:
-        return launch_tile<T, AL, TileL>(a, st);
+        return large_tile_fits ? launch_tile<T, AL, TileL>(a, st) : launch_tile<T, AL, TileM>(a, st);
     }
 }
 
@@ -68,7 +74,7 @@ template <typename T, ALoad AL> static cudaError_t raise_smem_limits()
     cudaError_t e = raise_smem_limit<T, AL, TileS>();
     if (e == cudaSuccess)
         e = raise_smem_limit<T, AL, TileM>();
-    if (e == cudaSuccess)
+    if (e == cudaSuccess && large_tile_fits)
         e = raise_smem_limit<T, AL, TileL>();
     return e;
 }
@@ -81,7 +87,17 @@ extern "C" size_t kcuda_dtype_size(enum kcuda_dtype t) { return t == KCUDA_F16 ?
 
 extern "C" cudaError_t kcuda_init(void)
 {
-    cudaError_t e = raise_smem_limits<float, ALoad::CONV>();
+    int device = 0, optin = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (e != cudaSuccess)
+        return e;
+    large_tile_fits = large_tile_fits && Smem<float, ALoad::CONV, TileL>::BYTES <= (size_t)optin &&
+                      Smem<__half, ALoad::ROWS_VEC, TileL>::BYTES <= (size_t)optin &&
+                      Smem<__half, ALoad::CONV, TileL>::BYTES <= (size_t)optin &&
+                      Smem<__half, ALoad::ROWS, TileL>::BYTES <= (size_t)optin;
+    e = raise_smem_limits<float, ALoad::CONV>();
     if (e == cudaSuccess)
         e = raise_smem_limits<float, ALoad::ROWS>();
     if (e == cudaSuccess)

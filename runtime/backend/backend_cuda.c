@@ -5,9 +5,10 @@
  * the interface table. Running a batch is in backend_cuda_exec.c; see
  * backend_cuda_impl.h for the picture.
  *
- * rt_backend_options.device picks one GPU; -1 uses every GPU of compute
- * capability 9.0 or newer (what this build's sm_90 code and PTX run on),
- * placing sessions round-robin so a model's instances spread over them.
+ * rt_backend_options.device picks one GPU; -1 uses every GPU this build
+ * has code for (compute capability INFERD_CUDA_MIN_SM, the oldest target of
+ * CUDA_ARCHS in mk/build.mk, or newer), placing sessions round-robin so a
+ * model's instances spread over them.
  *
  * Every CUDA call is checked through CUDA_CHECK or cuda_fail, except the
  * frees and destroys of teardown paths, whose status nobody could act on.
@@ -361,9 +362,9 @@ static const struct rt_backend_iface CUDA_IFACE = {
 static bool device_usable(int d, struct cudaDeviceProp *prop, char *why, size_t why_len)
 {
     cudaError_t e = cudaGetDeviceProperties(prop, d);
-    if (e == cudaSuccess && prop->major < 9) {
-        snprintf(why, why_len, "device %d (%s) is sm_%d%d; this build needs sm_90 or newer", d, prop->name,
-                 prop->major, prop->minor);
+    if (e == cudaSuccess && prop->major * 10 + prop->minor < INFERD_CUDA_MIN_SM) {
+        snprintf(why, why_len, "device %d (%s) is sm_%d%d; this build's oldest target is sm_%d", d, prop->name,
+                 prop->major, prop->minor, INFERD_CUDA_MIN_SM);
         return false;
     }
     if (e == cudaSuccess)
