@@ -232,11 +232,34 @@ static struct srv_request *request_new(struct srv_http *h, struct MHD_Connection
     return r;
 }
 
+/* Counts n more body bytes against --max-buffered-bytes; false (nothing
+ * counted) when that would pass it. */
+static bool body_reserve(struct srv_request *r, size_t n)
+{
+    int64_t limit = r->srv->cfg.max_buffered_bytes;
+    int_fast64_t held = atomic_load(&r->srv->buffered_bytes);
+    do {
+        if ((int64_t)n > limit - held)
+            return false;
+    } while (!atomic_compare_exchange_weak(&r->srv->buffered_bytes, &held, held + (int64_t)n));
+    r->body_reserved += n;
+    return true;
+}
+
+void srv_request_body_release(struct srv_request *r)
+{
+    free(r->body);
+    r->body = NULL;
+    r->body_len = r->body_cap = 0;
+    atomic_fetch_sub(&r->srv->buffered_bytes, (int64_t)r->body_reserved);
+    r->body_reserved = 0;
+}
+
 static void request_destroy(struct srv_request *r)
 {
     if (r->ctx_free)
         r->ctx_free(r->ctx);
-    free(r->body);
+    srv_request_body_release(r);
     srv_buf_free(&r->resp);
     pthread_mutex_destroy(&r->mu);
     atomic_fetch_sub(&r->srv->inflight, 1);
@@ -342,6 +365,12 @@ static void request_start(struct srv_request *r, struct srv_http *h)
                             (long long)cfg->max_body_bytes);
             return;
         }
+        if (n > 0 && !body_reserve(r, (size_t)n)) {
+            srv_reply_header(r, "Retry-After", "1");
+            srv_reply_header(r, "Connection", "close");
+            srv_reply_error(r, 503, "the server holds too many request bodies; retry later");
+            return;
+        }
         if (n > 0) {
             r->body = malloc((size_t)n);
             if (!r->body) {
@@ -366,13 +395,11 @@ static bool request_body(struct srv_request *r, const char *data, size_t n)
                 r->method, r->path, (long long)cfg->request_timeout_s);
         return false;
     }
-    if (r->body_overflow)
+    if (r->body_overflow || r->body_over_budget)
         return true;
     if (n > (size_t)cfg->max_body_bytes - r->body_len) {
         r->body_overflow = true;
-        free(r->body);
-        r->body = NULL;
-        r->body_len = r->body_cap = 0;
+        srv_request_body_release(r);
         return true;
     }
     /* body_len + n <= max_body_bytes (checked above), so doubling up to it cannot wrap. */
@@ -382,6 +409,11 @@ static bool request_body(struct srv_request *r, const char *data, size_t n)
             cap *= 2;
         if (cap > (size_t)cfg->max_body_bytes)
             cap = (size_t)cfg->max_body_bytes;
+        if (!body_reserve(r, cap - r->body_cap)) {
+            r->body_over_budget = true;
+            srv_request_body_release(r);
+            return true;
+        }
         uint8_t *p = realloc(r->body, cap);
         if (!p) {
             srv_log(SRV_LOG_WARN, r->id, "out of memory for a request body, closing");
@@ -401,6 +433,11 @@ static enum MHD_Result request_dispatch(struct srv_request *r)
     if (r->body_overflow) {
         srv_reply_error(r, 413, "request body exceeds the limit of %lld bytes",
                         (long long)r->srv->cfg.max_body_bytes);
+        return queue_reply(r);
+    }
+    if (r->body_over_budget) {
+        srv_reply_header(r, "Retry-After", "1");
+        srv_reply_error(r, 503, "the server holds too many request bodies; retry later");
         return queue_reply(r);
     }
     r->route->handler(r);

@@ -124,9 +124,16 @@ int main(int argc, char **argv)
         rt_backend_free(server.backend);
         return 1;
     }
+    /* Long work leaves the HTTP threads for these: a decode per core; model
+     * control one at a time, so a load stuck on a file (a FIFO, a dead
+     * network mount) holds one thread and queues the rest. */
     struct srv_http *http = NULL;
-    if (srv_http_start(&server, &http, &err) != RT_OK) {
+    if (srv_work_pool_create(cores > 0 ? (int)cores : 1, 256, &server.work, &err) != RT_OK ||
+        srv_work_pool_create(1, 16, &server.control, &err) != RT_OK ||
+        srv_http_start(&server, &http, &err) != RT_OK) {
         srv_log_error("%s", err.msg);
+        srv_work_pool_free(server.work);
+        srv_work_pool_free(server.control);
         srv_repo_free(server.repo);
         rt_backend_free(server.backend);
         return 1;
@@ -159,6 +166,8 @@ int main(int argc, char **argv)
         _exit(1);
     }
     srv_http_stop(http);
+    srv_work_pool_free(server.work);
+    srv_work_pool_free(server.control);
     srv_repo_free(server.repo);
     rt_backend_free(server.backend);
     srv_log_info("stopped");

@@ -37,7 +37,8 @@ static char *valid_request(void)
 /* ------------------------------------------------------------ number ranges */
 
 /* Numbers the declared datatype cannot hold are 400 (they used to become
- * infinities); the largest values that fit, and tiny ones, pass. */
+ * infinities); the largest values that fit, and tiny ones, pass; so do the
+ * NaN / Infinity tokens for float types (they used to be malformed JSON). */
 static enum test_result out_of_range_numbers(struct http_daemon *d)
 {
     static float x[784];
@@ -47,6 +48,10 @@ static enum test_result out_of_range_numbers(struct http_daemon *d)
         {"FP32", "1e400", 400}, {"FP32", "-1e400", 400}, {"FP32", "1e39", 400},
         {"FP32", "3.4e38", 200}, {"FP16", "70000", 400}, {"FP16", "-65520", 400},
         {"FP16", "65504", 200}, {"BF16", "1e39", 400}, {"FP32", "1e-50", 200},
+        /* Triton's NaN and infinity tokens: values of the float types, of no integer type */
+        {"FP32", "NaN", 200}, {"FP32", "-Infinity", 200}, {"FP16", "Inf", 200},
+        {"BF16", "-Inf", 200}, {"FP32", "-NaN", 200}, {"UINT8", "NaN", 400},
+        {"INT16", "Infinity", 400}, {"FP32", "nan", 400}, {"FP32", "Infinit", 400},
     };
     for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
         char first[40], dtype[24];
