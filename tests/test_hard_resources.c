@@ -5,11 +5,15 @@
  * liveness answers while it runs.
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -291,4 +295,65 @@ TEST(hard_model_load_off_http_threads)
 {
     static const char *const ARGS[] = {"--http-threads", "1", "--enable-model-control", NULL};
     return http_run(&LENET, 1, ARGS, load_off_http_threads);
+}
+
+/* ------------------------------------------------------------ descriptors */
+
+/* The status line and body of the answer on fd (at most cap - 1 bytes). */
+static long raw_answer(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    ssize_t k;
+    while (n + 1 < cap && (k = recv(fd, buf + n, cap - 1 - n, 0)) > 0)
+        n += (size_t)k;
+    buf[n] = '\0';
+    long status = 0;
+    return sscanf(buf, "HTTP/1.%*d %ld", &status) == 1 ? status : 0;
+}
+
+/* The lowest descriptor number pid has free. */
+static int lowest_free_fd(pid_t pid)
+{
+    for (int fd = 0;; fd++) {
+        char path[64];
+        struct stat st;
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+        if (lstat(path, &st) != 0)
+            return fd;
+    }
+}
+
+/* With every descriptor taken, a model (re)load says so, 503, where it
+ * used to say that "a file links outside the model repository". */
+static enum test_result fd_exhaustion(struct http_daemon *d)
+{
+    static const char LOAD[] = "POST /v2/repository/models/lenet5/load HTTP/1.1\r\nHost: x\r\n"
+                               "Content-Length: 0\r\nConnection: close\r\n\r\n";
+    int c = http_raw_connect(d);
+    ASSERT_TRUE(c >= 0);
+    usleep(100 * 1000);                   /* accepted: its descriptor is taken */
+    struct rlimit old, low;
+    ASSERT_EQ_INT(prlimit(d->pid, RLIMIT_NOFILE, NULL, &old), 0);
+    low = old;
+    low.rlim_cur = (rlim_t)lowest_free_fd(d->pid);
+    ASSERT_EQ_INT(prlimit(d->pid, RLIMIT_NOFILE, &low, NULL), 0);
+    bool sent = http_raw_send(c, LOAD, sizeof(LOAD) - 1);
+    char answer[2048];
+    long status = raw_answer(c, answer, sizeof(answer));
+    close(c);
+    ASSERT_EQ_INT(prlimit(d->pid, RLIMIT_NOFILE, &old, NULL), 0);
+    ASSERT_TRUE(sent);
+    ASSERT_EQ_INT(status, 503);
+    ASSERT_STR_CONTAINS(answer, "too many files open");
+    ASSERT_TRUE(strstr(answer, "links outside") == NULL);
+    ASSERT_TRUE(http_still_serves(d));    /* the loaded version kept serving */
+    return TEST_PASS;
+}
+
+TEST(hard_fd_exhaustion_says_so)
+{
+    static const char *const ARGS[] = {"--enable-model-control", NULL};
+    return http_run(&LENET, 1, ARGS, fd_exhaustion);
 }
