@@ -12,6 +12,7 @@
  * start-up or the drain failed or the device broke, 2 for bad flags.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,12 @@ int main(int argc, char **argv)
         break;
     }
     srv_log_set_level((enum srv_log_level)cfg->log_level);
+    /* Request bodies and tensors of 1 MiB or more get their own mappings,
+     * given back to the system when freed. Left to itself glibc raises
+     * this threshold to the largest block freed so far, after which a 32 MB
+     * body comes from a thread's arena and its memory stays with the
+     * process. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
     /* Signals go to the main thread's sigwait only; every thread inherits the mask. */
     sigset_t set;
