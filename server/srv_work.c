@@ -8,7 +8,7 @@ struct srv_work_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct srv_work *head, *tail;
-    int queued, running, max_queued, n_threads;
+    int queued, max_queued, n_threads;
     bool stopping;
     pthread_t threads[];
 };
@@ -27,11 +27,9 @@ static void *worker(void *arg)
         if (!p->head)
             p->tail = NULL;
         p->queued--;
-        p->running++;
         pthread_mutex_unlock(&p->mu);
         w->run(w);
         pthread_mutex_lock(&p->mu);
-        p->running--;
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -87,14 +85,6 @@ bool srv_work_submit(struct srv_work_pool *p, struct srv_work *w)
     }
     pthread_mutex_unlock(&p->mu);
     return ok;
-}
-
-int srv_work_pending(struct srv_work_pool *p)
-{
-    pthread_mutex_lock(&p->mu);
-    int n = p->queued + p->running;
-    pthread_mutex_unlock(&p->mu);
-    return n;
 }
 
 void srv_work_pool_free(struct srv_work_pool *p)

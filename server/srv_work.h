@@ -31,8 +31,6 @@ enum rt_status srv_work_pool_create(int threads, int max_queued, struct srv_work
                                     struct rt_error *err);
 /* Queues w; false (w untouched) when the queue is full or the pool stopping. */
 bool srv_work_submit(struct srv_work_pool *p, struct srv_work *w);
-/* Items waiting or running now. */
-int srv_work_pending(struct srv_work_pool *p);
 /* Runs every queued item, joins the threads and frees the pool (NULL: no-op). */
 void srv_work_pool_free(struct srv_work_pool *p);
 
