@@ -98,6 +98,7 @@ void srv_handle_infer(struct srv_request *r)
         srv_record_outcome(r, m, &c->job.times);
         return;
     }
+    srv_request_body_release(r);   /* parsed: the request holds only its tensors now */
     c->job.rows = c->q.rows;
     for (int i = 0; i < m->cfg->n_inputs; i++)
         c->job.inputs[i] = c->q.inputs[i];

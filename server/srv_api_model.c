@@ -3,6 +3,7 @@
  * readiness, statistics; the repository endpoints (index, load, unload);
  * and the helpers every model endpoint shares.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -234,22 +235,57 @@ void srv_handle_repo_index(struct srv_request *r)
     srv_reply_json(r, 200, &b);
 }
 
-/* Load and unload run on the HTTP thread: they are rare administrative calls
- * and loading the shipped models takes milliseconds. */
-static void repo_action(struct srv_request *r, bool load)
+/* Load and unload run on the control pool (srv_server.h): a model file
+ * that blocks on open (a FIFO, a dead network mount) or an unload that
+ * waits for the model's queue holds that thread, never an HTTP one. */
+struct control_ctx {
+    struct srv_request *r;
+    struct srv_work work;
+    bool load;
+    struct rt_error err;
+};
+
+static void control_run(struct srv_work *w)
 {
-    if (!model_control_allowed(r))
-        return;
-    struct rt_error err = {RT_OK, ""};
-    enum rt_status st = load ? srv_repo_load(r->srv->repo, r->model, &err)
-                             : srv_repo_unload(r->srv->repo, r->model, &err);
-    if (st != RT_OK) {
-        srv_reply_rt_error(r, &err);
+    struct control_ctx *c = (struct control_ctx *)((char *)w - offsetof(struct control_ctx, work));
+    struct srv_request *r = c->r;
+    if (c->load)
+        srv_repo_load(r->srv->repo, r->model, &c->err);
+    else
+        srv_repo_unload(r->srv->repo, r->model, &c->err);
+    srv_request_resume(r);
+}
+
+static void control_finish(struct srv_request *r)
+{
+    struct control_ctx *c = r->ctx;
+    if (c->err.status != RT_OK) {
+        srv_reply_rt_error(r, &c->err);
         return;
     }
     struct srv_buf b = {0};
     srv_buf_puts(&b, "{}");
     srv_reply_json(r, 200, &b);
+}
+
+static void repo_action(struct srv_request *r, bool load)
+{
+    if (!model_control_allowed(r))
+        return;
+    struct control_ctx *c = calloc(1, sizeof(*c));
+    if (!c) {
+        srv_reply_error(r, 503, "out of memory");
+        return;
+    }
+    *c = (struct control_ctx){.r = r, .work.run = control_run, .load = load, .err = {RT_OK, ""}};
+    r->ctx = c;
+    r->ctx_free = free;
+    srv_request_defer(r, control_finish);
+    if (srv_work_submit(r->srv->control, &c->work))
+        return;
+    srv_request_undefer(r);
+    srv_reply_header(r, "Retry-After", "1");
+    srv_reply_error(r, 503, "too many model loads and unloads are waiting; retry later");
 }
 
 void srv_handle_repo_load(struct srv_request *r) { repo_action(r, true); }

@@ -36,6 +36,7 @@ struct srv_config {
     bool batching;                /* false: every request runs alone */
     bool no_ui;                   /* true: no web page at / and /ui/ */
     int64_t max_body_bytes;
+    int64_t max_buffered_bytes;   /* all request bodies held at once */
     int64_t max_image_pixels;
     int64_t max_tensor_elements;
     int64_t max_json_depth;

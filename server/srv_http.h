@@ -42,7 +42,9 @@ struct srv_request {
     char version[16];               /* {version} of the route, or "" */
     uint8_t *body;
     size_t body_len, body_cap;
+    size_t body_reserved;           /* bytes counted in srv->buffered_bytes */
     bool body_overflow;             /* grew past --max-body-bytes: discarded */
+    bool body_over_budget;          /* grew past --max-buffered-bytes: discarded */
     /* The answer. */
     int status;                     /* 0 until decided */
     const char *content_type;
@@ -86,6 +88,10 @@ void srv_reply_header(struct srv_request *r, const char *name, const char *value
 /* The same without a copy, for long constant values (a Content-Security-Policy):
  * value must live as long as the request (a literal, an embedded table). */
 void srv_reply_header_static(struct srv_request *r, const char *name, const char *value);
+
+/* Frees the body once the handler has taken what it needs from it, so it
+ * stops counting against --max-buffered-bytes while the request waits. */
+void srv_request_body_release(struct srv_request *r);
 
 /* A request header or query argument, or NULL. */
 const char *srv_request_header(struct srv_request *r, const char *name);

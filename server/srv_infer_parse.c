@@ -21,6 +21,10 @@ void srv_infer_req_free(struct srv_infer_req *q)
     memset(q, 0, sizeof(*q));
 }
 
+/* JSON values a request may hold besides its tensor data: names, shapes,
+ * parameters, requested outputs. */
+#define SRV_INFER_JSON_VALUES 4096
+
 /* ------------------------------------------------------------ datatypes */
 
 /* Datatypes whose every value is exactly an FP32 value. */
@@ -71,9 +75,17 @@ static bool float_in_range(double d, enum rt_dtype t)
 }
 
 /* One number as datatype t: integer types must hold an integer in range,
- * float types a value they can hold (1e39 is no FP32, 70000 no FP16). */
-static bool number_value(double d, enum rt_dtype t, float *out, struct rt_error *err)
+ * float types a value they can hold (1e39 is no FP32, 70000 no FP16).
+ * nonfinite: NaN and infinities were spelled as such (the fast path's
+ * tokens) and are values of every float type; from cJSON an infinity is a
+ * literal too large (1e400) and refused. */
+static bool number_value(double d, enum rt_dtype t, bool nonfinite, float *out,
+                         struct rt_error *err)
 {
+    if (nonfinite && !isfinite(d) && (t == RT_DTYPE_F32 || t == RT_DTYPE_F16 || t == RT_DTYPE_BF16)) {
+        *out = (float)d;
+        return true;
+    }
     if (t == RT_DTYPE_BOOL) {
         rt_error_set(err, RT_ERR_INVALID, "BOOL data must be true or false");
         return false;
@@ -106,7 +118,7 @@ static bool json_value(const cJSON *v, enum rt_dtype t, float *out, struct rt_er
                      t == RT_DTYPE_BOOL ? "true or false" : "numbers");
         return false;
     }
-    return number_value(v->valuedouble, t, out, err);
+    return number_value(v->valuedouble, t, false, out, err);
 }
 
 static bool binary_values(const uint8_t *src, int64_t n, enum rt_dtype t, float *dst,
@@ -315,7 +327,7 @@ static bool parse_input(const cJSON *in, int position, const struct rt_model_con
         /* The numbers were read before cJSON (srv_json_numbers.h). */
         n = src->nums.count[position];
         for (int64_t k = 0; k < n && k < elems; k++) {
-            if (!number_value(taken[k], t, &q->inputs[idx][k], err))
+            if (!number_value(taken[k], t, true, &q->inputs[idx][k], err))
                 return rt_error_prefix(err, "input '%s'", io->name), false;
         }
     } else if (!flatten(data, t, q->inputs[idx], elems, &n, err)) {
@@ -432,17 +444,23 @@ enum rt_status srv_infer_parse(const struct rt_model_config *cfg, uint8_t *body,
     if (!srv_json_depth_ok((const char *)body, json_len, lim->max_json_depth))
         return rt_error_set(err, RT_ERR_INVALID, "JSON nested deeper than %d levels",
                             lim->max_json_depth);
-    srv_json_numbers_take((char *)body, json_len, lim->max_tensor_elements, &src.nums);
-    /* What the fast path left becomes one cJSON node per value: bound their
-     * number (commas bound it from above) before they are allocated. */
-    int64_t commas = 0;
-    for (const char *p = (const char *)body, *end = p + json_len;
-         (p = memchr(p, ',', (size_t)(end - p))); p++)
-        commas++;
-    if (commas > lim->max_tensor_elements + 4096) {
+    /* The most elements the model could take in one request: the fast path
+     * takes no more, and cJSON is not let near a body of many more values
+     * (one ~80-byte node each) than that. */
+    int64_t need = 0;
+    for (int i = 0; i < cfg->n_inputs; i++)
+        need += cfg->inputs[i].sample_elems;
+    need = need > lim->max_tensor_elements / cfg->max_batch_size ? lim->max_tensor_elements
+                                                                 : need * cfg->max_batch_size;
+    srv_json_numbers_take((char *)body, json_len, need, &src.nums);
+    /* When every tensor's data was taken, what is left for cJSON is the
+     * request's small change; else the data is in it too. */
+    int64_t allowed = SRV_INFER_JSON_VALUES + (src.nums.complete ? 0 : need);
+    if (srv_json_value_bound((const char *)body, json_len) > allowed) {
         srv_json_numbers_free(&src.nums);
-        return rt_error_set(err, RT_ERR_TOO_LARGE, "the request holds more than %lld elements",
-                            (long long)lim->max_tensor_elements);
+        return rt_error_set(err, RT_ERR_TOO_LARGE,
+                            "the request holds more JSON values than the model's inputs can take "
+                            "(%lld elements)", (long long)need);
     }
     cJSON *root = srv_json_parse_checked((const char *)body, json_len, err);
     bool ok = root && parse_root(root, cfg, lim, &src, q, err);

@@ -32,6 +32,26 @@ bool srv_json_depth_ok(const char *text, size_t len, int max_depth)
     return true;
 }
 
+int64_t srv_json_value_bound(const char *text, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)text, *end = p + len;
+    int64_t n = 1;
+    bool in_string = false;
+    for (; p < end; p++) {
+        if (in_string) {
+            if (*p == '\\')
+                p++;
+            else if (*p == '"')
+                in_string = false;
+        } else if (*p == '"') {
+            in_string = true;
+        } else if (*p == ',' || *p == '[' || *p == '{') {
+            n++;
+        }
+    }
+    return n;
+}
+
 cJSON *srv_json_parse(const char *text, size_t len, int max_depth, struct rt_error *err)
 {
     if (len > 0 && !srv_json_depth_ok(text, len, max_depth)) {

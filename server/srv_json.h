@@ -20,6 +20,11 @@
  * (strings and escapes are skipped correctly; the rest is not validated). */
 bool srv_json_depth_ok(const char *text, size_t len, int max_depth);
 
+/* An upper bound on the values (cJSON nodes) parsing text[0..len) would
+ * allocate: one per ',' '[' '{' outside strings, plus one. A byte scan, so
+ * a body can be refused before cJSON spends ~80 bytes on each of its values. */
+int64_t srv_json_value_bound(const char *text, size_t len);
+
 /* Depth check, then parse. NULL with err (RT_ERR_INVALID) on failure. */
 cJSON *srv_json_parse(const char *text, size_t len, int max_depth, struct rt_error *err);
 /* The parse alone, for text whose depth the caller has already checked. */

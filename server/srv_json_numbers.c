@@ -1,6 +1,7 @@
 /* srv_json_numbers.c - tensor data taken out of JSON before cJSON (see srv_json_numbers.h). */
 #include "srv_json_numbers.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,11 +12,27 @@ static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
+/* NaN, Inf and Infinity after an optional '-': the tokens RapidJSON's
+ * kParseNanAndInfFlag takes (Triton parses with it; perf_analyzer's random
+ * data holds them). "-NaN" is NaN, as there. */
+static bool nan_or_inf(const char *p, size_t len, bool neg, double *out)
+{
+    if (len == 3 && memcmp(p, "NaN", 3) == 0)
+        *out = NAN;
+    else if ((len == 3 && memcmp(p, "Inf", 3) == 0) || (len == 8 && memcmp(p, "Infinity", 8) == 0))
+        *out = neg ? -INFINITY : INFINITY;
+    else
+        return false;
+    return true;
+}
+
 bool srv_json_number(const char *s, size_t len, double *out)
 {
     const char *p = s, *end = s + len;
     bool neg = p < end && *p == '-';
     p += neg;
+    if (p < end && (*p == 'N' || *p == 'I'))
+        return nan_or_inf(p, (size_t)(end - p), neg, out);
     if (p == end || !is_digit(*p) || (*p == '0' && p + 1 < end && is_digit(p[1])))
         return false;
     uint64_t mant = 0;
@@ -68,6 +85,11 @@ bool srv_json_number(const char *s, size_t len, double *out)
         memcpy(tmp, s, len);
         tmp[len] = '\0';
         v = strtod(tmp, NULL);
+        /* A literal past the double range (1e400) is left to cJSON, whose
+         * infinity the range check refuses: only the tokens above are
+         * infinities here. */
+        if (isinf(v))
+            return false;
         *out = v;
         return true;
     }
@@ -228,7 +250,7 @@ static bool next_member(struct scan *s, char close, bool *done)
 /* One object of the inputs array. Its first "data" key is the one cJSON
  * will return; it is taken when it holds only numbers and no escaped key
  * (which cJSON might decode to "data") comes before it. */
-static bool scan_input(struct scan *s, int index, struct srv_json_numbers *out)
+static bool scan_input(struct scan *s, int index, struct srv_json_numbers *out, bool *all_taken)
 {
     s->p++;
     skip_ws(s);
@@ -260,23 +282,32 @@ static bool scan_input(struct scan *s, int index, struct srv_json_numbers *out)
             }
             free(nums.v);
         }
+        if (is_data)
+            *all_taken = false;
         if (!skip_value(s))
             return false;
     } while (next_member(s, '}', &done));
+    /* With no plain "data" key, an escaped one might decode to it. */
+    *all_taken &= data_seen || !escaped_before;
     return done;
 }
 
 static void scan_inputs(struct scan *s, struct srv_json_numbers *out)
 {
     s->p++;
+    bool all_taken = true;
     for (int index = 0;; index++) {
         skip_ws(s);
-        if (s->p >= s->end || *s->p == ']')
+        if (s->p >= s->end || *s->p == ']') {
+            out->complete = all_taken && s->p < s->end;
             return;
-        bool ok = *s->p == '{' ? scan_input(s, index, out) : skip_value(s);
+        }
+        bool ok = *s->p == '{' ? scan_input(s, index, out, &all_taken) : skip_value(s);
         bool done = false;
-        if (!ok || !next_member(s, ']', &done))
+        if (!ok || !next_member(s, ']', &done)) {
+            out->complete = all_taken && done;
             return;
+        }
     }
 }
 

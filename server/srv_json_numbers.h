@@ -11,7 +11,8 @@
  * It takes only what cJSON would pick itself - the first "inputs" key of
  * the top object and the first "data" key of each object in that array,
  * with no escaped key before them that could decode to the same name - and
- * only arrays holding nothing but (nested arrays of) JSON-grammar numbers.
+ * only arrays holding nothing but (nested arrays of) JSON-grammar numbers
+ * and the NaN / Infinity tokens (which cJSON would refuse).
  * Anything else is left in place for cJSON and the normal path, which
  * reports the errors.
  */
@@ -28,6 +29,9 @@ struct srv_json_numbers {
     /* By position in the "inputs" array; values NULL when not taken. */
     double *values[SRV_JSON_NUMBERS_MAX_INPUTS];
     int64_t count[SRV_JSON_NUMBERS_MAX_INPUTS];
+    /* Every "data" array cJSON would read was taken: what cJSON still sees
+     * is the request's small change (names, shapes, parameters). */
+    bool complete;
 };
 
 /* Scans and edits text[0..len) in place. At most max_elems numbers are
@@ -37,7 +41,10 @@ void srv_json_numbers_take(char *text, size_t len, int64_t max_elems,
 void srv_json_numbers_free(struct srv_json_numbers *n);
 
 /* The number at text[0..len) (JSON grammar, the whole token) as strtod
- * would read it; false when it is not one. For tests of the fast path. */
+ * would read it, or one of the tokens NaN, Inf, Infinity (each with an
+ * optional '-') that Triton's parser accepts; false when it is neither, or
+ * when the literal is past the range of a double (so every infinity it
+ * returns was spelled as one). For tests of the fast path. */
 bool srv_json_number(const char *text, size_t len, double *out);
 
 #endif /* SRV_JSON_NUMBERS_H */

@@ -12,6 +12,7 @@
  * start-up or the drain failed or the device broke, 2 for bad flags.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,12 @@ int main(int argc, char **argv)
         break;
     }
     srv_log_set_level((enum srv_log_level)cfg->log_level);
+    /* Request bodies and tensors of 1 MiB or more get their own mappings,
+     * given back to the system when freed. Left to itself glibc raises
+     * this threshold to the largest block freed so far, after which a 32 MB
+     * body comes from a thread's arena and its memory stays with the
+     * process. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
     /* Signals go to the main thread's sigwait only; every thread inherits the mask. */
     sigset_t set;
@@ -124,9 +131,16 @@ int main(int argc, char **argv)
         rt_backend_free(server.backend);
         return 1;
     }
+    /* Long work leaves the HTTP threads for these: a decode per core; model
+     * control one at a time, so a load stuck on a file (a FIFO, a dead
+     * network mount) holds one thread and queues the rest. */
     struct srv_http *http = NULL;
-    if (srv_http_start(&server, &http, &err) != RT_OK) {
+    if (srv_work_pool_create(cores > 0 ? (int)cores : 1, 256, &server.work, &err) != RT_OK ||
+        srv_work_pool_create(1, 16, &server.control, &err) != RT_OK ||
+        srv_http_start(&server, &http, &err) != RT_OK) {
         srv_log_error("%s", err.msg);
+        srv_work_pool_free(server.work);
+        srv_work_pool_free(server.control);
         srv_repo_free(server.repo);
         rt_backend_free(server.backend);
         return 1;
@@ -159,6 +173,8 @@ int main(int argc, char **argv)
         _exit(1);
     }
     srv_http_stop(http);
+    srv_work_pool_free(server.work);
+    srv_work_pool_free(server.control);
     srv_repo_free(server.repo);
     rt_backend_free(server.backend);
     srv_log_info("stopped");

@@ -173,6 +173,10 @@ static void write_metrics(struct srv_buf *b, struct srv_server *srv, const struc
                    (unsigned long long)atomic_load(&srv->refused_connections[0]));
     srv_buf_printf(b, "inferd_connections_refused_total{limit=\"per_address\"} %llu\n",
                    (unsigned long long)atomic_load(&srv->refused_connections[1]));
+    family(b, "inferd_buffered_request_bytes", "gauge",
+           "Bytes of request bodies held right now (bounded by --max-buffered-bytes)");
+    srv_buf_printf(b, "inferd_buffered_request_bytes %lld\n",
+                   (long long)atomic_load(&srv->buffered_bytes));
     family(b, "inferd_inflight_requests", "gauge", "HTTP requests being handled right now");
     srv_buf_printf(b, "inferd_inflight_requests %d\n", atomic_load(&srv->inflight));
     family(b, "inferd_http_responses_total", "counter", "HTTP responses sent, by status code");

@@ -2,6 +2,7 @@
 #include "srv_repo.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -167,38 +168,44 @@ void srv_repo_free(struct srv_repo *r)
     free(r);
 }
 
-/* Whether path resolves (through every symlink) to root or below it. */
-static bool inside_root(const char *root, const char *path)
+/* Whether a failed call ran out of descriptors or memory (then it says
+ * nothing about the file). */
+static bool out_of_resources(int e) { return e == EMFILE || e == ENFILE || e == ENOMEM; }
+
+/* 0 when path resolves (through every symlink) to root or below it; else
+ * EXDEV (outside, or dangling) or the errno of a resource shortage. */
+static int inside_root(const char *root, const char *path)
 {
     char real[PATH_MAX];
     if (!realpath(path, real))
-        return false;
+        return out_of_resources(errno) ? errno : EXDEV;
     size_t n = strlen(root);
-    return strncmp(real, root, n) == 0 && (real[n] == '/' || real[n] == '\0');
+    return strncmp(real, root, n) == 0 && (real[n] == '/' || real[n] == '\0') ? 0 : EXDEV;
 }
 
 /* The repository never reads outside its root: the model folder and every
  * symlink in it must resolve inside (a dangling one is refused too). Checked
  * before the loader opens anything; whoever can rewrite the folder between
- * this check and the open could already write the model itself. */
-static bool model_contained(const char *root, const char *dir)
+ * this check and the open could already write the model itself. Returns
+ * as inside_root. */
+static int model_contained(const char *root, const char *dir)
 {
-    if (!inside_root(root, dir))
-        return false;
+    int e = inside_root(root, dir);
+    if (e)
+        return e;
     DIR *d = opendir(dir);
     if (!d)
-        return false;
-    bool ok = true;
+        return out_of_resources(errno) ? errno : EXDEV;
     struct dirent *de;
-    while (ok && (de = readdir(d))) {
+    while (!e && (de = readdir(d))) {
         char path[PATH_MAX + 2 * RT_NAME_MAX + 300];
         struct stat st;
         snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
         if (strcmp(de->d_name, "..") != 0 && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-            ok = inside_root(root, path);
+            e = inside_root(root, path);
     }
     closedir(d);
-    return ok;
+    return e;
 }
 
 /* Removes the host's path from a loader message: clients see model names only. */
@@ -241,11 +248,16 @@ enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_err
     snprintf(dir, sizeof(dir), "%s/%s", r->dir, name);
     struct srv_model *m = NULL;
     enum rt_status st = RT_ERR_BAD_MODEL;
-    if (model_contained(r->dir, dir))
+    int contained = model_contained(r->dir, dir);
+    if (contained == 0)
         st = srv_model_load(dir, name, r->be, &r->opt, &m, err);
-    else
+    else if (contained == EXDEV)
         rt_error_set(err, RT_ERR_BAD_MODEL, "model %s: a file links outside the model repository",
                      name);
+    else
+        st = rt_error_set(err, RT_ERR_UNAVAILABLE, "model %s: cannot be read now: %s", name,
+                          contained == ENOMEM ? "out of memory"
+                                              : "the server has too many files open");
     if (st != RT_OK) {
         scrub_path(err->msg, dir);
         scrub_path(err->msg, r->dir);

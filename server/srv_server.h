@@ -12,6 +12,7 @@
 #include "runtime/rt_model.h"
 #include "srv_config.h"
 #include "srv_repo.h"
+#include "srv_work.h"
 
 #define SRV_NAME "inferd"
 #define SRV_VERSION "0.1.0"
@@ -20,10 +21,13 @@ struct srv_server {
     struct srv_config cfg;
     struct rt_backend *backend;
     struct srv_repo *repo;
+    struct srv_work_pool *work;        /* image decoding and preprocessing */
+    struct srv_work_pool *control;     /* model load and unload, one at a time */
     atomic_bool draining;              /* SIGTERM received: refuse new work */
     atomic_bool models_loaded;         /* start-up loading finished */
     atomic_int inflight;               /* HTTP requests between arrival and completion */
     atomic_uint_fast64_t responses[600];  /* responses sent, by status code */
+    atomic_int_fast64_t buffered_bytes; /* request bodies held now (--max-buffered-bytes) */
     atomic_int open_connections;       /* client connections open now */
     atomic_uint_fast64_t refused_connections[2];  /* requests refused over --max-connections, -per-ip */
 };

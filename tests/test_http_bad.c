@@ -6,8 +6,11 @@
  * 100000 deep, text sent as an image, truncated PNG and JPEG, a 1x1 image,
  * a header claiming 60000x60000, broken multipart, idle and slow clients.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "http_harness.h"
@@ -37,7 +40,8 @@ static char *valid_request(void)
 /* ------------------------------------------------------------ number ranges */
 
 /* Numbers the declared datatype cannot hold are 400 (they used to become
- * infinities); the largest values that fit, and tiny ones, pass. */
+ * infinities); the largest values that fit, and tiny ones, pass; so do the
+ * NaN / Infinity tokens for float types (they used to be malformed JSON). */
 static enum test_result out_of_range_numbers(struct http_daemon *d)
 {
     static float x[784];
@@ -47,6 +51,10 @@ static enum test_result out_of_range_numbers(struct http_daemon *d)
         {"FP32", "1e400", 400}, {"FP32", "-1e400", 400}, {"FP32", "1e39", 400},
         {"FP32", "3.4e38", 200}, {"FP16", "70000", 400}, {"FP16", "-65520", 400},
         {"FP16", "65504", 200}, {"BF16", "1e39", 400}, {"FP32", "1e-50", 200},
+        /* Triton's NaN and infinity tokens: values of the float types, of no integer type */
+        {"FP32", "NaN", 200}, {"FP32", "-Infinity", 200}, {"FP16", "Inf", 200},
+        {"BF16", "-Inf", 200}, {"FP32", "-NaN", 200}, {"UINT8", "NaN", 400},
+        {"INT16", "Infinity", 400}, {"FP32", "nan", 400}, {"FP32", "Infinit", 400},
     };
     for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
         char first[40], dtype[24];
@@ -94,6 +102,61 @@ TEST(http_bad_control_bytes_in_paths)
 {
     return http_run(&LENET, 1, NULL, control_bytes_in_paths);
 }
+
+/* ------------------------------------------------------------ strict heads */
+
+/* Heads a proxy may read differently are 400 and close the connection, so
+ * the bytes after them never become a request of their own. */
+static enum test_result strict_heads(struct http_daemon *d)
+{
+    /* The body is a whole request: read as one, it would get an answer of its own. */
+    static const char BODY[] = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n";   /* 41 bytes */
+    static const struct { const char *head; int status; } CASES[] = {
+        {"POST " INFER " HTTP/1.1\r\nHost: x\r\nContent-Length : 41\r\n\r\n", 400},
+        {"POST " INFER " HTTP/1.1\r\n: x\r\nHost: x\r\nContent-Length: 41\r\n\r\n", 400},
+        {"POST " INFER " HTTP/1.1\r\nHost: x\r\nContent-Length: 41\r\nContent-Length: 5\r\n\r\n", 400},
+        {"POST " INFER " HTTP/1.1\r\nHost: x\r\nContent-Length: 41\r\n"
+         "Transfer-Encoding: chunked\r\n\r\n", 400},
+        {"POST " INFER " HTTP/1.1\r\nHost: x\r\nX\tY: 1\r\nContent-Length: 41\r\n\r\n", 400},
+        {"POST " INFER " HTTP/1.1\r\nContent-Length: 41\r\n\r\n", 400},         /* no Host */
+        /* what stays accepted: the same Content-Length twice, HTTP/1.0 without Host */
+        {"POST " INFER " HTTP/1.1\r\nHost: x\r\nContent-Length: 41\r\nContent-Length: 41\r\n"
+         "Connection: close\r\n\r\n", 400},
+        {"POST " INFER " HTTP/1.0\r\nContent-Length: 41\r\n\r\n", 400},
+    };
+    for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
+        int fd = http_raw_connect(d);
+        ASSERT_TRUE(fd >= 0);
+        bool sent = http_raw_send(fd, CASES[i].head, strlen(CASES[i].head)) &&
+                    http_raw_send(fd, BODY, sizeof(BODY) - 1);
+        char out[4096];
+        size_t n = 0;
+        ssize_t k;
+        struct timeval tv = {3, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        while (n + 1 < sizeof(out) && (k = recv(fd, out + n, sizeof(out) - 1 - n, 0)) > 0)
+            n += (size_t)k;
+        out[n] = '\0';
+        close(fd);
+        int status = 0, answers = 0;
+        for (const char *p = out; (p = strstr(p, "HTTP/1.")); p++) {
+            int code, len = 0;
+            if (sscanf(p, "HTTP/1.%*d %3d %n", &code, &len) != 1 || len != 13)
+                continue;   /* "HTTP/1.1" in a message, not a status line */
+            if (!answers++)
+                status = code;
+        }
+        TEST_FAIL_IF(!sent || status != CASES[i].status || answers != 1,
+                     "case %zu: status %d, %d answers (want %d, 1): %s", i, status, answers,
+                     CASES[i].status, out);
+        /* The accepted ones reached the handler, which read the body as JSON. */
+        TEST_FAIL_IF(i >= 6 && !strstr(out, "malformed JSON"), "case %zu: %s", i, out);
+    }
+    ASSERT_TRUE(http_still_serves(d));
+    return TEST_PASS;
+}
+
+TEST(http_bad_strict_heads) { return http_run(&LENET, 1, NULL, strict_heads); }
 
 /* ------------------------------------------------------------ infer bodies */
 

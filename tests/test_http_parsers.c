@@ -4,6 +4,7 @@
  * the tensor data it takes out of a request, the JSON depth check and the
  * multipart/form-data splitter.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,7 @@ TEST(http_parser_json_number_equals_strtod)
         "0", "-0", "1", "-1", "0.1", "1e10", "1E-10", "123456789012345", "1234567890123456789",
         "0.000001234", "3.4028234663852886e38", "1e-320", "2.2250738585072014e-308", "1e308",
         "9007199254740993", "0.30000000000000004", "1.00000000000000000000001", "1e22", "1e23",
-        "4.9406564584124654e-324", "123.456e-7", "1e400", "-1e-400"};
+        "4.9406564584124654e-324", "123.456e-7", "-1e-400"};
     for (size_t i = 0; i < sizeof(FIXED) / sizeof(FIXED[0]); i++) {
         double got;
         ASSERT_TRUE(srv_json_number(FIXED[i], strlen(FIXED[i]), &got));
@@ -46,12 +47,34 @@ TEST(http_parser_json_number_equals_strtod)
                      strtod(text, NULL));
     }
     static const char *const NOT_NUMBERS[] = {"", "-", "+1", ".5", "1.", "01", "1e", "1e+",
-                                              "0x10", "nan", "inf", "1 ", "--1", "1.2.3", "true"};
+                                              "0x10", "nan", "inf", "1 ", "--1", "1.2.3", "true",
+                                              /* past a double: left to cJSON, whose infinity is refused */
+                                              "1e400", "-1e400",
+                                              /* RapidJSON's tokens are case- and spelling-exact */
+                                              "NAN", "Infinit", "Infinityy", "+Inf", "NaNa", "-inf"};
     for (size_t i = 0; i < sizeof(NOT_NUMBERS) / sizeof(NOT_NUMBERS[0]); i++) {
         double v;
         TEST_FAIL_IF(srv_json_number(NOT_NUMBERS[i], strlen(NOT_NUMBERS[i]), &v),
                      "'%s' taken as a number", NOT_NUMBERS[i]);
     }
+    return TEST_PASS;
+}
+
+/* The NaN and infinity tokens of RapidJSON's kParseNanAndInfFlag, as
+ * Triton accepts them. */
+TEST(http_parser_json_nan_and_infinity)
+{
+    static const struct { const char *text; double value; } CASES[] = {
+        {"Inf", INFINITY}, {"-Inf", -INFINITY}, {"Infinity", INFINITY}, {"-Infinity", -INFINITY},
+    };
+    for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
+        double v = 0;
+        ASSERT_TRUE(srv_json_number(CASES[i].text, strlen(CASES[i].text), &v));
+        TEST_FAIL_IF(v != CASES[i].value, "%s: %g", CASES[i].text, v);
+    }
+    double v = 0;
+    ASSERT_TRUE(srv_json_number("NaN", 3, &v) && isnan(v));
+    ASSERT_TRUE(srv_json_number("-NaN", 4, &v) && isnan(v));
     return TEST_PASS;
 }
 
@@ -74,6 +97,7 @@ TEST(http_parser_json_numbers_take)
     ASSERT_TRUE(n.values[2] == NULL);
     ASSERT_EQ_INT(n.count[3], 1);                     /* the first "data", as cJSON picks */
     ASSERT_TRUE(n.values[3][0] == -0.25);
+    ASSERT_FALSE(n.complete);                         /* [true] is left for cJSON */
     struct rt_error err;
     cJSON *root = srv_json_parse(t, strlen(t), 32, &err);
     ASSERT_TRUE(root != NULL);                        /* still valid JSON */
@@ -82,6 +106,18 @@ TEST(http_parser_json_numbers_take)
     cJSON_Delete(root);
     free(t);
     srv_json_numbers_free(&n);
+
+    /* complete: every tensor's data taken, so cJSON sees only the small change. */
+    t = take("{\"inputs\":[{\"name\":\"a\",\"data\":[1,NaN,-Infinity]},{\"binary\":1}],\"x\":[1,2]}", &n);
+    ASSERT_TRUE(n.complete && n.count[0] == 3 && isnan(n.values[0][1]) && n.values[0][2] == -INFINITY);
+    free(t);
+    srv_json_numbers_free(&n);
+    t = take("{\"inputs\":[{\"d\\u0061ta\":[1]}]}", &n);   /* may decode to "data" */
+    ASSERT_FALSE(n.complete);
+    free(t);
+    t = take("{\"inputs\":[{\"data\":[1,\"x\"]}]}", &n);
+    ASSERT_FALSE(n.complete);
+    free(t);
 
     /* An escaped key that cJSON could read as "inputs" or "data" disables the take. */
     t = take("{\"\\u0069nputs\":[{\"data\":[1]}],\"inputs\":[{\"data\":[2]}]}", &n);
