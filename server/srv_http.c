@@ -15,6 +15,7 @@
 
 #include "srv_clock.h"
 #include "srv_conn_limits.h"
+#include "srv_inflate.h"
 #include "srv_log.h"
 #include "srv_routes.h"
 
@@ -153,6 +154,18 @@ static enum MHD_Result queue_reply(struct srv_request *r)
 
 /* libmicrohttpd opened or closed a connection: count it, and remember in
  * its socket context which limit it is over (refuse_over_limit reads it). */
+/* What inferd keeps per connection (its MHD socket context). */
+struct conn_state {
+    enum srv_conn_over over;       /* over a connection limit when it opened */
+    atomic_bool saw_request;       /* a request head reached inferd */
+};
+
+static struct conn_state *conn_state(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
@@ -160,9 +173,21 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     const struct sockaddr *addr = ci ? ci->client_addr : NULL;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        *socket_context = (void *)(intptr_t)srv_conn_opened(h->limits, addr);
+        enum srv_conn_over over = srv_conn_opened(h->limits, addr);
+        struct conn_state *cs = calloc(1, sizeof(*cs));
+        if (cs)
+            cs->over = over;
+        *socket_context = cs;   /* NULL when out of memory: within limits, not tracked */
         atomic_fetch_add(&h->srv->open_connections, 1);
     } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        struct conn_state *cs = *socket_context;
+        /* A connection that closes before any request head reached inferd
+         * timed out idle or slow, or got libmicrohttpd's own error reply
+         * (a malformed or oversized head): counted, as inferd's own are. */
+        if (cs && !atomic_load(&cs->saw_request))
+            atomic_fetch_add(&h->srv->connections_without_request, 1);
+        free(cs);
+        *socket_context = NULL;
         srv_conn_closed(h->limits, addr);
         atomic_fetch_sub(&h->srv->open_connections, 1);
     }
@@ -223,6 +248,9 @@ static struct srv_request *request_new(struct srv_http *h, struct MHD_Connection
     r->path = url;
     r->start_ns = srv_now_ns();
     pthread_mutex_init(&r->mu, NULL);
+    struct conn_state *cs = conn_state(conn);
+    if (cs)
+        atomic_store(&cs->saw_request, true);
     const char *client_id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
     if (client_id && valid_client_id(client_id))
         snprintf(r->id, sizeof(r->id), "%s", client_id);
@@ -304,8 +332,8 @@ static bool always_served(const char *path)
  * the connection closed after it, counted, logged at most once a second. */
 static bool refuse_over_limit(struct srv_request *r, struct srv_http *h)
 {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    enum srv_conn_over over = ci ? (enum srv_conn_over)(intptr_t)ci->socket_context : SRV_CONN_WITHIN;
+    const struct conn_state *cs = conn_state(r->conn);
+    enum srv_conn_over over = cs ? cs->over : SRV_CONN_WITHIN;
     if (over == SRV_CONN_WITHIN || always_served(r->path))
         return false;
     const struct srv_config *cfg = &r->srv->cfg;
@@ -409,6 +437,12 @@ static void request_start(struct srv_request *r, struct srv_http *h, const char 
         }
         return;
     }
+    const char *ce = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    if (ce && (r->encoding = srv_encoding_parse(ce)) < 0) {
+        srv_reply_header(r, "Accept-Encoding", "gzip, deflate");
+        srv_reply_error(r, 415, "Content-Encoding '%.40s' is not supported (gzip, deflate or identity)", ce);
+        return;
+    }
     const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
@@ -488,6 +522,41 @@ static bool request_body(struct srv_request *r, const char *data, size_t n)
     return true;
 }
 
+/* Replaces a compressed body by its decoded bytes, under the same size
+ * limit and budget as a plain body; false when it answered instead. */
+static bool request_decode(struct srv_request *r)
+{
+    const struct srv_config *cfg = &r->srv->cfg;
+    const char *name = r->encoding == SRV_ENCODING_GZIP ? "gzip" : "deflate";
+    uint8_t *plain = NULL;
+    size_t len = 0;
+    switch (srv_inflate(r->body, r->body_len, (enum srv_encoding)r->encoding, (size_t)cfg->max_body_bytes, &plain,
+                        &len)) {
+    case SRV_INFLATE_OK:
+        break;
+    case SRV_INFLATE_BAD:
+        srv_reply_error(r, 400, "the request body is not valid %s data", name);
+        return false;
+    case SRV_INFLATE_TOO_LARGE:
+        srv_reply_error(r, 413, "the %s request body decodes to more than the limit of %lld bytes", name,
+                        (long long)cfg->max_body_bytes);
+        return false;
+    case SRV_INFLATE_NO_MEMORY:
+        srv_reply_error(r, 503, "out of memory decoding the request body");
+        return false;
+    }
+    srv_request_body_release(r);
+    if (!body_reserve(r, len)) {
+        free(plain);
+        srv_reply_header(r, "Retry-After", "1");
+        srv_reply_error(r, 503, "the server holds too many request bodies; retry later");
+        return false;
+    }
+    r->body = plain;
+    r->body_len = r->body_cap = len;
+    return true;
+}
+
 /* The body is complete: run the handler; suspend if it deferred. */
 static enum MHD_Result request_dispatch(struct srv_request *r)
 {
@@ -501,6 +570,8 @@ static enum MHD_Result request_dispatch(struct srv_request *r)
         srv_reply_error(r, 503, "the server holds too many request bodies; retry later");
         return queue_reply(r);
     }
+    if (r->encoding != SRV_ENCODING_IDENTITY && !request_decode(r))
+        return queue_reply(r);
     r->route->handler(r);
     if (!r->pending) {
         RT_ASSERT(r->status != 0);
@@ -559,6 +630,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r)
         return;
     *con_cls = NULL;
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && toe != MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN) {
+        /* closed before its answer went out: timeout, client gone, error */
+        int why = toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? 0
+                  : toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT || toe == MHD_REQUEST_TERMINATED_READ_ERROR ? 1
+                                                                                                           : 2;
+        atomic_fetch_add(&r->srv->requests_cut[why], 1);
+    }
     if (srv_log_enabled(SRV_LOG_DEBUG)) {
         srv_log(SRV_LOG_DEBUG, r->id, "%s %s %d %.3f ms%s", r->method, r->path, r->status,
                 (double)(srv_now_ns() - r->start_ns) / 1e6,

@@ -44,6 +44,7 @@ struct srv_request {
     size_t body_len, body_cap;
     size_t body_reserved;           /* bytes counted in srv->buffered_bytes */
     bool body_overflow;             /* grew past --max-body-bytes: discarded */
+    int encoding;                   /* enum srv_encoding of Content-Encoding */
     bool body_over_budget;          /* grew past --max-buffered-bytes: discarded */
     /* The answer. */
     int status;                     /* 0 until decided */

@@ -173,6 +173,16 @@ static void write_metrics(struct srv_buf *b, struct srv_server *srv, const struc
                    (unsigned long long)atomic_load(&srv->refused_connections[0]));
     srv_buf_printf(b, "inferd_connections_refused_total{limit=\"per_address\"} %llu\n",
                    (unsigned long long)atomic_load(&srv->refused_connections[1]));
+    family(b, "inferd_connections_without_request_total", "counter",
+           "Connections closed before a request head reached inferd: idle or slow clients timed out, "
+           "or libmicrohttpd answered a malformed or oversized head itself");
+    srv_buf_printf(b, "inferd_connections_without_request_total %llu\n",
+                   (unsigned long long)atomic_load(&srv->connections_without_request));
+    family(b, "inferd_requests_cut_total", "counter", "Requests whose connection closed before their answer");
+    static const char *const CUT[3] = {"timeout", "client", "error"};
+    for (int i = 0; i < 3; i++)
+        srv_buf_printf(b, "inferd_requests_cut_total{reason=\"%s\"} %llu\n", CUT[i],
+                       (unsigned long long)atomic_load(&srv->requests_cut[i]));
     family(b, "inferd_buffered_request_bytes", "gauge",
            "Bytes of request bodies held right now (bounded by --max-buffered-bytes)");
     srv_buf_printf(b, "inferd_buffered_request_bytes %lld\n",

@@ -18,6 +18,7 @@ struct entry {
     bool wanted;                /* loaded at start or by request, not unloaded since */
     char reason[160];
     struct srv_model *model;    /* the repository's reference, when READY */
+    struct srv_model_stats *kept;   /* an unloaded model's statistics, for its next load */
 };
 
 struct srv_repo {
@@ -159,8 +160,13 @@ void srv_repo_free(struct srv_repo *r)
 {
     if (!r)
         return;
-    for (int i = 0; i < r->n; i++)
+    for (int i = 0; i < r->n; i++) {
         srv_model_unref(r->entries[i].model);
+        if (r->entries[i].kept) {
+            srv_stats_destroy(r->entries[i].kept);
+            free(r->entries[i].kept);
+        }
+    }
     srv_model_wait_frees(); /* models unloaded earlier may still be going */
     free(r->entries);
     pthread_mutex_destroy(&r->mu);
@@ -268,6 +274,16 @@ enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_err
     struct srv_model *old = NULL;
     if (st == RT_OK) {
         old = e->model;     /* a reload replaces the old version once the new one is ready */
+        /* counters carry over a reload, or an unload and a load, as Triton's do */
+        if (old)
+            srv_stats_absorb(&m->stats, &old->stats);
+        else if (e->kept)
+            srv_stats_absorb(&m->stats, e->kept);
+        if (e->kept) {
+            srv_stats_destroy(e->kept);
+            free(e->kept);
+            e->kept = NULL;
+        }
         e->model = m;
         e->state = SRV_MODEL_READY;
         e->reason[0] = '\0';
@@ -316,6 +332,13 @@ enum rt_status srv_repo_unload(struct srv_repo *r, const char *name, struct rt_e
     pthread_mutex_lock(&r->mu);
     struct entry *e = srv_repo_valid_name(name) ? find(r, name) : NULL;
     struct srv_model *m = e ? e->model : NULL;
+    if (m && !e->kept && (e->kept = calloc(1, sizeof(*e->kept))) &&
+        srv_stats_init(e->kept, m->stats.max_batch) != 0) {
+        free(e->kept);   /* out of memory: the counters restart at the next load */
+        e->kept = NULL;
+    }
+    if (m && e->kept)
+        srv_stats_absorb(e->kept, &m->stats);
     if (e) {
         e->model = NULL;
         e->wanted = false;

@@ -30,6 +30,8 @@ struct srv_server {
     atomic_int_fast64_t buffered_bytes; /* request bodies held now (--max-buffered-bytes) */
     atomic_int open_connections;       /* client connections open now */
     atomic_uint_fast64_t refused_connections[2];  /* requests refused over --max-connections, -per-ip */
+    atomic_uint_fast64_t connections_without_request;  /* closed before a request head reached inferd */
+    atomic_uint_fast64_t requests_cut[3];  /* closed before their answer: timeout, client, error */
 };
 
 #endif /* SRV_SERVER_H */

@@ -39,6 +39,51 @@ void srv_stats_destroy(struct srv_model_stats *s)
     free(s->batch_output);
 }
 
+static void hist_merge(struct srv_hist *dst, const struct srv_hist *src)
+{
+    for (int i = 0; i <= SRV_LAT_BUCKETS; i++)
+        dst->buckets[i] += src->buckets[i];
+    dst->count += src->count;
+    dst->sum += src->sum;
+}
+
+static void dur_merge(struct srv_duration *dst, const struct srv_duration *src)
+{
+    dst->count += src->count;
+    dst->ns += src->ns;
+}
+
+void srv_stats_absorb(struct srv_model_stats *dst, struct srv_model_stats *src)
+{
+    pthread_mutex_lock(&src->mu);
+    pthread_mutex_lock(&dst->mu);
+    if (src->last_inference_ms > dst->last_inference_ms)
+        dst->last_inference_ms = src->last_inference_ms;
+    dst->inference_count += src->inference_count;
+    dst->execution_count += src->execution_count;
+    dur_merge(&dst->success, &src->success);
+    dur_merge(&dst->fail, &src->fail);
+    dur_merge(&dst->queue, &src->queue);
+    dur_merge(&dst->compute_input, &src->compute_input);
+    dur_merge(&dst->compute_infer, &src->compute_infer);
+    dur_merge(&dst->compute_output, &src->compute_output);
+    for (int i = 0; i < SRV_FAIL_COUNT; i++)
+        dst->fail_by_reason[i] += src->fail_by_reason[i];
+    /* batch sizes the new configuration still allows */
+    int sizes = src->max_batch < dst->max_batch ? src->max_batch : dst->max_batch;
+    for (int b = 0; b <= sizes; b++) {
+        dur_merge(&dst->batch_input[b], &src->batch_input[b]);
+        dur_merge(&dst->batch_infer[b], &src->batch_infer[b]);
+        dur_merge(&dst->batch_output[b], &src->batch_output[b]);
+    }
+    hist_merge(&dst->queue_us, &src->queue_us);
+    hist_merge(&dst->compute_us, &src->compute_us);
+    hist_merge(&dst->request_us, &src->request_us);
+    hist_merge(&dst->batch_size, &src->batch_size);
+    pthread_mutex_unlock(&dst->mu);
+    pthread_mutex_unlock(&src->mu);
+}
+
 static void hist_add(struct srv_hist *h, const double *bounds, int n_bounds, double v)
 {
     int i = 0;

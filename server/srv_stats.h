@@ -55,6 +55,10 @@ struct srv_request_times {
 
 int srv_stats_init(struct srv_model_stats *s, int max_batch);
 void srv_stats_destroy(struct srv_model_stats *s);
+/* Adds src's counts into dst: a model's statistics carry over when it is
+ * reloaded or unloaded and loaded again (per-batch-size entries up to the
+ * smaller max_batch). Locks src, then dst. */
+void srv_stats_absorb(struct srv_model_stats *dst, struct srv_model_stats *src);
 
 void srv_stats_record_batch(struct srv_model_stats *s, int batch, uint64_t input_ns,
                             uint64_t infer_ns, uint64_t output_ns);

@@ -6,6 +6,7 @@
  * load drains cleanly, clients that vanish mid-request or mid-response
  * leak nothing, and unloading a model under their orphaned requests is safe.
  */
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -463,4 +464,53 @@ TEST(hard_sighup_sigint_drain)
         ASSERT_STR_CONTAINS(log, NAMES[i]);
     }
     return TEST_PASS;
+}
+
+/* lenet5's nv_inference_count from /metrics, its inference_count from the
+ * statistics endpoint; both must agree. */
+static double inference_count(const struct http_daemon *d)
+{
+    struct http_resp m, s;
+    bool got = http_get(d, "/metrics", &m) && http_get(d, "/v2/models/lenet5/stats", &s);
+    double metric = got && m.status == 200 ? http_metric(m.body, "nv_inference_count{model=\"lenet5\",version=\"1\"}")
+                                           : -1;
+    cJSON *j = got && s.status == 200 ? cJSON_Parse(s.body) : NULL;
+    const cJSON *stats = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "model_stats"), 0);
+    const cJSON *count = cJSON_GetObjectItemCaseSensitive(stats, "inference_count");
+    double v = cJSON_IsNumber(count) && count->valuedouble == metric ? metric : -2;
+    cJSON_Delete(j);
+    http_resp_free(&m);
+    http_resp_free(&s);
+    return v;
+}
+
+/* A model's counters survive a reload and an unload + load (as Triton's do). */
+static enum test_result counters_across_reloads(struct http_daemon *d)
+{
+    struct http_resp r;
+    for (int i = 0; i < 3; i++)
+        ASSERT_TRUE(http_still_serves(d));
+    ASSERT_EQ_INT((long)inference_count(d), 3);
+    ASSERT_TRUE(http_post(d, "/v2/repository/models/lenet5/load", NULL, "", 0, &r));
+    ASSERT_EQ_INT(r.status, 200);
+    http_resp_free(&r);
+    ASSERT_EQ_INT((long)inference_count(d), 3);
+    ASSERT_TRUE(http_still_serves(d));
+    ASSERT_EQ_INT((long)inference_count(d), 4);
+    ASSERT_TRUE(http_post(d, "/v2/repository/models/lenet5/unload", NULL, "", 0, &r));
+    ASSERT_EQ_INT(r.status, 200);
+    http_resp_free(&r);
+    ASSERT_TRUE(http_post(d, "/v2/repository/models/lenet5/load", NULL, "", 0, &r));
+    ASSERT_EQ_INT(r.status, 200);
+    http_resp_free(&r);
+    ASSERT_EQ_INT((long)inference_count(d), 4);
+    ASSERT_TRUE(http_still_serves(d));
+    ASSERT_EQ_INT((long)inference_count(d), 5);
+    return TEST_PASS;
+}
+
+TEST(hard_counters_survive_reloads)
+{
+    static const struct http_model_spec LENET = HTTP_MODEL_SPEC("lenet5");
+    return http_run(&LENET, 1, CONTROL, counters_across_reloads);
 }

@@ -385,3 +385,48 @@ static enum test_result bad_images(struct http_daemon *d)
 }
 
 TEST(http_bad_images_and_multipart) { return http_run(&LENET, 1, NULL, bad_images); }
+
+static double metric_now(const struct http_daemon *d, const char *series)
+{
+    struct http_resp r;
+    double v = http_get(d, "/metrics", &r) && r.status == 200 ? http_metric(r.body, series) : -1;
+    http_resp_free(&r);
+    return v;
+}
+
+/* Connections that never bring a request inferd sees (a slow head timed
+ * out, a request line libmicrohttpd answers itself) and requests cut off
+ * before their answer are counted in /metrics, not invisible. */
+static enum test_result unseen_connections_counted(struct http_daemon *d)
+{
+    const char *unseen = "inferd_connections_without_request_total";
+    double before = metric_now(d, unseen);
+    ASSERT_TRUE(before >= 0);
+    int slow = http_raw_connect(d), garbage = http_raw_connect(d);
+    ASSERT_TRUE(slow >= 0 && garbage >= 0);
+    ASSERT_TRUE(http_raw_send(slow, "GET /v2/hea", 11));   /* then nothing: --idle-timeout 1 */
+    ASSERT_TRUE(http_raw_send(garbage, "\x01\x02 nonsense\r\n\r\n", 15));
+    int garbage_status = http_raw_status(garbage, 3000);
+    int slow_status = http_raw_status(slow, 4000);   /* closed without an answer */
+    close(garbage);
+    close(slow);
+    /* the close is noticed on the server's side a moment later */
+    double after = before;
+    for (int i = 0; i < 50 && after < before + 2; i++) {
+        usleep(20000);
+        after = metric_now(d, unseen);
+    }
+    printf("  head timed out: status %d; garbage request line: status %d; %s %.0f -> %.0f\n", slow_status,
+           garbage_status, unseen, before, after);
+    ASSERT_EQ_INT(slow_status, 0);
+    ASSERT_EQ_INT((long)(after - before), 2);
+    ASSERT_TRUE(metric_now(d, "inferd_requests_cut_total{reason=\"timeout\"}") >= 0);
+    ASSERT_TRUE(http_still_serves(d));
+    return TEST_PASS;
+}
+
+TEST(http_bad_unseen_connections_counted)
+{
+    const char *const args[] = {"--idle-timeout", "1", NULL};
+    return http_run(&LENET, 1, args, unseen_connections_counted);
+}
