@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@ struct srv_http {
     MHD_socket quiesced_fd;     /* the listener after the drain began, closed at stop */
     atomic_uint_fast64_t next_id;
     struct srv_conn_limits *limits;
+    int64_t max_connections;    /* --max-connections, held to the descriptor limit */
     atomic_int_fast64_t refusal_logged_s;   /* the last second a refusal was logged */
 };
 
@@ -348,7 +350,7 @@ static bool refuse_over_limit(struct srv_request *r, struct srv_http *h)
     srv_reply_header(r, "Connection", "close");
     srv_reply_error(r, 503, global ? "too many connections (the server allows %lld)"
                                    : "too many connections from your address (the server allows %lld)",
-                    (long long)(global ? cfg->max_connections : cfg->max_connections_per_ip));
+                    (long long)(global ? h->max_connections : cfg->max_connections_per_ip));
     return true;
 }
 
@@ -729,6 +731,27 @@ static enum rt_status optional_settings(struct srv_http *h, struct MHD_OptionIte
     return RT_OK;
 }
 
+/* --max-connections held to what the descriptor limit allows: each
+ * connection takes one, and the server keeps some for model files, its
+ * listening socket, pipes and logs. Past it accept() would fail with
+ * EMFILE and clients would hang in the backlog instead of getting a 503. */
+static int64_t connection_cap(const struct srv_config *cfg)
+{
+    enum { KEPT_FDS = 128 };
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return cfg->max_connections;
+    int64_t room = (int64_t)rl.rlim_cur - KEPT_FDS - SRV_CONN_RESERVE;
+    if (room < 1)
+        room = 1;
+    if (cfg->max_connections <= room)
+        return cfg->max_connections;
+    srv_log_warn("--max-connections %lld is more than the descriptor limit (ulimit -n %llu) allows: "
+                 "using %lld (raise the limit for more)",
+                 (long long)cfg->max_connections, (unsigned long long)rl.rlim_cur, (long long)room);
+    return room;
+}
+
 static void http_free(struct srv_http *h)
 {
     free(h->tls_cert);
@@ -757,7 +780,8 @@ enum rt_status srv_http_start(struct srv_server *srv, struct srv_http **out, str
     h->quiesced_fd = MHD_INVALID_SOCKET;
     atomic_init(&h->next_id, 1);
     atomic_init(&h->refusal_logged_s, 0);
-    h->limits = srv_conn_limits_new((int)cfg->max_connections, (int)cfg->max_connections_per_ip);
+    h->max_connections = connection_cap(cfg);
+    h->limits = srv_conn_limits_new((int)h->max_connections, (int)cfg->max_connections_per_ip);
     if (!h->limits) {
         freeaddrinfo(ai);
         free(h);
@@ -788,7 +812,7 @@ enum rt_status srv_http_start(struct srv_server *srv, struct srv_http **out, str
         MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections + SRV_CONN_RESERVE,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->max_connections + SRV_CONN_RESERVE,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)HTTP_LISTEN_BACKLOG,

@@ -367,3 +367,29 @@ TEST(hard_fd_exhaustion_says_so)
     static const char *const ARGS[] = {"--enable-model-control", NULL};
     return http_run(&LENET, 1, ARGS, fd_exhaustion);
 }
+
+/* --max-connections beyond the descriptor limit is held to what it allows
+ * (and says so), so the connection past it is a 503, not a hang in the
+ * listen backlog while accept() fails with EMFILE. */
+static enum test_result connections_held_to_fd_limit(struct http_daemon *d)
+{
+    char log[16384];
+    ASSERT_TRUE(http_daemon_log(d, log, sizeof(log)));
+    ASSERT_STR_CONTAINS(log, "--max-connections 100000 is more than the descriptor limit (ulimit -n 400)");
+    ASSERT_STR_CONTAINS(log, "using 208");
+    ASSERT_TRUE(http_still_serves(d));
+    return TEST_PASS;
+}
+
+TEST(hard_max_connections_held_to_fd_limit)
+{
+    static const char *const ARGS[] = {"--max-connections", "100000", NULL};
+    struct rlimit old, low;
+    ASSERT_EQ_INT(getrlimit(RLIMIT_NOFILE, &old), 0);
+    low = old;
+    low.rlim_cur = 400;   /* inherited by the daemon: 400 - 128 kept - 64 reserved = 208 */
+    ASSERT_EQ_INT(setrlimit(RLIMIT_NOFILE, &low), 0);
+    enum test_result r = http_run(&LENET, 1, ARGS, connections_held_to_fd_limit);
+    setrlimit(RLIMIT_NOFILE, &old);
+    return r;
+}
