@@ -76,6 +76,8 @@ static const struct srv_option OPTIONS[] = {
      "deepest JSON nesting accepted (400 above), checked before parsing"},
     {"idle-timeout", OPT_INT, OFF(idle_timeout_s), "30", 1, 86400, NULL, "SECONDS",
      "close a connection that sends nothing for this long"},
+    {"header-timeout", OPT_INT, OFF(header_timeout_s), "30", 1, 86400, NULL, "SECONDS",
+     "longest a client may take to send a request head, however it trickles it (the connection is closed above)"},
     {"request-timeout", OPT_INT, OFF(request_timeout_s), "60", 1, 86400, NULL, "SECONDS",
      "longest a client may take to send one request body (the connection is closed above)"},
     {"max-connections", OPT_INT, OFF(max_connections), "1024", 1, 1000000, NULL, "N",

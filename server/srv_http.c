@@ -16,6 +16,7 @@
 
 #include "srv_clock.h"
 #include "srv_conn_limits.h"
+#include "srv_head_watch.h"
 #include "srv_inflate.h"
 #include "srv_log.h"
 #include "srv_routes.h"
@@ -28,6 +29,7 @@ struct srv_http {
     MHD_socket quiesced_fd;     /* the listener after the drain began, closed at stop */
     atomic_uint_fast64_t next_id;
     struct srv_conn_limits *limits;
+    struct srv_head_watch *heads;   /* --header-timeout */
     int64_t max_connections;    /* --max-connections, held to the descriptor limit */
     atomic_int_fast64_t refusal_logged_s;   /* the last second a refusal was logged */
 };
@@ -160,7 +162,14 @@ static enum MHD_Result queue_reply(struct srv_request *r)
 struct conn_state {
     enum srv_conn_over over;       /* over a connection limit when it opened */
     atomic_bool saw_request;       /* a request head reached inferd */
+    struct srv_head_entry head;    /* waiting for a request head (--header-timeout) */
 };
+
+static int conn_fd(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
 
 static struct conn_state *conn_state(struct MHD_Connection *conn)
 {
@@ -177,8 +186,11 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         enum srv_conn_over over = srv_conn_opened(h->limits, addr);
         struct conn_state *cs = calloc(1, sizeof(*cs));
+        int fd = conn_fd(conn);
         if (cs)
             cs->over = over;
+        if (cs && fd >= 0)
+            srv_head_watch_arm(h->heads, &cs->head, fd);
         *socket_context = cs;   /* NULL when out of memory: within limits, not tracked */
         atomic_fetch_add(&h->srv->open_connections, 1);
     } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
@@ -188,6 +200,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
          * (a malformed or oversized head): counted, as inferd's own are. */
         if (cs && !atomic_load(&cs->saw_request))
             atomic_fetch_add(&h->srv->connections_without_request, 1);
+        if (cs)
+            srv_head_watch_disarm(h->heads, &cs->head);   /* before libmicrohttpd closes the fd */
         free(cs);
         *socket_context = NULL;
         srv_conn_closed(h->limits, addr);
@@ -251,8 +265,10 @@ static struct srv_request *request_new(struct srv_http *h, struct MHD_Connection
     r->start_ns = srv_now_ns();
     pthread_mutex_init(&r->mu, NULL);
     struct conn_state *cs = conn_state(conn);
-    if (cs)
+    if (cs) {
         atomic_store(&cs->saw_request, true);
+        srv_head_watch_disarm(h->heads, &cs->head);
+    }
     const char *client_id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
     if (client_id && valid_client_id(client_id))
         snprintf(r->id, sizeof(r->id), "%s", client_id);
@@ -628,10 +644,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+    struct srv_http *h = cls;
     struct srv_request *r = *con_cls;
     if (!r)
         return;
     *con_cls = NULL;
+    /* a kept-alive connection now waits for its next request head */
+    struct conn_state *cs = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? conn_state(conn) : NULL;
+    int fd = cs ? conn_fd(conn) : -1;
+    if (fd >= 0)
+        srv_head_watch_arm(h->heads, &cs->head, fd);
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && toe != MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN) {
         /* closed before its answer went out: timeout, client gone, error */
         int why = toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? 0
@@ -754,6 +776,7 @@ static int64_t connection_cap(const struct srv_config *cfg)
 
 static void http_free(struct srv_http *h)
 {
+    srv_head_watch_stop(h->heads);
     free(h->tls_cert);
     free(h->tls_key);
     srv_conn_limits_free(h->limits);
@@ -781,10 +804,16 @@ enum rt_status srv_http_start(struct srv_server *srv, struct srv_http **out, str
     atomic_init(&h->next_id, 1);
     atomic_init(&h->refusal_logged_s, 0);
     h->max_connections = connection_cap(cfg);
+    h->heads = srv_head_watch_start(cfg->header_timeout_s * 1000000000LL, err);
+    if (!h->heads) {
+        freeaddrinfo(ai);
+        free(h);
+        return err->status;
+    }
     h->limits = srv_conn_limits_new((int)h->max_connections, (int)cfg->max_connections_per_ip);
     if (!h->limits) {
         freeaddrinfo(ai);
-        free(h);
+        http_free(h);
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http_harness.h"
@@ -429,4 +430,57 @@ TEST(http_bad_unseen_connections_counted)
 {
     const char *const args[] = {"--idle-timeout", "1", NULL};
     return http_run(&LENET, 1, args, unseen_connections_counted);
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A head trickled a byte every 200 ms never trips --idle-timeout; the
+ * head deadline (--header-timeout 1) closes it after about a second. The
+ * same connection sending whole requests in time is served. */
+static enum test_result trickled_head_cut(struct http_daemon *d)
+{
+    static const char HEAD[] = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    int fd = http_raw_connect(d);
+    ASSERT_TRUE(fd >= 0);
+    int64_t t0 = now_ns();
+    size_t sent = 0;
+    bool open = true;
+    while (open && sent < sizeof(HEAD) - 1 && now_ns() - t0 < 6000000000LL) {
+        open = send(fd, HEAD + sent, 1, MSG_NOSIGNAL) == 1;
+        sent += open;
+        char c;
+        struct timeval tv = {0, 200000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (recv(fd, &c, 1, 0) == 0)   /* the server closed it */
+            open = false;
+    }
+    double secs = (double)(now_ns() - t0) / 1e9;
+    close(fd);
+    printf("  trickled %zu of %zu head bytes; closed after %.2f s\n", sent, sizeof(HEAD) - 1, secs);
+    ASSERT_TRUE(!open);
+    ASSERT_TRUE(secs >= 0.9 && secs < 3.0);
+    /* keep-alive: two quick requests on one connection, a pause under the deadline between them */
+    fd = http_raw_connect(d);
+    ASSERT_TRUE(fd >= 0);
+    ASSERT_TRUE(http_raw_send(fd, HEAD, sizeof(HEAD) - 1));
+    int first = http_raw_status(fd, 2000);
+    usleep(500000);
+    ASSERT_TRUE(http_raw_send(fd, HEAD, sizeof(HEAD) - 1));
+    int second = http_raw_status(fd, 2000);
+    close(fd);
+    ASSERT_EQ_INT(first, 200);
+    ASSERT_EQ_INT(second, 200);
+    ASSERT_TRUE(http_still_serves(d));
+    return TEST_PASS;
+}
+
+TEST(http_bad_trickled_head_cut)
+{
+    const char *const args[] = {"--header-timeout", "1", NULL};
+    return http_run(&LENET, 1, args, trickled_head_cut);
 }
