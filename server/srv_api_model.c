@@ -14,15 +14,16 @@
 
 struct srv_model *srv_request_model(struct srv_request *r)
 {
-    if (r->version[0] && strcmp(r->version, "1") != 0) {
-        srv_reply_error(r, 404, "model '%s' has no version '%s' (only \"1\")", r->model,
-                        r->version);
-        return NULL;
-    }
     struct srv_model *m = NULL;
     struct rt_error err = {RT_OK, ""};
+    /* a missing model is reported before a missing version of it */
     if (srv_repo_acquire(r->srv->repo, r->model, &m, &err) != RT_OK) {
         srv_reply_rt_error(r, &err);
+        return NULL;
+    }
+    if (r->version[0] && strcmp(r->version, "1") != 0) {
+        srv_reply_error(r, 404, "model '%s' has no version '%s' (only \"1\")", r->model, r->version);
+        srv_model_unref(m);
         return NULL;
     }
     return m;

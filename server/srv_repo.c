@@ -366,11 +366,14 @@ enum rt_status srv_repo_acquire(struct srv_repo *r, const char *name, struct srv
     struct srv_model *m = e ? e->model : NULL;
     if (m)
         srv_model_ref(m);
+    else if (e)   /* why not, as the index says it: loading, unloaded, or its load error */
+        rt_error_set(err, RT_ERR_UNAVAILABLE, "model '%s' is not ready (%s%s%s)", name, STATE_NAMES[e->state],
+                     e->reason[0] ? ": " : "", e->reason);
     pthread_mutex_unlock(&r->mu);
     if (!e)
         return rt_error_set(err, RT_ERR_NOT_FOUND, "unknown model '%s'", name);
     if (!m)
-        return rt_error_set(err, RT_ERR_UNAVAILABLE, "model '%s' is not ready", name);
+        return err->status;
     *out = m;
     return RT_OK;
 }

@@ -78,6 +78,16 @@ static enum test_result missing_files(struct http_daemon *d)
     ASSERT_TRUE(strstr(r.body, d->dir) == NULL);
     http_resp_free(&r);
     ASSERT_EQ_INT(http_status(d, "GET", "/v2/models/nofile/ready", NULL, NULL, 0), 503);
+    /* the answer says why, as the index does */
+    ASSERT_TRUE(http_get(d, "/v2/models/nofile/ready", &r));
+    ASSERT_STR_CONTAINS(r.body, "not ready (UNAVAILABLE: ");
+    ASSERT_STR_CONTAINS(r.body, "model.safetensors");
+    http_resp_free(&r);
+    /* a missing model is reported before a missing version of it */
+    ASSERT_TRUE(http_get(d, "/v2/models/ghost/versions/2/ready", &r));
+    ASSERT_EQ_INT(r.status, 404);
+    ASSERT_STR_CONTAINS(r.body, "unknown model 'ghost'");
+    http_resp_free(&r);
     ASSERT_EQ_INT(http_status(d, "GET", "/v2/health/ready", NULL, NULL, 0), 503);
     ASSERT_TRUE(http_still_serves(d));
     return TEST_PASS;

@@ -194,7 +194,8 @@ static void sleep_ms(int ms)
 }
 
 /* Polls until at least `want` elements match css; their count (possibly
- * fewer at the deadline), or -1 when the page shows an error (printed). */
+ * fewer at the deadline), or -1 when the page shows an error (printed) and
+ * the error is not what is awaited (it may appear between the two queries). */
 static int wait_for(struct wd *w, const char *css, int want, long long deadline,
                     char ids[][WD_ID_MAX], int max)
 {
@@ -203,7 +204,7 @@ static int wait_for(struct wd *w, const char *css, int want, long long deadline,
         int n = wd_find_all(w, NULL, css, ids, max);
         if (n >= want || now_ms() > deadline)
             return n;
-        if (wd_find_all(w, NULL, "#error:not([hidden])", err_id, 1) == 1) {
+        if (strcmp(css, "#error:not([hidden])") != 0 && wd_find_all(w, NULL, "#error:not([hidden])", err_id, 1) == 1) {
             printf("  the page shows an error: %s\n",
                    wd_text(w, err_id[0], text, sizeof(text)) ? text : w->error);
             return -1;
