@@ -294,7 +294,7 @@ enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_err
     pthread_mutex_unlock(&r->mu);
     srv_model_unref(old);
     /* still under load_mu: a concurrent unload or reload could free m */
-    if (st == RT_OK)
+    if (st == RT_OK && m)
         srv_log_info("model %s loaded in %.1f ms (max batch %d, %d instance%s)", name,
                      m->load_seconds * 1e3, m->cfg->max_batch_size, m->cfg->instance_count,
                      m->cfg->instance_count == 1 ? "" : "s");

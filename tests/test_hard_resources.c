@@ -69,7 +69,7 @@ static enum test_result json_memory(struct http_daemon *d)
         size_t n = strlen(HEADS[k]);
         memcpy(body, HEADS[k], n);
         for (int i = 0; i < NUMBERS - 1; i++, n += 2)
-            memcpy(body + n, "1,", 2);
+            body[n] = '1', body[n + 1] = ',';
         memcpy(body + n, TAILS[k], strlen(TAILS[k]));
         n += strlen(TAILS[k]);
         long status = http_status(d, "POST", INFER, "application/json", body, n);
@@ -82,7 +82,7 @@ static enum test_result json_memory(struct http_daemon *d)
     /* The body is freed when libmicrohttpd reports the answer sent, just
      * after the client has it. */
     long peak = proc_kb(d->pid, "VmHWM"), rss1 = proc_kb(d->pid, "VmRSS");
-    for (int i = 0; i < 100 && rss1 - rss0 > 16 * 1024; i++) {
+    for (int i = 0; i < 100 && rss1 - rss0 > 16L * 1024; i++) {
         usleep(20 * 1000);
         rss1 = proc_kb(d->pid, "VmRSS");
     }
@@ -117,10 +117,13 @@ static enum test_result body_budget(struct http_daemon *d)
     ASSERT_TRUE(small != NULL);
     memset(small, ' ', 600000);
     small[0] = '{', small[599999] = '}';
-    ASSERT_TRUE(http_post(d, INFER, "application/json", small, 600000, &r));
-    long status = r.status;
-    bool retry = r.retry_after[0] != '\0';
-    http_resp_free(&r);
+    long status = -1;
+    bool retry = false;
+    if (http_post(d, INFER, "application/json", small, 600000, &r)) {
+        status = r.status;
+        retry = r.retry_after[0] != '\0';
+        http_resp_free(&r);
+    }
     close(a);                             /* the first gives up: its budget returns */
     usleep(200 * 1000);
     long later = http_status(d, "POST", INFER, "application/json", small, 600000);
@@ -319,8 +322,12 @@ static long raw_answer(int fd, char *buf, size_t cap)
     while (n + 1 < cap && (k = recv(fd, buf + n, cap - 1 - n, 0)) > 0)
         n += (size_t)k;
     buf[n] = '\0';
-    long status = 0;
-    return sscanf(buf, "HTTP/1.%*d %ld", &status) == 1 ? status : 0;
+    /* "HTTP/1.x NNN ..." */
+    if (n < 12 || strncmp(buf, "HTTP/1.", 7) != 0 || buf[8] != ' ')
+        return 0;
+    char *end;
+    long status = strtol(buf + 9, &end, 10);
+    return end == buf + 12 ? status : 0;
 }
 
 /* The lowest descriptor number pid has free. */

@@ -58,7 +58,7 @@ static long post_encoded(struct http_daemon *d, const char *encoding, const void
 static enum test_result compressed_bodies(struct http_daemon *d)
 {
     float x[784 * 2], plain[10], got[10];
-    test_rand_fill(x, 784 * 2, -1, 1);
+    test_rand_fill(x, (int64_t)784 * 2, -1, 1);
     char *json = http_infer_json(x, 1, NULL);
     ASSERT_TRUE(json != NULL);
     size_t n = strlen(json);
@@ -74,7 +74,7 @@ static enum test_result compressed_bodies(struct http_daemon *d)
         long st = post_encoded(d, OK[i].encoding, z, len, got);
         free(z);
         ASSERT_EQ_INT(st, 200);
-        ASSERT_TRUE(memcmp(got, plain, sizeof(got)) == 0);
+        ASSERT_TRUE(test_same_bits(got, plain, sizeof(got)));
     }
     /* corrupt, truncated, trailing bytes: 400; brotli: 415 */
     size_t len;
@@ -87,7 +87,7 @@ static enum test_result compressed_bodies(struct http_daemon *d)
     uint8_t *longer = malloc(len + 3);
     ASSERT_TRUE(longer != NULL);
     memcpy(longer, z, len);
-    memcpy(longer + len, "xyz", 3);
+    longer[len] = 'x', longer[len + 1] = 'y', longer[len + 2] = 'z';
     long trailing = post_encoded(d, "gzip", longer, len + 3, NULL);
     long brotli = post_encoded(d, "br", z, len, NULL);
     free(longer);
@@ -106,12 +106,12 @@ TEST(http_compressed_request_bodies) { return http_run(&LENET, 1, NULL, compress
 /* 8 MB of zeros gzip to about 8 KB; the server's limit is 1 MB. */
 static enum test_result compression_bomb(struct http_daemon *d)
 {
-    size_t n = 8 << 20, len;
+    size_t n = (size_t)8 << 20, len;
     char *zeros = calloc(n, 1);
     ASSERT_TRUE(zeros != NULL);
     uint8_t *z = compress_with(zeros, n, 31, &len);
     free(zeros);
-    ASSERT_TRUE(z != NULL && len < 64 * 1024);
+    ASSERT_TRUE(z != NULL && len < (size_t)64 * 1024);
     long st = post_encoded(d, "gzip", z, len, NULL);
     free(z);
     ASSERT_EQ_INT(st, 413);

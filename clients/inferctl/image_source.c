@@ -116,7 +116,8 @@ static char **list_dir(const char *dir, int *count)
         free(names);
         return NULL;
     }
-    qsort(names, (size_t)n, sizeof(char *), compare_names);
+    if (n > 1)
+        qsort(names, (size_t)n, sizeof(char *), compare_names);
     *count = n;
     return names ? names : calloc(1, sizeof(char *));
 }
