@@ -621,3 +621,53 @@ TEST(http_model_load_failure)
     static const char *const KEEP_GOING[] = {"--exit-on-error", "false", NULL};
     return http_run(specs, 2, KEEP_GOING, load_failure);
 }
+
+/* docs/http-api.md's flags table names every flag `inferd --help` lists,
+ * and nothing else, so neither can drift from the other. */
+TEST(http_flags_table_matches_help)
+{
+    static char help[32768];
+    ASSERT_EQ_INT(http_run_inferd((const char *const[]){"--help", NULL}, help, sizeof(help)), 0);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/docs/http-api.md", test_root());
+    FILE *f = fopen(path, "rb");
+    ASSERT_TRUE(f != NULL);
+    static char doc[1 << 17];
+    size_t n = fread(doc, 1, sizeof(doc) - 1, f);
+    fclose(f);
+    doc[n] = '\0';
+    const char *table = strstr(doc, "\n## Flags");
+    ASSERT_TRUE(table != NULL);
+    const char *table_end = strstr(table + 1, "\n## ");
+    int listed = 0, missing = 0;
+    /* every "  --flag" line of --help appears as `--flag` in the table */
+    for (const char *p = help; (p = strstr(p, "\n  --")); p++) {
+        char flag[64], want[80];
+        if (sscanf(p + 3, "%63[a-z0-9-]", flag) != 1)
+            continue;
+        listed++;
+        snprintf(want, sizeof(want), "`%s", flag);
+        const char *at = strstr(table, want);
+        if (!at || (table_end && at > table_end)) {
+            printf("  --help lists %s; the flags table does not\n", flag);
+            missing++;
+        }
+    }
+    /* every `--flag` opening a table row is a flag --help knows */
+    for (const char *p = table; (p = strstr(p, "\n| `--")) && (!table_end || p < table_end); p++) {
+        char flag[64], want[80];
+        if (sscanf(p + 4, "%63[a-z0-9-]", flag) != 1)
+            continue;
+        snprintf(want, sizeof(want), "\n  %s ", flag);
+        char alone[80];
+        snprintf(alone, sizeof(alone), "\n  %s\n", flag);
+        if (!strstr(help, want) && !strstr(help, alone)) {
+            printf("  the flags table lists %s; --help does not\n", flag);
+            missing++;
+        }
+    }
+    printf("  %d flags in --help\n", listed);
+    ASSERT_TRUE(listed >= 30);
+    ASSERT_EQ_INT(missing, 0);
+    return TEST_PASS;
+}
