@@ -84,6 +84,8 @@ static const struct srv_option OPTIONS[] = {
      "most simultaneous client connections; past it requests get 503 (health and metrics still answered on up to 64 more)"},
     {"max-connections-per-ip", OPT_INT, OFF(max_connections_per_ip), "0", 0, 1000000, NULL, "N",
      "most simultaneous connections from one client address; past it requests get 503 (0: no per-address limit: a load balancer is one address)"},
+    {"cors-origin", OPT_STRING, OFF(cors_origin), "", 0, 0, NULL, "ORIGIN",
+     "let web pages from ORIGIN (e.g. https://app.example.com, or *) call the API: CORS headers and preflight answers; off when empty"},
     {"api-key", OPT_STRING, OFF(api_key), "", 0, 0, NULL, "KEY",
      "when set, model control needs the header 'Authorization: Bearer KEY' (401 otherwise)"},
     {"tls-cert", OPT_STRING, OFF(tls_cert), "", 0, 0, NULL, "FILE",

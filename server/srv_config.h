@@ -46,6 +46,7 @@ struct srv_config {
     int64_t max_connections;
     int64_t max_connections_per_ip; /* 0: no per-address limit */
     char api_key[SRV_CONFIG_STR_MAX]; /* "" : model control needs no token */
+    char cors_origin[SRV_CONFIG_STR_MAX]; /* "" : no CORS headers */
     char tls_cert[SRV_CONFIG_STR_MAX]; /* PEM files; both "" : plain HTTP */
     char tls_key[SRV_CONFIG_STR_MAX];
     int64_t drain_timeout_s;

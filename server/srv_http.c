@@ -142,6 +142,14 @@ static enum MHD_Result queue_reply(struct srv_request *r)
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
     MHD_add_response_header(resp, "X-Request-Id", r->id);
+    const char *origin = r->srv->cfg.cors_origin;
+    if (origin[0]) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
+        MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+                                "Inference-Header-Content-Length, X-Request-Id, Retry-After");
+        if (strcmp(origin, "*") != 0)
+            MHD_add_response_header(resp, "Vary", "Origin");
+    }
     for (int i = 0; i < r->n_headers; i++)
         MHD_add_response_header(resp, r->headers[i].name, r->headers[i].value);
     if (atomic_load(&r->srv->draining))
@@ -441,6 +449,17 @@ static void request_start(struct srv_request *r, struct srv_http *h, const char 
         return;
     if (has_control_byte(r->path)) {
         srv_reply_error(r, 400, "the path holds a control character");
+        return;
+    }
+    /* A browser's CORS preflight, when --cors-origin allows pages to call */
+    if (cfg->cors_origin[0] && strcmp(r->method, "OPTIONS") == 0 &&
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Access-Control-Request-Method")) {
+        srv_reply_header_static(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        srv_reply_header_static(r, "Access-Control-Allow-Headers",
+                                "Content-Type, Content-Encoding, Inference-Header-Content-Length, Authorization, "
+                                "X-Request-Id");
+        srv_reply_header_static(r, "Access-Control-Max-Age", "600");
+        srv_reply(r, 204, "text/plain", &(struct srv_buf){0});
         return;
     }
     int status;

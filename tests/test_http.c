@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "http_harness.h"
@@ -670,4 +671,61 @@ TEST(http_flags_table_matches_help)
     ASSERT_TRUE(listed >= 30);
     ASSERT_EQ_INT(missing, 0);
     return TEST_PASS;
+}
+
+/* --cors-origin: a browser page from that origin may call the API (the
+ * preflight is answered, answers carry Access-Control-Allow-Origin);
+ * without the flag neither happens. */
+static enum test_result cors_on(struct http_daemon *d)
+{
+    int fd = http_raw_connect(d);
+    ASSERT_TRUE(fd >= 0);
+    static const char PREFLIGHT[] = "OPTIONS /v2/models/lenet5/infer HTTP/1.1\r\nHost: x\r\n"
+                                    "Origin: https://app.example.com\r\nAccess-Control-Request-Method: POST\r\n"
+                                    "Access-Control-Request-Headers: content-type\r\nConnection: close\r\n\r\n";
+    ASSERT_TRUE(http_raw_send(fd, PREFLIGHT, sizeof(PREFLIGHT) - 1));
+    char out[4096];
+    size_t n = 0;
+    ssize_t k;
+    while (n + 1 < sizeof(out) && (k = recv(fd, out + n, sizeof(out) - 1 - n, 0)) > 0)
+        n += (size_t)k;
+    out[n] = '\0';
+    close(fd);
+    ASSERT_STR_CONTAINS(out, "HTTP/1.1 204");
+    ASSERT_STR_CONTAINS(out, "Access-Control-Allow-Origin: https://app.example.com");
+    ASSERT_STR_CONTAINS(out, "Access-Control-Allow-Methods: GET, POST, OPTIONS");
+    ASSERT_STR_CONTAINS(out, "Content-Type");
+    /* an ordinary answer carries the origin too */
+    fd = http_raw_connect(d);
+    ASSERT_TRUE(fd >= 0);
+    static const char GET[] = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example.com\r\n"
+                              "Connection: close\r\n\r\n";
+    ASSERT_TRUE(http_raw_send(fd, GET, sizeof(GET) - 1));
+    n = 0;
+    while (n + 1 < sizeof(out) && (k = recv(fd, out + n, sizeof(out) - 1 - n, 0)) > 0)
+        n += (size_t)k;
+    out[n] = '\0';
+    close(fd);
+    ASSERT_STR_CONTAINS(out, "HTTP/1.1 200");
+    ASSERT_STR_CONTAINS(out, "Access-Control-Allow-Origin: https://app.example.com");
+    return TEST_PASS;
+}
+
+static enum test_result cors_off(struct http_daemon *d)
+{
+    const char *const headers[] = {"Origin: https://app.example.com", "Access-Control-Request-Method: POST", NULL};
+    struct http_resp r;
+    ASSERT_TRUE(http_request(d, "OPTIONS", "/v2/models/lenet5/infer", headers, NULL, 0, &r));
+    long status = r.status;
+    http_resp_free(&r);
+    ASSERT_EQ_INT(status, 405);
+    return TEST_PASS;
+}
+
+TEST(http_cors_origin_flag)
+{
+    static const struct http_model_spec LENET5 = HTTP_MODEL_SPEC("lenet5");
+    const char *const args[] = {"--cors-origin", "https://app.example.com", NULL};
+    enum test_result r = http_run(&LENET5, 1, args, cors_on);
+    return r == TEST_PASS ? http_run(&LENET5, 1, NULL, cors_off) : r;
 }
