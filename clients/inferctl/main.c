@@ -38,6 +38,15 @@ static const struct ctl_command COMMANDS[] = {
      "write an fp32 model folder at another float precision (batch norms folded)"},
     {"accuracy", ctl_cmd_accuracy, "MODEL_DIR... [--calib N] [--threads N]",
      "top-1 of fp32, fp16 and int8 (each calibration method) on the test set"},
+    {"profile", ctl_cmd_profile,
+     "MODEL_DIR [--backend auto|cpu|cuda] [--threads N] [--batch N] [--precision fp32|fp16|int8] [--runs N] "
+     "[--warmup N] [--trace FILE]",
+     "time every step of the model offline: a table per layer, and a Chrome/Perfetto trace"},
+    {"tune", ctl_cmd_tune,
+     "MODEL_REPOSITORY/MODEL --latency-p99 MS [--concurrency A:B] [--budget SECONDS] [--max-batch LIST] "
+     "[--instances LIST] [--queue-delay LIST] [--kind KIND] [--backend KIND] [--threads N] [--inferd PATH] "
+     "[--url URL] [--out PREFIX] [--no-progress]",
+     "sweep max_batch_size, instances and queue delay under load; the best configuration within a p99"},
     {"help", cmd_help, "[COMMAND]", "show this help, or one command's"},
 };
 #define N_COMMANDS (int)(sizeof(COMMANDS) / sizeof(COMMANDS[0]))
