@@ -92,7 +92,8 @@ static double window_median_ns(const int64_t *ring, int n, int64_t *tmp)
 {
     memcpy(tmp, ring, (size_t)n * sizeof(*tmp));
     qsort(tmp, (size_t)n, sizeof(*tmp), cmp_i64);
-    return n % 2 ? (double)tmp[n / 2] : ((double)tmp[n / 2 - 1] + (double)tmp[n / 2]) / 2.0;
+    int mid = n / 2;
+    return n % 2 ? (double)tmp[mid] : ((double)tmp[mid - 1] + (double)tmp[mid]) / 2.0;
 }
 
 /* Passes whose every step is recorded: the last step's count (a pass's

@@ -69,7 +69,8 @@ static int cmp_i64(const void *a, const void *b)
 static double median(int64_t *v, int n)
 {
     qsort(v, (size_t)n, sizeof(*v), cmp_i64);
-    return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2.0;
+    int mid = n / 2;
+    return n % 2 ? (double)v[mid] : ((double)v[mid - 1] + (double)v[mid]) / 2.0;
 }
 
 static int64_t now_ns(void) { return (int64_t)(ctl_now() * 1e9); }
@@ -137,8 +138,11 @@ static int open_model(const struct profile_args *a, const char *tmp, struct rt_b
     char copy[4096];
     if (!convert_copy(a->dir, want, tmp, a->threads, copy, sizeof(copy)))
         return CTL_EXIT_ERROR;
-    printf("profiling a %s copy of %s%s\n", a->precision, a->dir,
-           want == RT_PRECISION_INT8 ? " (max calibration over 256 training images)" : "");
+    if (want == RT_PRECISION_INT8)
+        printf("profiling a %s copy of %s (max calibration over %d training images)\n", a->precision, a->dir,
+               PROFILE_CALIB_IMAGES);
+    else
+        printf("profiling a %s copy of %s\n", a->precision, a->dir);
     if (rt_model_load(copy, *b, m, &err) != RT_OK) {
         fprintf(stderr, "inferctl profile: %s copy: %s\n", a->precision, err.msg);
         return CTL_EXIT_ERROR;
@@ -148,8 +152,9 @@ static int open_model(const struct profile_args *a, const char *tmp, struct rt_b
 
 /* ------------------------------------------------------------ the runs */
 
-/* batch samples of every input, values in [0, 1) from a fixed LCG. */
-static bool make_inputs(const struct rt_model_config *cfg, int batch, float **in, float **out)
+/* batch samples of every input, values in [0, 1) from a fixed LCG, and
+ * room for every output. */
+static bool make_buffers(const struct rt_model_config *cfg, int batch, float **in, float **out)
 {
     uint32_t state = 12345;
     for (int i = 0; i < cfg->n_inputs; i++) {
@@ -275,7 +280,7 @@ static int profile(const struct profile_args *a, struct rt_backend *b, struct rt
     struct recorder rec = {.n_steps = n_steps, .keep_events = a->trace != NULL,
                            .step_ns = calloc((size_t)a->runs * (size_t)n_steps + 1, sizeof(int64_t))};
     int rc = CTL_EXIT_ERROR;
-    if (!steps || !spans || !run_ns || !col || !med || !rec.step_ns || !make_inputs(cfg, a->batch, in, out)) {
+    if (!steps || !spans || !run_ns || !col || !med || !rec.step_ns || !make_buffers(cfg, a->batch, in, out)) {
         fprintf(stderr, "inferctl profile: out of memory\n");
         goto done;
     }

@@ -81,6 +81,22 @@ static int parse_list(const char *text, long lo, long hi, long *out)
     return *p ? 0 : n;
 }
 
+/* "A:B" with 1 <= A <= B <= 1024. */
+static bool parse_range(const char *text, int *a, int *b)
+{
+    char *colon, *end;
+    errno = 0;
+    long lo = strtol(text, &colon, 10);
+    if (errno || colon == text || *colon != ':')
+        return false;
+    long hi = strtol(colon + 1, &end, 10);
+    if (errno || end == colon + 1 || *end || lo < 1 || hi < lo || hi > 1024)
+        return false;
+    *a = (int)lo;
+    *b = (int)hi;
+    return true;
+}
+
 static int usage(const char *why)
 {
     fprintf(stderr, "inferctl tune: %s\n", why);
@@ -105,12 +121,11 @@ static int make_plan(const struct tune_args *a, struct tune_plan *pl)
 {
     long batches[TUNE_MAX_VALUES], insts[TUNE_MAX_VALUES], delays[TUNE_MAX_VALUES];
     int lo, hi, nb, ni, nd;
-    char tail;
     if (!parse_double(a->latency, 1e-3, 3.6e6, &pl->budget_ms))
         return usage("--latency-p99 must be milliseconds in [0.001, 3600000]");
     if (!parse_double(a->budget, 2, 86400, &pl->budget_s))
         return usage("--budget must be seconds in [2, 86400]");
-    if (sscanf(a->concurrency, "%d:%d%c", &lo, &hi, &tail) != 2 || lo < 1 || hi < lo || hi > 1024)
+    if (!parse_range(a->concurrency, &lo, &hi))
         return usage("--concurrency must be A:B with 1 <= A <= B <= 1024");
     if (!(nb = parse_list(a->max_batch, 1, RT_MAX_BATCH, batches)))
         return usage("--max-batch must be ascending sizes in 1..4096, comma-separated");

@@ -278,9 +278,11 @@ static bool wait_ready(struct tune_server *s)
         }
         FILE *f = port ? NULL : fopen(path, "r");
         if (f) {
-            if (fscanf(f, "%d", &port) != 1 || port <= 0 || port > 65535)
-                port = 0;
+            char text[16] = "", *end = text;
+            long v = fgets(text, sizeof(text), f) ? strtol(text, &end, 10) : 0;
             fclose(f);
+            /* a whole line: inferd writes the file once it listens, maybe not at once */
+            port = v > 0 && v <= 65535 && end != text && *end == '\n' ? (int)v : 0;
             snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", port);
         }
         bool ready = false;

@@ -73,7 +73,7 @@ enum rt_status cuda_profile_enqueue_mark(struct cuda_session *cs, const struct c
     RT_ASSERT(pr);
     if (!op->mark_end)
         cuda_nvtx_push(cs->plan->steps[op->mark_step].node->name);
-    cudaError_t e = cudaEventRecord(pr->events[2 * op->mark_step + op->mark_end], cs->stream);
+    cudaError_t e = cudaEventRecord(pr->events[2 * (size_t)op->mark_step + op->mark_end], cs->stream);
     if (op->mark_end)
         cuda_nvtx_pop();
     return e == cudaSuccess ? RT_OK : cuda_fail(cs->cb, e, "cudaEventRecord", err);
@@ -86,8 +86,9 @@ enum rt_status cuda_profile_read(void *ctx, struct rt_step_timing *times, int n_
     RT_ASSERT(pr && n_steps == pr->n_steps);
     for (int i = 0; i < n_steps; i++) {
         float start_ms = 0, dur_ms = 0;
-        CUDA_CHECK(cs->cb, cudaEventElapsedTime(&start_ms, pr->events[0], pr->events[2 * i]), err);
-        CUDA_CHECK(cs->cb, cudaEventElapsedTime(&dur_ms, pr->events[2 * i], pr->events[2 * i + 1]), err);
+        cudaEvent_t begin = pr->events[2 * (size_t)i], end = pr->events[2 * (size_t)i + 1];
+        CUDA_CHECK(cs->cb, cudaEventElapsedTime(&start_ms, pr->events[0], begin), err);
+        CUDA_CHECK(cs->cb, cudaEventElapsedTime(&dur_ms, begin, end), err);
         times[i].begin_ns = pr->launch_ns + (int64_t)((double)start_ms * 1e6);
         times[i].dur_ns = (int64_t)((double)dur_ms * 1e6);
     }
@@ -155,20 +156,21 @@ static enum rt_status upload_weights(struct cuda_backend *cb, struct rate_bufs *
     size_t elems = kcuda_linear_packed_elems(&lin);
     float *w = malloc((size_t)RATE_DIM * RATE_DIM * sizeof(float)), *packed = malloc(elems * sizeof(float));
     void *tmp = NULL;
-    enum rt_status s = w && packed ? RT_OK : rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
-    if (s == RT_OK) {
-        for (int64_t i = 0; i < (int64_t)RATE_DIM * RATE_DIM; i++)
-            w[i] = (float)(i % 13 - 6) * 0.01f;
-        kcuda_linear_pack(&lin, w, packed);
+    if (!w || !packed) {
+        free(w);
+        free(packed);
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
     }
-    cudaError_t e = cudaSuccess;
-    if (s == RT_OK && (e = cudaMalloc(&r->w, elems * kcuda_dtype_size(dt))) == cudaSuccess &&
+    for (int64_t i = 0; i < (int64_t)RATE_DIM * RATE_DIM; i++)
+        w[i] = (float)(i % 13 - 6) * 0.01f;
+    kcuda_linear_pack(&lin, w, packed);
+    cudaError_t e;
+    if ((e = cudaMalloc(&r->w, elems * kcuda_dtype_size(dt))) == cudaSuccess &&
         (e = cudaMalloc(&tmp, elems * sizeof(float))) == cudaSuccess &&
         (e = cudaMemcpy(tmp, packed, elems * sizeof(float), cudaMemcpyHostToDevice)) == cudaSuccess &&
         (e = kcuda_convert((int64_t)elems, KCUDA_F32, tmp, dt, r->w, r->st)) == cudaSuccess)
         e = cudaStreamSynchronize(r->st);
-    if (s == RT_OK && e != cudaSuccess)
-        s = cuda_fail(cb, e, "uploading the GEMM's weights", err);
+    enum rt_status s = e == cudaSuccess ? RT_OK : cuda_fail(cb, e, "uploading the GEMM's weights", err);
     cudaFree(tmp);
     free(w);
     free(packed);

@@ -85,7 +85,8 @@ static bool conv2d_write_attrs(const struct rt_node *n, cJSON *a)
 /* Two per multiply-add of one output pixel's window, over every output. */
 static double conv_flops(const struct k_conv2d *c)
 {
-    return 2.0 * c->n * c->oc * c->oh * c->ow * (double)(c->c / c->groups) * c->kh * c->kw;
+    int window = c->c / c->groups * c->kh * c->kw;   /* exact: groups divide the channels */
+    return 2.0 * c->n * c->oc * c->oh * c->ow * window;
 }
 
 static double conv2d_flops(const struct rt_step *s, const union rt_step_params *k, int batch)
