@@ -2,8 +2,9 @@
  * test_tune.c - inferctl tune: the choice rules on made-up points (levels,
  * frontier, ranking), a short real sweep whose recommendation meets its
  * latency budget again when a fresh inferd with that configuration is
- * measured here with inferd-loadgen's engine, a budget nothing can meet
- * (exit 1), and usage errors (exit 2).
+ * measured here with inferd-loadgen's engine, a running server measured
+ * as it is configured (--url), a budget nothing can meet (exit 1), and
+ * usage errors (exit 2).
  */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -211,6 +212,55 @@ TEST(tune_recommendation_holds_when_remeasured)
     ASSERT_TRUE(remeasured.throughput > 0);
     ASSERT_LE(remeasured.p99_ms, remeasured.budget_ms);
     return TEST_PASS;
+}
+
+/* --url: the server's own configuration (max_batch_size 6, 2 instances,
+ * delay 300 us here), measured and reported as it is. */
+static enum test_result tune_url(struct http_daemon *d)
+{
+    char url[64], prefix[] = "/tmp/tune-url-XXXXXX";
+    int fd = mkstemp(prefix);
+    ASSERT_TRUE(fd >= 0);
+    close(fd);
+    unlink(prefix);
+    struct client_run r;
+    ASSERT_TRUE(TUNE(&r, "--url", client_url(d->port, url, sizeof(url)), "--latency-p99", "20", "--budget", "3",
+                     "--concurrency", "1:2", "--out", prefix));
+    int status = r.status;
+    bool said = strstr(r.out, "as it is configured") != NULL;
+    if (status != 0)
+        printf("  inferctl tune --url exited %d:\n%s\n%s\n", status, r.out, r.err);
+    client_run_free(&r);
+    char path[256];
+    snprintf(path, sizeof(path), "%s.json", prefix);
+    cJSON *rep = read_json(path);
+    remove_outputs(prefix);
+    ASSERT_EQ_INT(status, 0);
+    ASSERT_TRUE(said);
+    ASSERT_TRUE(rep);
+    const cJSON *rec = cJSON_GetObjectItemCaseSensitive(rep, "recommendation"), *p;
+    double batch = num(rec, "max_batch_size"), inst = num(rec, "instances"), delay = num(rec, "max_queue_delay_us");
+    bool all_same = true;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(rep, "points")) {
+        all_same = all_same && num(p, "max_batch_size") == 6 && num(p, "instances") == 2 &&
+                   num(p, "max_queue_delay_us") == 300;
+    }
+    cJSON_Delete(rep);
+    ASSERT_NEAR(batch, 6, 0);
+    ASSERT_NEAR(inst, 2, 0);
+    ASSERT_NEAR(delay, 300, 0);
+    ASSERT_TRUE(all_same);
+    return TEST_PASS;
+}
+
+TEST(tune_url_measures_the_server_as_it_is)
+{
+    struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
+    spec.max_batch_size = 6;
+    spec.instances = 2;
+    spec.max_queue_delay_us = 300;
+    spec.n_preferred = 0;
+    return http_run(&spec, 1, NULL, tune_url);
 }
 
 TEST(tune_impossible_budget_and_usage)

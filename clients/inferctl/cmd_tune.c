@@ -12,9 +12,10 @@
  * before (it is saturated: more clients only queue). Everything fits in
  * --budget seconds: a fifth is kept for re-measuring the best point, which
  * is recommended only when it meets the budget again (else the next best
- * is tried); the rest is split evenly between the planned measurements,
- * each 0.3 to 5 s, and configurations the budget does not reach are
- * reported as left out.
+ * is tried, while the budget lasts; the one it runs out on is recommended
+ * as the sweep measured it, and says so); the rest is split evenly between
+ * the planned measurements, each 0.3 to 5 s, and configurations the budget
+ * does not reach are reported as left out.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -31,7 +32,6 @@
 #define LEVEL_MIN_S 0.3
 #define LEVEL_MAX_S 5.0
 #define VERIFY_SHARE 0.2          /* of the budget left after start-up */
-#define VERIFY_TRIES 3
 #define REQUEST_POOL 256          /* distinct prepared requests */
 
 struct tune_args {
@@ -254,17 +254,17 @@ static bool sweep_all(struct sweep *s, double sweep_end)
     return true;
 }
 
-/* Re-measures the best feasible points, twice as long as the sweep did,
- * until one meets the budget again; its index, or -1. *again holds the
- * re-measurement when *remeasured. */
+/* Re-measures the feasible points best first, twice as long as the sweep
+ * did, until one meets the budget again; its index, or -1. *again holds
+ * the re-measurement when *remeasured. */
 static int verify(struct sweep *s, const int *order, int n_feasible, struct tune_point *again, bool *remeasured)
 {
     *remeasured = false;
-    for (int k = 0; k < n_feasible && k < VERIFY_TRIES; k++) {
+    for (int k = 0; k < n_feasible; k++) {
         const struct tune_point *p = &s->points[order[k]];
         double seconds = fmin(2 * s->level_s, s->plan->budget_s - elapsed(s));
         if (seconds < LEVEL_MIN_S) {
-            printf("  no budget left to re-measure; recommending the best point of the sweep as measured\n");
+            printf("  no budget left to re-measure: recommending the next point as the sweep measured it\n");
             return order[k];
         }
         if (!load(s, &p->cfg) || !measure(s, &p->cfg, p->concurrency, seconds, again))
