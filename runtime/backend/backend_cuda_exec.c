@@ -91,6 +91,18 @@ enum rt_status cuda_exec_run_step(void *ctx, const struct rt_plan *p, const stru
     return RT_OK;
 }
 
+enum rt_status cuda_exec_profile_mark(void *ctx, int step, bool end, struct rt_step_timing *slot,
+                                      struct rt_error *err)
+{
+    struct cuda_session *cs = ctx;
+    RT_ASSERT(cs->prof && step >= 0 && step < cs->prof->n_steps);
+    struct cuda_op *op = next_op(cs, err);
+    if (!op)
+        return err->status;
+    *op = (struct cuda_op){.kind = CUDA_OP_MARK, .mark_step = step, .mark_end = end};
+    return RT_OK;
+}
+
 /* ------------------------------------------------------------------ steps */
 
 #define KCHECK(cs, call, err) CUDA_CHECK((cs)->cb, (call), (err))

@@ -137,6 +137,9 @@ enum rt_status cuda_exec_copy_out(void *ctx, void *dst, const void *src, size_t 
 enum rt_status cuda_exec_run_step(void *ctx, const struct rt_plan *p, const struct rt_step *s, int batch,
                                   const struct rt_step_io *io, struct rt_error *err);
 enum rt_status cuda_exec_sync(void *ctx, struct rt_error *err);
+/* profile_mark: records a mark (an event and an NVTX range at launch). */
+enum rt_status cuda_exec_profile_mark(void *ctx, int step, bool end, struct rt_step_timing *slot,
+                                      struct rt_error *err);
 /* Whether an FP32 / FP16 step has a kernel and fits its limits; else why not. */
 bool cuda_f32_supports(const struct rt_step *s, char *why, size_t why_len);
 /* The limits of the kernels beyond having one (sizes, input counts). */
@@ -152,11 +155,10 @@ void cuda_q8_release_host(struct cuda_step_prep *pr);
 enum rt_status cuda_q8_enqueue(struct cuda_session *cs, const struct rt_step *s, const struct rt_step_io *io,
                                struct rt_error *err);
 
-/* backend_cuda_profile.c: the backend's profile_set, profile_mark,
- * profile_read, describe_step and measure_rates (backend.h), and what the
- * recorded run does with a mark. */
+/* backend_cuda_profile.c: the backend's profile_set, profile_read,
+ * describe_step and measure_rates (backend.h), and what the recorded run
+ * does with a mark. */
 enum rt_status cuda_profile_set(void *ctx, int n_steps, struct rt_error *err);
-enum rt_status cuda_profile_mark(void *ctx, int step, bool end, struct rt_step_timing *slot, struct rt_error *err);
 enum rt_status cuda_profile_read(void *ctx, struct rt_step_timing *times, int n_steps, struct rt_error *err);
 void cuda_describe_step(struct rt_backend *b, const struct rt_plan *p, const struct rt_step *s, int batch, char *out,
                         size_t cap);

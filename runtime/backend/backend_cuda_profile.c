@@ -2,7 +2,8 @@
  * backend_cuda_profile.c - the CUDA backend's answers to a profiler.
  *
  * Step timing: profile_set creates an event pair per plan step on the
- * session's device; the executor's marks are recorded with the run, and
+ * session's device; the executor's marks are recorded with the run
+ * (cuda_exec_profile_mark), and
  * when the run is launched (eagerly, see backend_cuda_exec.c) each becomes
  * a cudaEventRecord on the session's stream, the begin mark inside an NVTX
  * range named after the step's node. After sync, profile_read turns the
@@ -52,18 +53,6 @@ enum rt_status cuda_profile_set(void *ctx, int n_steps, struct rt_error *err)
         return cuda_fail(cs->cb, e, "cudaEventCreate", err);
     }
     cs->prof = pr;
-    return RT_OK;
-}
-
-enum rt_status cuda_profile_mark(void *ctx, int step, bool end, struct rt_step_timing *slot, struct rt_error *err)
-{
-    struct cuda_session *cs = ctx;
-    RT_ASSERT(cs->prof && step >= 0 && step < cs->prof->n_steps);
-    if (cs->n_ops == cs->cap_ops) {
-        cs->n_ops = 0;   /* as next_op does: the run is abandoned */
-        return rt_error_set(err, RT_ERR_INTERNAL, "CUDA backend: more calls in one run than the plan has room for");
-    }
-    cs->ops[cs->n_ops++] = (struct cuda_op){.kind = CUDA_OP_MARK, .mark_step = step, .mark_end = end};
     return RT_OK;
 }
 
