@@ -76,6 +76,8 @@ INFERCTL_SRC   := $(wildcard clients/inferctl/*.c)
 LOADGEN_SRC    := $(wildcard clients/loadgen/*.c)
 # The load generator's parts, without its main, are linked into the tests too.
 LOADGEN_PARTS  := $(filter-out clients/loadgen/main.c,$(LOADGEN_SRC))
+# inferctl tune's choice rules, called by tests/test_tune.c.
+TUNE_PARTS     := $(wildcard clients/inferctl/tune_frontier.c)
 TEST_SRC    := $(wildcard tests/*.c)
 # The parsers' fuzz entry points, for the fuzzreg_ tests that replay
 # tests/fuzz/regressions/ through exactly the fuzzed code.
@@ -168,7 +170,9 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/inferctl: $(INFERCTL_SRC:%.c=$(BUILD)/obj/%.o) $(CLIENT_LIB_SRC:%.c=$(BUILD)/obj/%.o) $(LIB)
+# (inferctl tune drives inferd-loadgen's engine: the loadgen's parts are linked in)
+$(BUILD)/inferctl: $(INFERCTL_SRC:%.c=$(BUILD)/obj/%.o) $(CLIENT_LIB_SRC:%.c=$(BUILD)/obj/%.o) \
+                   $(LOADGEN_PARTS:%.c=$(BUILD)/obj/%.o) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(if $(CLIENT_LIB_SRC),-lcurl,)
 
 $(BUILD)/inferd: $(SERVER_SRC:%.c=$(BUILD)/obj/%.o) $(UI_OBJ) $(LIB)
@@ -199,7 +203,8 @@ $(BUILD)/obj/tests/onnx/%.o: CFLAGS += -I$(GEN)
 $(BUILD)/obj/tests/onnx/builder.o: | $(ONNX_PB_C)
 
 $(BUILD)/run-tests: $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(CLIENT_LIB_SRC:%.c=$(BUILD)/obj/%.o) \
-                    $(LOADGEN_PARTS:%.c=$(BUILD)/obj/%.o) $(ONNX_TEST_OBJ) $(SERVER_LIB) $(LIB)
+                    $(LOADGEN_PARTS:%.c=$(BUILD)/obj/%.o) $(TUNE_PARTS:%.c=$(BUILD)/obj/%.o) $(ONNX_TEST_OBJ) \
+                    $(SERVER_LIB) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcurl
 
 $(BUILD)/onnx-suite: $(BUILD)/obj/tests/onnx/main.o $(ONNX_SUITE_OBJ) $(LIB)

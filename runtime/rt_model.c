@@ -36,6 +36,11 @@ struct rt_session {
     const struct rt_model *m;
     void *ctx;
     char *arena;
+    /* Step timing (rt_session_profile): [plan.n_steps] slots while it is
+     * on, else NULL, the one thing the executor tests. */
+    struct rt_step_timing *times;
+    rt_step_timing_fn on_step;
+    void *on_step_user;
 };
 
 /* Reads a whole small file; RT_ERR_NOT_FOUND when it does not exist. On
@@ -301,6 +306,10 @@ int rt_model_plan_steps(const struct rt_model *m) { return m->plan.n_steps; }
 
 int rt_model_batch_chunk(const struct rt_model *m) { return m->batch_chunk; }
 
+const struct rt_plan *rt_model_plan(const struct rt_model *m) { return &m->plan; }
+
+struct rt_backend *rt_model_backend(const struct rt_model *m) { return m->backend; }
+
 size_t rt_model_arena_bytes(const struct rt_model *m, int batch) { return m->plan.sample_bytes * (size_t)batch; }
 
 enum rt_status rt_session_create(const struct rt_model *m, struct rt_session **out, struct rt_error *err)
@@ -326,7 +335,51 @@ void rt_session_free(struct rt_session *s)
     if (!s)
         return;
     s->m->backend->iface->session_free(s->ctx);
+    free(s->times);
     free(s);
+}
+
+enum rt_status rt_session_profile(struct rt_session *s, rt_step_timing_fn fn, void *user, struct rt_error *err)
+{
+    const struct rt_backend_iface *be = s->m->backend->iface;
+    int n = s->m->plan.n_steps;
+    if (fn && !be->profile_mark)
+        return rt_error_set(err, RT_ERR_UNSUPPORTED, "the %s backend cannot time steps", be->name);
+    if (!fn) {
+        if (s->times && be->profile_set)
+            be->profile_set(s->ctx, 0, err);   /* releasing never fails */
+        free(s->times);
+        s->times = NULL;
+        return RT_OK;
+    }
+    if (!s->times) {
+        struct rt_step_timing *times = calloc((size_t)(n > 0 ? n : 1), sizeof(*times));
+        if (!times)
+            return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+        enum rt_status st = be->profile_set ? be->profile_set(s->ctx, n, err) : RT_OK;
+        if (st != RT_OK) {
+            free(times);
+            return st;
+        }
+        s->times = times;
+    }
+    s->on_step = fn;
+    s->on_step_user = user;
+    return RT_OK;
+}
+
+/* After a timed pass: each step's times to the session's callback. */
+static enum rt_status report_times(struct rt_session *s, int batch, struct rt_error *err)
+{
+    const struct rt_backend_iface *be = s->m->backend->iface;
+    int n = s->m->plan.n_steps;
+    enum rt_status st = be->profile_read ? be->profile_read(s->ctx, s->times, n, err) : RT_OK;
+    for (int i = 0; st == RT_OK && i < n; i++) {
+        s->times[i].step = i;
+        s->times[i].batch = batch;
+        s->on_step(s->on_step_user, &s->times[i]);
+    }
+    return st;
 }
 
 /* An observed run's callback and its host staging buffer. */
@@ -359,6 +412,7 @@ static enum rt_status run(struct rt_session *s, int batch, const float *const *i
     const struct rt_plan *p = &m->plan;
     if (batch < 1 || batch > m->cfg.max_batch_size)
         return rt_error_set(err, RT_ERR_INVALID, "batch size %d outside [1, %d]", batch, m->cfg.max_batch_size);
+    struct rt_step_timing *times = ob ? NULL : s->times;
     enum rt_status st;
     for (int i = 0; i < m->cfg.n_inputs; i++) {
         size_t bytes = (size_t)m->cfg.inputs[i].sample_elems * sizeof(float) * (size_t)batch;
@@ -375,7 +429,11 @@ static enum rt_status run(struct rt_session *s, int batch, const float *const *i
             io.in[k] = s->arena + rt_plan_offset(p, step->in[k], batch);
         if (step->residual >= 0)
             io.residual = s->arena + rt_plan_offset(p, step->residual, batch);
+        if (times && (st = be->profile_mark(s->ctx, i, false, &times[i], err)) != RT_OK)
+            return st;
         if ((st = be->run_step(s->ctx, p, step, batch, &io, err)) != RT_OK)
+            return st;
+        if (times && (st = be->profile_mark(s->ctx, i, true, &times[i], err)) != RT_OK)
             return st;
         if (ob && (st = observe(s, ob, step->out, batch, err)) != RT_OK)
             return st;
@@ -386,7 +444,9 @@ static enum rt_status run(struct rt_session *s, int batch, const float *const *i
         if (st != RT_OK)
             return st;
     }
-    return be->sync(s->ctx, err);
+    if ((st = be->sync(s->ctx, err)) != RT_OK || !times)
+        return st;
+    return report_times(s, batch, err);
 }
 
 enum rt_status rt_session_run(struct rt_session *s, int batch, const float *const *inputs, float *const *outputs,

@@ -180,4 +180,77 @@ void rt_session_free(struct rt_session *s);
 enum rt_status rt_session_run(struct rt_session *s, int batch, const float *const *inputs,
                               float *const *outputs, struct rt_error *err);
 
+/* ------------------------------------------------------------ profiling
+ *
+ * Per-step timing (`inferctl profile`, `inferd --profile-steps`). A step is
+ * one entry of the execution plan: a conv2d with its bias, residual add and
+ * activation fused is one step. Off by default, and then free: the executor
+ * tests one pointer before and after each step.
+ *
+ *     rt_session_profile(s, on_step, &acc, &err);   // timing on
+ *     rt_session_run(s, batch, in, out, &err);      // on_step once per step of every pass
+ *     rt_session_profile(s, NULL, NULL, &err);      // timing off
+ *
+ * The CPU backend reads CLOCK_MONOTONIC around each step's kernel call. The
+ * CUDA backend records a CUDA event pair around each step's kernels on the
+ * session's stream, launching the run eagerly (no CUDA graph) while timing
+ * is on, and wraps each step in an NVTX range named after its node when an
+ * NVTX library can be loaded (Nsight Systems then shows layer names).
+ */
+
+/* One step of one pass (rt_session_run splits a batch larger than the
+ * backend's pass size into passes). */
+struct rt_step_timing {
+    int step;                /* plan index, 0 .. rt_model_plan_steps() - 1 */
+    int batch;               /* samples in this pass */
+    int64_t begin_ns;        /* CLOCK_MONOTONIC at the step's start; on a GPU, the pass's launch
+                              * time plus the step's start measured on the device */
+    int64_t dur_ns;          /* the step's duration */
+};
+
+/* Called on the thread running the session, after the pass's last step has
+ * finished and outside any timed span. */
+typedef void (*rt_step_timing_fn)(void *user, const struct rt_step_timing *t);
+
+/* fn non-NULL: every later rt_session_run of s calls fn(user, t) for each
+ * step of each pass; NULL turns timing off. RT_ERR_UNSUPPORTED when s's
+ * backend cannot time steps. rt_session_run_observed (internal) never times. */
+enum rt_status rt_session_profile(struct rt_session *s, rt_step_timing_fn fn, void *user, struct rt_error *err);
+
+#define RT_STEP_TEXT 64
+#define RT_STEP_SHAPES 4
+
+/* What a step is and what it costs, at a given batch. */
+struct rt_step_desc {
+    const char *name;                 /* the node the step comes from (valid while the model lives) */
+    const char *op;                   /* its op: "conv2d", "relu", ... */
+    char epilogue[RT_STEP_TEXT];      /* work fused after the op, "bias+add+relu"; "" when none */
+    char kernel[RT_STEP_TEXT];        /* the backend's kernel for it, "im2col gemm, avx512"; "" when it does not say */
+    int n_in;                         /* inputs (the first RT_STEP_SHAPES shapes are below) */
+    struct rt_shape in[RT_STEP_SHAPES], out;   /* dims[0] is the batch */
+    double flops;                     /* arithmetic; a multiply-add counts two */
+    double bytes;                     /* inputs, residual and output once each, plus the weights:
+                                       * the least memory traffic, caches ignored */
+};
+
+/* Describes step `step` (0 .. rt_model_plan_steps() - 1) of m at batch
+ * (1 .. max_batch_size); RT_ERR_INVALID outside those ranges. */
+enum rt_status rt_model_step_desc(const struct rt_model *m, int step, int batch, struct rt_step_desc *out,
+                                  struct rt_error *err);
+
+/* The rates a backend reaches on work chosen to reach them: a large FP32
+ * (FP16 for prec FP16) GEMM through its own linear kernel, and a streaming
+ * element-wise kernel over buffers much larger than the caches; the ceilings
+ * a profile's GFLOP/s and GB/s are read against. Each is the best of a few
+ * timed repetitions after a warm-up (about 0.2 s on the CPU). */
+struct rt_backend_rates {
+    double gemm_gflops;
+    double stream_gbs;                /* bytes read plus bytes written, per second */
+    char what[128];                   /* the work measured, for reports */
+};
+
+/* RT_ERR_UNSUPPORTED when the backend cannot measure them. */
+enum rt_status rt_backend_measure_rates(struct rt_backend *b, enum rt_precision prec, struct rt_backend_rates *out,
+                                        struct rt_error *err);
+
 #endif /* RT_MODEL_H */

@@ -7,7 +7,7 @@
 #ifndef RT_MODEL_IMPL_H
 #define RT_MODEL_IMPL_H
 
-#include "runtime/core/graph.h"
+#include "runtime/core/plan.h"
 #include "runtime/rt_model.h"
 
 struct rt_load_options {
@@ -31,6 +31,11 @@ int rt_model_batch_chunk(const struct rt_model *m);
 /* The model's graph after batch-norm folding and the precision pass;
  * valid while the model lives. */
 const struct rt_graph *rt_model_graph(const struct rt_model *m);
+
+/* The model's execution plan and the backend it was prepared for (the
+ * step descriptions of rt_profile.c). */
+const struct rt_plan *rt_model_plan(const struct rt_model *m);
+struct rt_backend *rt_model_backend(const struct rt_model *m);
 
 /* data: batch samples of graph tensor `tensor` (F32, host memory, valid
  * during the call). */

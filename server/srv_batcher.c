@@ -306,6 +306,9 @@ static enum rt_status worker_init(struct worker *w, const struct rt_model *model
     size_t max = (size_t)cfg->max_batch_size;
     if (rt_session_create(model, &w->session, err) != RT_OK)
         return err->status;
+    if (w->b->stats->steps &&
+        rt_session_profile(w->session, srv_step_profile_record, w->b->stats->steps, err) != RT_OK)
+        return err->status;
     w->jobs = calloc(max, sizeof(struct srv_job *));
     if (!w->jobs)
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for the batch");

@@ -47,6 +47,9 @@ struct srv_job {
 
 struct srv_batcher_options {
     bool batching;       /* false: one job per batch */
+    /* --profile-steps: models get a step profile (stats->steps) that every
+     * worker's session reports its step times to. */
+    bool profile_steps;
     /* Called on a worker thread when the device fails in a way that poisons
      * every later run (RT_ERR_DEVICE); NULL to ignore. */
     void (*on_device_error)(const struct rt_error *err);

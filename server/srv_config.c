@@ -64,6 +64,9 @@ static const struct srv_option OPTIONS[] = {
      "dynamic batching; false runs every request alone (for comparison)"},
     {"no-ui", OPT_BOOL, OFF(no_ui), "false", 0, 0, NULL, NULL,
      "do not serve the web page (GET / and /ui/...: 404)"},
+    {"profile-steps", OPT_BOOL, OFF(profile_steps), "false", 0, 0, NULL, NULL,
+     "time every step of every batch (a clock read per step; CUDA: no graphs) and serve per-step "
+     "medians at GET /v2/models/{m}/profile"},
     {"max-body-bytes", OPT_SIZE, OFF(max_body_bytes), "64M", 1024, 4 * GIB, NULL, "BYTES",
      "largest request body accepted (413 above); k, M, G suffixes"},
     {"max-buffered-bytes", OPT_SIZE, OFF(max_buffered_bytes), "1G", 1024, 256 * GIB, NULL, "BYTES",

@@ -35,6 +35,7 @@ struct srv_config {
     bool exit_on_error;           /* a model failing to load at start-up ends inferd */
     bool batching;                /* false: every request runs alone */
     bool no_ui;                   /* true: no web page at / and /ui/ */
+    bool profile_steps;           /* time every step: GET /v2/models/{m}/profile */
     int64_t max_body_bytes;
     int64_t max_buffered_bytes;   /* all request bodies held at once */
     int64_t max_image_pixels;

@@ -22,6 +22,9 @@ void srv_handle_repo_index(struct srv_request *r);
 void srv_handle_repo_load(struct srv_request *r);
 void srv_handle_repo_unload(struct srv_request *r);
 
+/* srv_api_profile.c: per-step medians (--profile-steps). */
+void srv_handle_model_profile(struct srv_request *r);
+
 /* srv_api_infer.c and srv_api_classify.c. */
 void srv_handle_infer(struct srv_request *r);
 void srv_handle_classify(struct srv_request *r);

@@ -28,7 +28,9 @@ enum rt_status srv_model_load(const char *dir, const char *name, struct rt_backe
         free(m);
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
     }
-    if (srv_batcher_create(m->rt, opt, &m->stats, &m->batcher, err) != RT_OK) {
+    if ((opt->profile_steps && srv_step_profile_create(m->rt, &m->stats.steps, err) != RT_OK) ||
+        srv_batcher_create(m->rt, opt, &m->stats, &m->batcher, err) != RT_OK) {
+        srv_step_profile_free(m->stats.steps);
         srv_stats_destroy(&m->stats);
         rt_model_free(m->rt);
         free(m);
@@ -45,6 +47,7 @@ void srv_model_ref(struct srv_model *m) { atomic_fetch_add(&m->refs, 1); }
 static void model_free(struct srv_model *m)
 {
     srv_batcher_free(m->batcher);
+    srv_step_profile_free(m->stats.steps);
     srv_stats_destroy(&m->stats);
     rt_model_free(m->rt);
     free(m);

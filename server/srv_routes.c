@@ -19,6 +19,8 @@ static const struct srv_route ROUTES[] = {
     {"GET", "/v2/models/{model}/versions/{version}/ready", srv_handle_model_ready},
     {"GET", "/v2/models/{model}/stats", srv_handle_model_stats},
     {"GET", "/v2/models/{model}/versions/{version}/stats", srv_handle_model_stats},
+    {"GET", "/v2/models/{model}/profile", srv_handle_model_profile},
+    {"GET", "/v2/models/{model}/versions/{version}/profile", srv_handle_model_profile},
     {"POST", "/v2/models/{model}/infer", srv_handle_infer},
     {"POST", "/v2/models/{model}/versions/{version}/infer", srv_handle_infer},
     {"POST", "/v2/models/{model}/classify", srv_handle_classify},

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "srv_buf.h"
+#include "srv_step_profile.h"
 
 /* Why a request failed, as Triton's nv_inference_request_failure labels it. */
 enum srv_fail_reason { SRV_FAIL_REJECTED = 0, SRV_FAIL_BACKEND, SRV_FAIL_OTHER, SRV_FAIL_COUNT };
@@ -46,6 +47,9 @@ struct srv_model_stats {
     /* [max_batch + 1], indexed by batch size: one entry per execution. */
     struct srv_duration *batch_input, *batch_infer, *batch_output;
     struct srv_hist queue_us, compute_us, request_us, batch_size;
+    /* With --profile-steps: per-step times (srv_step_profile.h, its own
+     * lock), owned by the model; NULL otherwise. */
+    struct srv_step_profile *steps;
 };
 
 /* One request's timings, measured by the batcher (all ns). */

@@ -79,7 +79,7 @@ device() {
   else
     echo "nvidia-smi: not installed"
   fi
-  "$tests" --gpu cuda_device_query cuda_gpu_info
+  "$tests" --gpu cuda_device_query cuda_gpu_info cuda_rates
 }
 
 # name | timeout (s) | needs a GPU | command

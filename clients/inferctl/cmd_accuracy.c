@@ -6,29 +6,10 @@
  * choices), and how many predictions each differs from FP32 on. The
  * variants are written to a temporary folder and removed afterwards.
  */
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "quant_tools.h"
-
-static void remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char path[4096];
-    while (d && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        if (unlink(path) != 0)
-            remove_tree(path);
-    }
-    if (d)
-        closedir(d);
-    rmdir(dir);
-}
 
 static void row(const char *model, const char *precision, const char *calib, const struct ctl_images *test,
                 const int *pred, const int *fp32)
@@ -44,11 +25,7 @@ static void row(const char *model, const char *precision, const char *calib, con
 static bool model_rows(const char *dir, const char *tmp, const struct ctl_images *test, int calib, int threads)
 {
     char name[RT_NAME_MAX], path[4096];
-    size_t len = strlen(dir);
-    while (len > 1 && dir[len - 1] == '/')
-        len--;
-    const char *slash = memrchr(dir, '/', len);
-    snprintf(name, sizeof(name), "%.*s", (int)(len - (slash ? (size_t)(slash + 1 - dir) : 0)), slash ? slash + 1 : dir);
+    ctl_dir_name(dir, name, sizeof(name));
     int *fp32 = calloc((size_t)test->count, sizeof(int)), *pred = calloc((size_t)test->count, sizeof(int));
     bool ok = fp32 && pred && ctl_predict(dir, test, threads, fp32);
     if (ok)
@@ -104,7 +81,7 @@ int ctl_cmd_accuracy(int argc, char **argv)
     rc = CTL_EXIT_OK;
     for (int i = 0; i < npos && rc == CTL_EXIT_OK; i++)
         rc = model_rows(pos[i], tmp, &test, calib, threads) ? CTL_EXIT_OK : CTL_EXIT_ERROR;
-    remove_tree(tmp);
+    ctl_remove_tree(tmp);
     ctl_images_free(&test);
     free(pos);
     return rc;

@@ -1,7 +1,9 @@
 /*
  * common.c - what inferctl's commands share: option parsing, opening a
- * model with its backend and a session, softmax and top-k, a clock.
+ * model with its backend and a session, softmax and top-k, a clock,
+ * folder names and temporary folders.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "inferctl.h"
 
@@ -244,4 +247,33 @@ double ctl_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+const char *ctl_dir_name(const char *dir, char *buf, size_t cap)
+{
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
+    size_t start = len;
+    while (start > 0 && dir[start - 1] != '/')
+        start--;
+    snprintf(buf, cap, "%.*s", (int)(len - start), dir + start);
+    return buf;
+}
+
+void ctl_remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[4096];
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (unlink(path) != 0)
+            ctl_remove_tree(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
 }

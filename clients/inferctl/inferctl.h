@@ -41,6 +41,8 @@ int ctl_cmd_unload(int argc, char **argv);
 int ctl_cmd_quantize(int argc, char **argv);
 int ctl_cmd_convert(int argc, char **argv);
 int ctl_cmd_accuracy(int argc, char **argv);
+int ctl_cmd_profile(int argc, char **argv);
+int ctl_cmd_tune(int argc, char **argv);
 
 /* Prints "usage: inferctl NAME ARGS" and the help line of one command. */
 void ctl_print_command_usage(FILE *f, const char *name);
@@ -76,6 +78,8 @@ int ctl_positional(const char *command, int argc, char **argv, const struct ctl_
 /* Set by main from the global options: url NULL means $INFERD_URL, else
  * ICL_DEFAULT_URL; timeout_ms 0 means the library's default. */
 void ctl_set_server(const char *url, long timeout_ms);
+/* The global --url when one was given, else NULL. */
+const char *ctl_server_url(void);
 /* A client for the server; prints why and returns NULL on failure. */
 struct icl_client *ctl_connect(const char *command);
 /* Prints "inferctl COMMAND: message (HTTP status)" and returns the exit
@@ -130,5 +134,13 @@ int ctl_argmax(const float *x, int n);
 
 /* Seconds on a monotonic clock. */
 double ctl_now(void);
+
+/* ------------------------------------------------------------ files */
+
+/* The last component of a folder path ("model_repository/lenet5/" ->
+ * "lenet5"), into buf; returns buf. */
+const char *ctl_dir_name(const char *dir, char *buf, size_t cap);
+/* Removes dir and everything under it (temporary folders), as far as it can. */
+void ctl_remove_tree(const char *dir);
 
 #endif /* INFERCTL_H */

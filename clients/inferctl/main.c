@@ -41,6 +41,16 @@ static const struct ctl_command COMMANDS[] = {
      "write an fp32 model folder at another float precision (batch norms folded)"},
     {"accuracy", ctl_cmd_accuracy, "MODEL_DIR... [--calib N] [--threads N]",
      "top-1 of fp32, fp16 and int8 (each calibration method) on the test set"},
+    {"profile", ctl_cmd_profile,
+     "MODEL_DIR [--backend auto|cpu|cuda] [--threads N] [--batch N=1] [--precision fp32|fp16|int8] [--runs N=100] "
+     "[--warmup N=10] [--trace FILE]",
+     "time every step of the model offline: a table per layer, and a Chrome/Perfetto trace"},
+    {"tune", ctl_cmd_tune,
+     "MODEL_REPOSITORY/MODEL --latency-p99 MS [--concurrency A:B=1:16] [--budget SECONDS=60] "
+     "[--max-batch LIST=1,4,16,64] [--instances LIST=1,2(,4 by cores)] [--queue-delay LIST=0,500] "
+     "[--kind infer-binary|infer-json|classify] [--backend auto|cpu|cuda] [--threads N] [--inferd PATH] "
+     "[--url URL] [--out PREFIX] [--no-progress]",
+     "sweep max_batch_size, instances and queue delay under load; the best configuration within a p99"},
     {"help", cmd_help, "[COMMAND]", "show this help, or one command's"},
 };
 #define N_COMMANDS (int)(sizeof(COMMANDS) / sizeof(COMMANDS[0]))

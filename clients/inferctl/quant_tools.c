@@ -67,18 +67,6 @@ bool ctl_distinct_dirs(const char *src, const char *out)
     return true;
 }
 
-static const char *base_name(const char *dir, char *buf, size_t cap)
-{
-    size_t len = strlen(dir);
-    while (len > 1 && dir[len - 1] == '/')
-        len--;
-    size_t start = len;
-    while (start > 0 && dir[start - 1] != '/')
-        start--;
-    snprintf(buf, cap, "%.*s", (int)(len - start), dir + start);
-    return buf;
-}
-
 /* The fixed calibration subset: indices of the shuffled training set. */
 static void calib_indices(int total, int *idx)
 {
@@ -185,7 +173,7 @@ bool ctl_write_int8(const struct ctl_calibration *c, enum rt_calib_method m, dou
     }
     rt_calib_scales(&c->stats, g, m, percentile, scales);
     char name[RT_NAME_MAX];
-    struct rt_write_options wo = {.name = base_name(out_dir, name, sizeof(name)), .precision = RT_PRECISION_INT8,
+    struct rt_write_options wo = {.name = ctl_dir_name(out_dir, name, sizeof(name)), .precision = RT_PRECISION_INT8,
                                   .act_scales = scales, .method = rt_calib_method_name(m),
                                   .calibration_images = c->images};
     struct rt_error err = {0};
@@ -214,7 +202,7 @@ bool ctl_convert(const char *dir, enum rt_precision prec, const char *out_dir)
         fprintf(stderr, "inferctl: %s: convert reads fp32 models\n", dir);
         goto done;
     }
-    struct rt_write_options wo = {.name = base_name(out_dir, name, sizeof(name)), .precision = prec};
+    struct rt_write_options wo = {.name = ctl_dir_name(out_dir, name, sizeof(name)), .precision = prec};
     ok = rt_model_write(out_dir, json, len, rt_model_config(m), rt_model_graph(m), &wo, &err) == RT_OK;
     if (!ok)
         fprintf(stderr, "inferctl: %s\n", err.msg);

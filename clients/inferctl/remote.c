@@ -17,6 +17,8 @@ void ctl_set_server(const char *url, long timeout)
     timeout_ms = timeout;
 }
 
+const char *ctl_server_url(void) { return server_url; }
+
 struct icl_client *ctl_connect(const char *command)
 {
     const char *url = server_url ? server_url : getenv("INFERD_URL");

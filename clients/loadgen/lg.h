@@ -193,4 +193,11 @@ bool lg_report_csv(FILE *f, const struct lg_config *cfg, const struct lg_level_r
  * PREFIX.csv. False (after printing why) when gnuplot is missing or fails. */
 bool lg_report_plot(const struct lg_config *cfg, const struct lg_workload *w);
 
+/* Runs gnuplot on a script file: 0 when it succeeded, LG_GNUPLOT_MISSING
+ * when gnuplot is not installed, else its exit status (-1: no status). */
+#define LG_GNUPLOT_MISSING 127
+int lg_gnuplot(const char *script);
+/* Writes s as a gnuplot single-quoted string ('' stands for one quote). */
+void lg_gnuplot_string(FILE *f, const char *s);
+
 #endif /* LG_H */

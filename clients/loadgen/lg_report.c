@@ -153,8 +153,7 @@ bool lg_report_csv(FILE *f, const struct lg_config *cfg, const struct lg_level_r
     return ok;
 }
 
-/* path as a gnuplot single-quoted string ('' stands for one quote). */
-static void gp_string(FILE *f, const char *s)
+void lg_gnuplot_string(FILE *f, const char *s)
 {
     fputc('\'', f);
     for (; *s; s++) {
@@ -179,13 +178,13 @@ bool lg_report_plot(const struct lg_config *cfg, const struct lg_workload *w)
     /* columns of the CSV: 8 throughput, 11..14 p50..p99.9, 2 the level */
     fprintf(f, "# drawn by inferd-loadgen; rerun with: gnuplot %s\n"
                "set terminal pngcairo size 1000,640 noenhanced font ',11'\nset output ", gp);
-    gp_string(f, png);
+    lg_gnuplot_string(f, png);
     fprintf(f, "\nset title '%s, %s loop (labels: %s)'\n", w->description,
             lg_mode_name(cfg->mode), cfg->mode == LG_MODE_CLOSED ? "concurrency" : "offered req/s");
     fprintf(f, "set datafile separator ','\nset grid\nset key top left\nset logscale y\n"
                "set xlabel 'throughput (requests/s)'\nset ylabel 'latency (ms)'\n"
                "set xrange [0:*]\nset offsets 0, graph 0.05, 0, 0\nf = ");
-    gp_string(f, csv);
+    lg_gnuplot_string(f, csv);
     fprintf(f, "\nplot f skip 1 using 8:14 with linespoints lw 2 pt 7 title 'p99.9', \\\n"
                "     f skip 1 using 8:13 with linespoints lw 2 pt 7 title 'p99', \\\n"
                "     f skip 1 using 8:12 with linespoints lw 2 pt 7 title 'p90', \\\n"
@@ -195,19 +194,25 @@ bool lg_report_plot(const struct lg_config *cfg, const struct lg_workload *w)
         perror(gp);
         return false;
     }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execlp("gnuplot", "gnuplot", gp, (char *)NULL);
-        _exit(127);
-    }
-    int status = -1;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0) {
+    int status = lg_gnuplot(gp);
+    if (status != 0) {
         fprintf(stderr, "inferd-loadgen: gnuplot %s failed%s; the data is in %s\n", gp,
-                WIFEXITED(status) && WEXITSTATUS(status) == 127
-                    ? " (not installed: Debian's gnuplot-nox)" : "", csv);
+                status == LG_GNUPLOT_MISSING ? " (not installed: Debian's gnuplot-nox)" : "", csv);
         return false;
     }
     return true;
+}
+
+int lg_gnuplot(const char *script)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execlp("gnuplot", "gnuplot", script, (char *)NULL);
+        _exit(LG_GNUPLOT_MISSING);
+    }
+    int status = -1;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+        return -1;
+    return WEXITSTATUS(status);
 }

@@ -167,6 +167,13 @@ void kcpu_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed)
             }
 }
 
+const char *kcpu_conv2d_method(const struct k_conv2d *p)
+{
+    static const char *const NAMES[] = {[PATH_DIRECT] = "direct gemm", [PATH_IMPLICIT] = "implicit gemm",
+                                        [PATH_IM2COL] = "im2col gemm"};
+    return kcpu_dwconv_applies(p) ? "depthwise direct" : NAMES[plan(p).path];
+}
+
 /* Grows with p->n, and no path choice depends on p->n: scratch sized for
  * the largest batch serves every smaller one (the runtime relies on it). */
 size_t kcpu_conv2d_scratch_bytes(const struct k_conv2d *p, int threads)

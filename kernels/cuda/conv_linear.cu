@@ -20,6 +20,14 @@ static TileId tile_for(int n) { return n <= TileS::BN ? TILE_S : n <= TileM::BN 
 static int tile_bn(TileId t) { return t == TILE_S ? TileS::BN : t == TILE_M ? TileM::BN : TileL::BN; }
 static int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
+static_assert(TileS::BM == 64 && TileS::BN == 32 && TileM::BM == 128 && TileM::BN == 64 && TileL::BM == 128 &&
+                  TileL::BN == 128,
+              "tile_name's strings name the tiles");
+static const char *tile_name(TileId t)
+{
+    return t == TILE_S ? "tile 64x32" : t == TILE_M ? "tile 128x64" : "tile 128x128";
+}
+
 struct GemmShape {
     int N, K, Kpad, Npad, groups;
 };
@@ -84,6 +92,10 @@ template <typename T, ALoad AL> static cudaError_t raise_smem_limits()
 using namespace kcuda;
 
 extern "C" size_t kcuda_dtype_size(enum kcuda_dtype t) { return t == KCUDA_F16 ? 2 : 4; }
+
+extern "C" const char *kcuda_conv2d_tile(const struct k_conv2d *p) { return tile_name(tile_for(p->oc / p->groups)); }
+
+extern "C" const char *kcuda_linear_tile(const struct k_linear *p) { return tile_name(tile_for(p->m)); }
 
 extern "C" cudaError_t kcuda_init(void)
 {

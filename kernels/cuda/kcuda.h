@@ -68,6 +68,10 @@ void kcuda_linear_pack(const struct k_linear *p, const float *w, float *packed);
 /* y[n, m] = act(x[n, k] . w^T + bias + residual). */
 cudaError_t kcuda_linear(const struct k_linear *p, enum kcuda_dtype t, const void *x, const void *packed_w,
                          const float *bias, const void *residual, void *y, cudaStream_t stream);
+/* The block tile the GEMM of p runs with, "tile 64x32" (rows x columns of
+ * the output per thread block), for profiles. Host code. */
+const char *kcuda_conv2d_tile(const struct k_conv2d *p);
+const char *kcuda_linear_tile(const struct k_linear *p);
 
 /* ---------------------------------------------------------------- the rest */
 

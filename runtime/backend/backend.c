@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/cpu/kcpu.h"
 #include "runtime/backend/backend.h"
@@ -104,4 +105,30 @@ int rt_backend_device_count(const struct rt_backend *b)
 bool rt_backend_device_info(const struct rt_backend *b, int i, struct rt_device_info *out)
 {
     return i >= 0 && i < rt_backend_device_count(b) && b->iface->device_info(b, i, out);
+}
+
+enum rt_status rt_backend_measure_rates(struct rt_backend *b, enum rt_precision prec, struct rt_backend_rates *out,
+                                        struct rt_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (!b->iface->measure_rates)
+        return rt_error_set(err, RT_ERR_UNSUPPORTED, "the %s backend cannot measure its rates", b->iface->name);
+    return b->iface->measure_rates(b, prec, out, err);
+}
+
+int64_t rt_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+enum rt_status rt_backend_host_mark(void *ctx, int step, bool end, struct rt_step_timing *slot, struct rt_error *err)
+{
+    int64_t now = rt_clock_ns();
+    if (end)
+        slot->dur_ns = now - slot->begin_ns;
+    else
+        slot->begin_ns = now;
+    return RT_OK;
 }

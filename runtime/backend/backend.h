@@ -73,7 +73,31 @@ struct rt_backend_iface {
      * backend runs on, and memory and utilisation of device i. */
     int (*device_count)(const struct rt_backend *b);
     bool (*device_info)(const struct rt_backend *b, int i, struct rt_device_info *out);
+
+    /* Optional: step timing for rt_session_profile (profile_mark NULL: the
+     * backend cannot time steps). profile_set(ctx, n_steps) readies timing
+     * for a plan of n_steps, 0 releasing it (NULL: nothing to ready). The
+     * executor brackets each step's run_step with profile_mark(ctx, step,
+     * false, slot) and profile_mark(ctx, step, true, slot); after sync,
+     * profile_read(ctx, times, n_steps) fills times[step].begin_ns and
+     * dur_ns of every step of the pass (NULL: the marks filled the slots). */
+    enum rt_status (*profile_set)(void *ctx, int n_steps, struct rt_error *err);
+    enum rt_status (*profile_mark)(void *ctx, int step, bool end, struct rt_step_timing *slot, struct rt_error *err);
+    enum rt_status (*profile_read)(void *ctx, struct rt_step_timing *times, int n_steps, struct rt_error *err);
+    /* Optional: the kernel step s runs at batch, in a few words ("" when NULL). */
+    void (*describe_step)(struct rt_backend *b, const struct rt_plan *p, const struct rt_step *s, int batch, char *out,
+                          size_t cap);
+    /* Optional: rt_backend_measure_rates. */
+    enum rt_status (*measure_rates)(struct rt_backend *b, enum rt_precision prec, struct rt_backend_rates *out,
+                                    struct rt_error *err);
 };
+
+/* profile_mark of a backend whose run_step has finished its work when it
+ * returns (CPU, reference): the host's monotonic clock into slot. */
+enum rt_status rt_backend_host_mark(void *ctx, int step, bool end, struct rt_step_timing *slot, struct rt_error *err);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+int64_t rt_clock_ns(void);
 
 struct rt_backend {
     const struct rt_backend_iface *iface;

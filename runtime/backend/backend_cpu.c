@@ -351,6 +351,12 @@ static int cpu_batch_chunk(struct rt_backend *b, const struct rt_plan *p)
     return chunk < 1 ? 1 : chunk > RT_MAX_BATCH ? RT_MAX_BATCH : (int)chunk;
 }
 
+static enum rt_status cpu_measure_rates(struct rt_backend *b, enum rt_precision prec, struct rt_backend_rates *out,
+                                        struct rt_error *err)
+{
+    return rt_cpu_measure_rates(((const struct cpu_backend *)b->ctx)->threads, out, err);
+}
+
 static const struct rt_backend_iface CPU_IFACE = {
     .batch_chunk = cpu_batch_chunk,
     .name = "cpu",
@@ -366,6 +372,9 @@ static const struct rt_backend_iface CPU_IFACE = {
     .copy_out = cpu_copy,
     .run_step = cpu_run_step,
     .sync = cpu_sync,
+    .profile_mark = rt_backend_host_mark,
+    .describe_step = rt_cpu_describe_step,
+    .measure_rates = cpu_measure_rates,
 };
 
 /* The cpu_isa option (already a known name) becomes the kernels' choice;

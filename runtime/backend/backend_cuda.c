@@ -250,6 +250,7 @@ static void cuda_session_free(void *ctx)
             cudaStreamSynchronize(cs->stream);
         cuda_graph_cache_release(&cs->graphs);
         cuda_dnn_session_free(cs);
+        cuda_profile_set(cs, 0, NULL);
         cudaFree(cs->arena);
         cudaFree(cs->dstage);
         cudaFreeHost(cs->pinned);
@@ -281,7 +282,7 @@ static enum rt_status session_init(struct cuda_session *cs, const struct rt_plan
     struct cuda_backend *cb = cs->cb;
     int edges;
     cs->stage_bytes = stage_bytes(p, max_batch, &edges);
-    cs->cap_ops = edges + p->n_steps;
+    cs->cap_ops = edges + 3 * p->n_steps;   /* each step, and two profile marks around it */
     cs->ops = calloc((size_t)cs->cap_ops, sizeof(*cs->ops));
     if (!cs->ops)
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
@@ -355,6 +356,11 @@ static const struct rt_backend_iface CUDA_IFACE = {
     .copy_out = cuda_exec_copy_out,
     .run_step = cuda_exec_run_step,
     .sync = cuda_exec_sync,
+    .profile_set = cuda_profile_set,
+    .profile_mark = cuda_exec_profile_mark,
+    .profile_read = cuda_profile_read,
+    .describe_step = cuda_describe_step,
+    .measure_rates = cuda_measure_rates,
 };
 
 /* Makes device d current, creates its context and prepares the kernels;

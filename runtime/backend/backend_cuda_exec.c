@@ -1,9 +1,9 @@
 /*
  * backend_cuda_exec.c - running a batch on the CUDA backend: the recorded
  * run (copy_in / run_step / copy_out only record), and sync, which hands
- * the recorded run to backend_cuda_graph.c (eager, captured or replayed),
- * then waits for the stream and copies the outputs from pinned memory to
- * the caller.
+ * the recorded run to backend_cuda_graph.c (eager, captured or replayed;
+ * eager while steps are timed), then waits for the stream and copies the
+ * outputs from pinned memory to the caller.
  */
 #include <string.h>
 
@@ -88,6 +88,18 @@ enum rt_status cuda_exec_run_step(void *ctx, const struct rt_plan *p, const stru
     if (!op)
         return err->status;
     *op = (struct cuda_op){.kind = CUDA_OP_STEP, .step = s, .io = *io};
+    return RT_OK;
+}
+
+enum rt_status cuda_exec_profile_mark(void *ctx, int step, bool end, struct rt_step_timing *slot,
+                                      struct rt_error *err)
+{
+    struct cuda_session *cs = ctx;
+    RT_ASSERT(cs->prof && step >= 0 && step < cs->prof->n_steps);
+    struct cuda_op *op = next_op(cs, err);
+    if (!op)
+        return err->status;
+    *op = (struct cuda_op){.kind = CUDA_OP_MARK, .mark_step = step, .mark_end = end};
     return RT_OK;
 }
 
@@ -267,6 +279,12 @@ static enum rt_status enqueue_all(struct cuda_session *cs, struct rt_error *err)
                 KCHECK(cs, kcuda_convert(elems, KCUDA_F16, op->dev, KCUDA_F32, dstage, st), err);
             KCHECK(cs, cudaMemcpyAsync(pinned, f16 ? dstage : op->dev, op->bytes, cudaMemcpyDeviceToHost, st), err);
             break;
+        case CUDA_OP_MARK: {
+            enum rt_status r = cuda_profile_enqueue_mark(cs, op, err);
+            if (r != RT_OK)
+                return r;
+            break;
+        }
         }
     }
     return RT_OK;
@@ -300,19 +318,25 @@ static uint64_t signature(const struct cuda_session *cs)
 
 static enum rt_status enqueue_recorded(void *ctx, struct rt_error *err) { return enqueue_all(ctx, err); }
 
-/* Runs the recorded run eagerly, captured or replayed. Unless it replays,
- * cuDNN's algorithms for this batch are chosen on the host first, so a
- * capture that follows makes no heuristics calls. */
+/* Runs the recorded run eagerly, captured or replayed; eagerly while steps
+ * are timed (a graph would hide the host-side NVTX ranges and time its
+ * launch, not the steps'). Unless it replays, cuDNN's algorithms for this
+ * batch are chosen on the host first, so a capture that follows makes no
+ * heuristics calls. */
 static enum rt_status launch(struct cuda_session *cs, struct rt_error *err)
 {
     cudaError_t e = cudaSetDevice(cs->device);
     if (e != cudaSuccess)
         return cuda_fail(cs->cb, e, "cudaSetDevice", err);
     uint64_t sig = signature(cs);
-    if (cs->dnn && !cuda_graph_will_replay(&cs->graphs, cs->batch, sig)) {
+    if (cs->dnn && (cs->prof || !cuda_graph_will_replay(&cs->graphs, cs->batch, sig))) {
         enum rt_status r = cuda_dnn_choose(cs, cs->batch, err);
         if (r != RT_OK)
             return r;
+    }
+    if (cs->prof) {
+        cs->prof->launch_ns = rt_clock_ns();
+        return enqueue_all(cs, err);
     }
     return cuda_graph_run(&cs->graphs, cs->cb, cs->stream, cs->batch, sig, enqueue_recorded, cs, NULL, err);
 }

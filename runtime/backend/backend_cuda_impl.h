@@ -6,6 +6,8 @@
  *   backend_cuda_graph.c  CUDA graphs per batch size: warm-up, capture, replay
  *   backend_cuda_cudnn.c  cuDNN, loaded with dlopen, for convolutions
  *   backend_cuda_q8.c     INT8 steps: upload and dispatch to kernels/cuda/q8.cu
+ *   backend_cuda_profile.c step timing (CUDA events), kernel names, measured rates
+ *   backend_cuda_nvtx.c   NVTX ranges, loaded with dlopen
  *
  * A session (one worker instance) owns, on one device: a non-blocking
  * stream, the activation arena (cudaMalloc), pinned host staging for the
@@ -19,6 +21,10 @@
  *   run_step:                                          record step
  *   copy_out:                                          record D2H
  *   sync:      [graph: H2D (+ to FP16), steps, (to FP32 +) D2H] -> wait -> pinned -> user output
+ *
+ * While rt_session_profile is on, the executor's profile marks are recorded
+ * too (an event, and an NVTX range, around each step) and sync launches the
+ * run eagerly, never through a graph.
  */
 #ifndef BACKEND_CUDA_IMPL_H
 #define BACKEND_CUDA_IMPL_H
@@ -72,7 +78,7 @@ struct cuda_step_prep {
     struct cuda_dev_weights dev[CUDA_MAX_DEVICES];
 };
 
-enum cuda_op_kind { CUDA_OP_IN, CUDA_OP_STEP, CUDA_OP_OUT };
+enum cuda_op_kind { CUDA_OP_IN, CUDA_OP_STEP, CUDA_OP_OUT, CUDA_OP_MARK };
 
 /* One recorded call of rt_session_run. */
 struct cuda_op {
@@ -83,6 +89,15 @@ struct cuda_op {
     void *host;                     /* OUT: the caller's buffer */
     size_t stage;                   /* IN, OUT: offset in the staging buffers */
     size_t bytes;                   /* IN, OUT: FP32 bytes at the model's edge */
+    int mark_step;                  /* MARK: the plan step it brackets */
+    bool mark_end;                  /* MARK: after the step (else before) */
+};
+
+/* A session's step timing (rt_session_profile): an event pair per step. */
+struct cuda_profile {
+    int n_steps;
+    cudaEvent_t *events;            /* [2 * n_steps]: each step's begin and end */
+    int64_t launch_ns;              /* host clock when the timed run was launched */
 };
 
 struct cuda_session {
@@ -100,6 +115,7 @@ struct cuda_session {
     int batch;                      /* of the recorded run; 0 before its first step */
     struct cuda_graph_cache graphs;
     struct cuda_dnn_session *dnn;
+    struct cuda_profile *prof;      /* NULL unless timing steps */
 };
 
 /* Turns a CUDA error into RT_ERR_DEVICE (RT_ERR_NO_MEMORY for allocation
@@ -121,6 +137,9 @@ enum rt_status cuda_exec_copy_out(void *ctx, void *dst, const void *src, size_t 
 enum rt_status cuda_exec_run_step(void *ctx, const struct rt_plan *p, const struct rt_step *s, int batch,
                                   const struct rt_step_io *io, struct rt_error *err);
 enum rt_status cuda_exec_sync(void *ctx, struct rt_error *err);
+/* profile_mark: records a mark (an event and an NVTX range at launch). */
+enum rt_status cuda_exec_profile_mark(void *ctx, int step, bool end, struct rt_step_timing *slot,
+                                      struct rt_error *err);
 /* Whether an FP32 / FP16 step has a kernel and fits its limits; else why not. */
 bool cuda_f32_supports(const struct rt_step *s, char *why, size_t why_len);
 /* The limits of the kernels beyond having one (sizes, input counts). */
@@ -135,6 +154,24 @@ enum rt_status cuda_q8_prepare(struct cuda_backend *cb, const struct rt_plan *p,
 void cuda_q8_release_host(struct cuda_step_prep *pr);
 enum rt_status cuda_q8_enqueue(struct cuda_session *cs, const struct rt_step *s, const struct rt_step_io *io,
                                struct rt_error *err);
+
+/* backend_cuda_profile.c: the backend's profile_set, profile_read,
+ * describe_step and measure_rates (backend.h), and what the recorded run
+ * does with a mark. */
+enum rt_status cuda_profile_set(void *ctx, int n_steps, struct rt_error *err);
+enum rt_status cuda_profile_read(void *ctx, struct rt_step_timing *times, int n_steps, struct rt_error *err);
+void cuda_describe_step(struct rt_backend *b, const struct rt_plan *p, const struct rt_step *s, int batch, char *out,
+                        size_t cap);
+enum rt_status cuda_measure_rates(struct rt_backend *b, enum rt_precision prec, struct rt_backend_rates *out,
+                                  struct rt_error *err);
+/* Enqueues a recorded mark: the step's begin event and NVTX range push, or
+ * its end event and the pop. */
+enum rt_status cuda_profile_enqueue_mark(struct cuda_session *cs, const struct cuda_op *op, struct rt_error *err);
+
+/* backend_cuda_nvtx.c: NVTX ranges when libnvtx3interop or libnvToolsExt
+ * loads (Nsight Systems injects into either); otherwise nothing. */
+void cuda_nvtx_push(const char *name);
+void cuda_nvtx_pop(void);
 
 /* backend_cuda_cudnn.c */
 /* Loads libcudnn; NULL with the reason in why when it is absent or unusable. */

@@ -82,6 +82,18 @@ static bool conv2d_write_attrs(const struct rt_node *n, cJSON *a)
            cJSON_AddNumberToObject(a, "groups", c->groups);
 }
 
+/* Two per multiply-add of one output pixel's window, over every output. */
+static double conv_flops(const struct k_conv2d *c)
+{
+    int window = c->c / c->groups * c->kh * c->kw;   /* exact: groups divide the channels */
+    return 2.0 * c->n * c->oc * c->oh * c->ow * window;
+}
+
+static double conv2d_flops(const struct rt_step *s, const union rt_step_params *k, int batch)
+{
+    return conv_flops(&k->conv);
+}
+
 const struct rt_op_family rt_family_conv2d = {
     .infer = conv2d_infer,
     .params = conv2d_params,
@@ -90,6 +102,7 @@ const struct rt_op_family rt_family_conv2d = {
     .read_attrs = conv2d_read_attrs,
     .write_attrs = conv2d_write_attrs,
     .q8_prepare = rt_op_q8_prepare_gemm,
+    .flops = conv2d_flops,
 };
 
 /* ---- conv2d_dyn: x per-sample [N, C, H, W], weight [OC, C/groups, KH, KW],
@@ -141,7 +154,14 @@ static void conv2d_dyn_params(const struct rt_graph *g, const struct rt_step *s,
     };
 }
 
+/* k holds one sample's convolution (never scaled): batch of them. */
+static double conv2d_dyn_flops(const struct rt_step *s, const union rt_step_params *k, int batch)
+{
+    return batch * conv_flops(&k->conv_dyn.conv);
+}
+
 const struct rt_op_family rt_family_conv2d_dyn = {
     .infer = conv2d_dyn_infer,
     .params = conv2d_dyn_params,
+    .flops = conv2d_dyn_flops,
 };

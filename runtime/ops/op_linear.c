@@ -66,12 +66,18 @@ static void linear_params(const struct rt_graph *g, const struct rt_step *s, uni
 
 static void linear_at_batch(union rt_step_params *k, int batch) { k->linear.n *= batch; }
 
+static double linear_flops(const struct rt_step *s, const union rt_step_params *k, int batch)
+{
+    return 2.0 * k->linear.n * k->linear.k * (double)k->linear.m;
+}
+
 const struct rt_op_family rt_family_linear = {
     .infer = linear_infer,
     .params = linear_params,
     .at_batch = linear_at_batch,
     .weights = rt_op_gemm_weights,
     .q8_prepare = rt_op_q8_prepare_gemm,
+    .flops = linear_flops,
 };
 
 /* ---- matmul: per-sample [..., M, K] . [..., K, N] (either transposed), the
@@ -135,8 +141,20 @@ static void matmul_params(const struct rt_graph *g, const struct rt_step *s, uni
 
 static void matmul_at_batch(union rt_step_params *k, int batch) { k->matmul.n *= batch; }
 
+/* Two per multiply-add of each [m, k] . [k, cols] product, one product per
+ * batch position of every sample. */
+static double matmul_flops(const struct rt_step *s, const union rt_step_params *kp, int batch)
+{
+    const struct k_matmul *k = &kp->matmul;
+    double products = k->n;
+    for (int d = 0; d < k->rank; d++)
+        products *= (double)k->dims[d];
+    return 2.0 * products * (double)k->m * (double)k->k * (double)k->cols;
+}
+
 const struct rt_op_family rt_family_matmul = {
     .infer = matmul_infer,
     .params = matmul_params,
     .at_batch = matmul_at_batch,
+    .flops = matmul_flops,
 };

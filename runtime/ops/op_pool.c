@@ -44,6 +44,13 @@ static void pool2d_params(const struct rt_graph *g, const struct rt_step *s, uni
 
 static void pool2d_at_batch(union rt_step_params *k, int batch) { k->pool.n *= batch; }
 
+/* One comparison or addition per window element of every output. */
+static double pool2d_flops(const struct rt_step *s, const union rt_step_params *k, int batch)
+{
+    const struct k_pool2d *p = &k->pool;
+    return (double)p->n * p->c * p->oh * p->ow * p->kh * (double)p->kw;
+}
+
 static bool pool2d_read_attrs(struct rt_attrs *at, struct rt_node *n)
 {
     static const int ONE2[2] = {1, 1}, ZERO4[4] = {0, 0, 0, 0};
@@ -84,6 +91,7 @@ const struct rt_op_family rt_family_max_pool2d = {
     .at_batch = pool2d_at_batch,
     .read_attrs = pool2d_read_attrs,
     .write_attrs = max_pool2d_write_attrs,
+    .flops = pool2d_flops,
 };
 
 static bool avg_pool2d_read_attrs(struct rt_attrs *at, struct rt_node *n)
@@ -120,6 +128,7 @@ const struct rt_op_family rt_family_avg_pool2d = {
     .read_attrs = avg_pool2d_read_attrs,
     .write_attrs = avg_pool2d_write_attrs,
     .q8_prepare = avg_pool2d_q8_prepare,
+    .flops = pool2d_flops,
 };
 
 /* ---- global_avg_pool: [N, C, H, W] -> [N, C, 1, 1] */
@@ -142,6 +151,12 @@ static void global_avg_pool_params(const struct rt_graph *g, const struct rt_ste
 
 static void channels_at_batch(union rt_step_params *k, int batch) { k->channels.n *= batch; }
 
+/* One addition per input element. */
+static double global_avg_pool_flops(const struct rt_step *s, const union rt_step_params *k, int batch)
+{
+    return (double)k->channels.n * (double)k->channels.c * (double)k->channels.inner;
+}
+
 static enum rt_status global_avg_pool_q8_prepare(const struct rt_graph *g, const struct rt_step *s,
                                                  struct rt_q8_step *q, struct rt_error *err)
 {
@@ -158,4 +173,5 @@ const struct rt_op_family rt_family_global_avg_pool = {
     .params = global_avg_pool_params,
     .at_batch = channels_at_batch,
     .q8_prepare = global_avg_pool_q8_prepare,
+    .flops = global_avg_pool_flops,
 };

@@ -39,6 +39,10 @@ struct rt_op_family {
     /* INT8 steps: the numbers derived at load (quant.c's rt_q8_step_prepare). */
     enum rt_status (*q8_prepare)(const struct rt_graph *g, const struct rt_step *s, struct rt_q8_step *q,
                                  struct rt_error *err);
+    /* The step's arithmetic with parameters k (scaled to batch samples), a
+     * multiply-add counting two: what a profile's GFLOP/s divide. NULL: one
+     * operation per output element. */
+    double (*flops)(const struct rt_step *s, const union rt_step_params *k, int batch);
 };
 
 #define RT_OP_FAMILY_DECL(op, name, lo, hi, traits, act, family) extern const struct rt_op_family rt_family_##family;

@@ -1,0 +1,222 @@
+/*
+ * backend_cuda_profile.c - the CUDA backend's answers to a profiler.
+ *
+ * Step timing: profile_set creates an event pair per plan step on the
+ * session's device; the executor's marks are recorded with the run
+ * (cuda_exec_profile_mark), and
+ * when the run is launched (eagerly, see backend_cuda_exec.c) each becomes
+ * a cudaEventRecord on the session's stream, the begin mark inside an NVTX
+ * range named after the step's node. After sync, profile_read turns the
+ * events into durations (cudaEventElapsedTime, about 0.5 us resolution).
+ *
+ * Also the kernel a step runs (describe_step) and the rates of a large GEMM
+ * and a streaming kernel on the first device (measure_rates), timed with
+ * CUDA events.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/backend/backend_cuda_impl.h"
+
+static void profile_free(struct cuda_profile *pr)
+{
+    if (!pr)
+        return;
+    for (int i = 0; pr->events && i < 2 * pr->n_steps; i++) {
+        if (pr->events[i])
+            cudaEventDestroy(pr->events[i]);
+    }
+    free(pr->events);
+    free(pr);
+}
+
+enum rt_status cuda_profile_set(void *ctx, int n_steps, struct rt_error *err)
+{
+    struct cuda_session *cs = ctx;
+    profile_free(cs->prof);
+    cs->prof = NULL;
+    if (n_steps == 0)
+        return RT_OK;
+    struct cuda_profile *pr = calloc(1, sizeof(*pr));
+    if (pr)
+        pr->events = calloc((size_t)n_steps * 2, sizeof(cudaEvent_t));
+    if (!pr || !pr->events) {
+        profile_free(pr);
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    }
+    pr->n_steps = n_steps;
+    cudaError_t e = cudaSetDevice(cs->device);
+    for (int i = 0; e == cudaSuccess && i < 2 * n_steps; i++)
+        e = cudaEventCreate(&pr->events[i]);
+    if (e != cudaSuccess) {
+        profile_free(pr);
+        return cuda_fail(cs->cb, e, "cudaEventCreate", err);
+    }
+    cs->prof = pr;
+    return RT_OK;
+}
+
+enum rt_status cuda_profile_enqueue_mark(struct cuda_session *cs, const struct cuda_op *op, struct rt_error *err)
+{
+    const struct cuda_profile *pr = cs->prof;
+    RT_ASSERT(pr);
+    if (!op->mark_end)
+        cuda_nvtx_push(cs->plan->steps[op->mark_step].node->name);
+    cudaError_t e = cudaEventRecord(pr->events[2 * (size_t)op->mark_step + op->mark_end], cs->stream);
+    if (op->mark_end)
+        cuda_nvtx_pop();
+    return e == cudaSuccess ? RT_OK : cuda_fail(cs->cb, e, "cudaEventRecord", err);
+}
+
+enum rt_status cuda_profile_read(void *ctx, struct rt_step_timing *times, int n_steps, struct rt_error *err)
+{
+    struct cuda_session *cs = ctx;
+    const struct cuda_profile *pr = cs->prof;
+    RT_ASSERT(pr && n_steps == pr->n_steps);
+    for (int i = 0; i < n_steps; i++) {
+        float start_ms = 0, dur_ms = 0;
+        cudaEvent_t begin = pr->events[2 * (size_t)i], end = pr->events[2 * (size_t)i + 1];
+        CUDA_CHECK(cs->cb, cudaEventElapsedTime(&start_ms, pr->events[0], begin), err);
+        CUDA_CHECK(cs->cb, cudaEventElapsedTime(&dur_ms, begin, end), err);
+        times[i].begin_ns = pr->launch_ns + (int64_t)((double)start_ms * 1e6);
+        times[i].dur_ns = (int64_t)((double)dur_ms * 1e6);
+    }
+    return RT_OK;
+}
+
+void cuda_describe_step(struct rt_backend *b, const struct rt_plan *p, const struct rt_step *s, int batch, char *out,
+                        size_t cap)
+{
+    const struct cuda_step_prep *pr = s->prep;
+    union rt_step_params k = rt_step_params(s, batch);
+    const char *dt = p->cfg && p->cfg->precision == RT_PRECISION_FP16 ? "fp16" : "fp32";
+    if (s->q8)
+        snprintf(out, cap, "int8%s", rt_op_has(s->op, RT_T_GEMM) ? " dp4a gemm" : "");
+    else if (pr && pr->cudnn)
+        snprintf(out, cap, "cudnn + bias_act, %s", dt);
+    else if (s->op == RT_OP_CONV2D)
+        snprintf(out, cap, "implicit gemm %s, %s", kcuda_conv2d_tile(&k.conv), dt);
+    else if (s->op == RT_OP_LINEAR)
+        snprintf(out, cap, "gemm %s, %s", kcuda_linear_tile(&k.linear), dt);
+    else
+        snprintf(out, cap, "%s", dt);
+}
+
+/* ---- rates: a 4096^3 GEMM (137 GFLOP) through kcuda_linear, and relu from
+ * one 256 MiB buffer (FP32) into another */
+
+#define RATE_DIM 4096
+#define RATE_STREAM_ELEMS ((int64_t)64 << 20)
+#define RATE_REPEATS 5
+
+struct rate_bufs {
+    void *x, *w, *y, *a, *b;
+    cudaStream_t st;
+    cudaEvent_t start, stop;
+};
+
+/* Best milliseconds of RATE_REPEATS launches after one untimed one. */
+static enum rt_status best_ms(struct cuda_backend *cb, const struct rate_bufs *r, enum kcuda_dtype dt, bool gemm,
+                              float *best, struct rt_error *err)
+{
+    const struct k_linear lin = {.n = RATE_DIM, .k = RATE_DIM, .m = RATE_DIM, .act = K_ACT_NONE};
+    *best = 1e30f;
+    for (int i = 0; i <= RATE_REPEATS; i++) {
+        CUDA_CHECK(cb, cudaEventRecord(r->start, r->st), err);
+        if (gemm)
+            CUDA_CHECK(cb, kcuda_linear(&lin, dt, r->x, r->w, NULL, NULL, r->y, r->st), err);
+        else
+            CUDA_CHECK(cb, kcuda_act(K_ACT_RELU, RATE_STREAM_ELEMS, dt, r->a, r->b, r->st), err);
+        CUDA_CHECK(cb, cudaEventRecord(r->stop, r->st), err);
+        CUDA_CHECK(cb, cudaEventSynchronize(r->stop), err);
+        float ms = 0;
+        CUDA_CHECK(cb, cudaEventElapsedTime(&ms, r->start, r->stop), err);
+        if (i > 0 && ms < *best)
+            *best = ms;
+    }
+    return RT_OK;
+}
+
+/* Packs the GEMM's weights on the host and uploads them in type dt. */
+static enum rt_status upload_weights(struct cuda_backend *cb, struct rate_bufs *r, enum kcuda_dtype dt,
+                                     struct rt_error *err)
+{
+    const struct k_linear lin = {.n = RATE_DIM, .k = RATE_DIM, .m = RATE_DIM, .act = K_ACT_NONE};
+    size_t elems = kcuda_linear_packed_elems(&lin);
+    float *w = malloc((size_t)RATE_DIM * RATE_DIM * sizeof(float)), *packed = malloc(elems * sizeof(float));
+    void *tmp = NULL;
+    if (!w || !packed) {
+        free(w);
+        free(packed);
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    }
+    for (int64_t i = 0; i < (int64_t)RATE_DIM * RATE_DIM; i++)
+        w[i] = (float)(i % 13 - 6) * 0.01f;
+    kcuda_linear_pack(&lin, w, packed);
+    cudaError_t e;
+    if ((e = cudaMalloc(&r->w, elems * kcuda_dtype_size(dt))) == cudaSuccess &&
+        (e = cudaMalloc(&tmp, elems * sizeof(float))) == cudaSuccess &&
+        (e = cudaMemcpy(tmp, packed, elems * sizeof(float), cudaMemcpyHostToDevice)) == cudaSuccess &&
+        (e = kcuda_convert((int64_t)elems, KCUDA_F32, tmp, dt, r->w, r->st)) == cudaSuccess)
+        e = cudaStreamSynchronize(r->st);
+    enum rt_status s = e == cudaSuccess ? RT_OK : cuda_fail(cb, e, "uploading the GEMM's weights", err);
+    cudaFree(tmp);
+    free(w);
+    free(packed);
+    return s;
+}
+
+static enum rt_status measure(struct cuda_backend *cb, struct rate_bufs *r, enum kcuda_dtype dt, float *gemm_ms,
+                              float *stream_ms, struct rt_error *err)
+{
+    size_t es = kcuda_dtype_size(dt), square = (size_t)RATE_DIM * RATE_DIM * es;
+    CUDA_CHECK(cb, cudaSetDevice(cb->dev[0]), err);
+    CUDA_CHECK(cb, cudaStreamCreateWithFlags(&r->st, cudaStreamNonBlocking), err);
+    CUDA_CHECK(cb, cudaEventCreate(&r->start), err);
+    CUDA_CHECK(cb, cudaEventCreate(&r->stop), err);
+    CUDA_CHECK(cb, cudaMalloc(&r->x, square), err);
+    CUDA_CHECK(cb, cudaMalloc(&r->y, square), err);
+    CUDA_CHECK(cb, cudaMalloc(&r->a, (size_t)RATE_STREAM_ELEMS * es), err);
+    CUDA_CHECK(cb, cudaMalloc(&r->b, (size_t)RATE_STREAM_ELEMS * es), err);
+    CUDA_CHECK(cb, cudaMemset(r->x, 0, square), err);
+    CUDA_CHECK(cb, cudaMemset(r->a, 0, (size_t)RATE_STREAM_ELEMS * es), err);
+    enum rt_status s = upload_weights(cb, r, dt, err);
+    if (s == RT_OK)
+        s = best_ms(cb, r, dt, true, gemm_ms, err);
+    if (s == RT_OK)
+        s = best_ms(cb, r, dt, false, stream_ms, err);
+    return s;
+}
+
+enum rt_status cuda_measure_rates(struct rt_backend *b, enum rt_precision prec, struct rt_backend_rates *out,
+                                  struct rt_error *err)
+{
+    struct cuda_backend *cb = b->ctx;
+    enum kcuda_dtype dt = prec == RT_PRECISION_FP16 ? KCUDA_F16 : KCUDA_F32;
+    struct rate_bufs r;
+    memset(&r, 0, sizeof(r));
+    float gemm_ms = 0, stream_ms = 0;
+    enum rt_status s = measure(cb, &r, dt, &gemm_ms, &stream_ms, err);
+    if (r.st)
+        cudaStreamSynchronize(r.st);
+    cudaFree(r.x);
+    cudaFree(r.w);
+    cudaFree(r.y);
+    cudaFree(r.a);
+    cudaFree(r.b);
+    if (r.start)
+        cudaEventDestroy(r.start);
+    if (r.stop)
+        cudaEventDestroy(r.stop);
+    if (r.st)
+        cudaStreamDestroy(r.st);
+    if (s != RT_OK)
+        return s;
+    size_t es = kcuda_dtype_size(dt);
+    out->gemm_gflops = 2.0 * RATE_DIM * RATE_DIM * (double)RATE_DIM / ((double)gemm_ms * 1e-3) * 1e-9;
+    out->stream_gbs = 2.0 * (double)RATE_STREAM_ELEMS * (double)es / ((double)stream_ms * 1e-3) * 1e-9;
+    snprintf(out->what, sizeof(out->what), "%s GEMM %dx%dx%d and relu over %lld MiB, CUDA device %d",
+             dt == KCUDA_F16 ? "FP16" : "FP32", RATE_DIM, RATE_DIM, RATE_DIM,
+             (long long)(RATE_STREAM_ELEMS * (int64_t)es >> 20), cb->dev[0]);
+    return RT_OK;
+}

@@ -1,0 +1,108 @@
+/*
+ * test_cuda_profile.c - step timing on the CUDA backend (GPU only; skips
+ * with the reason elsewhere): with CUDA graphs on, a timed run launches
+ * eagerly and reports every step of every pass once, in plan order, with
+ * device durations that fit inside the host's time around the call, and
+ * the same outputs as the untimed (replayed) runs before and after it; the
+ * backend's rates are measured. Step names in Nsight Systems (NVTX) need
+ * nsys and stay a manual check (docs/performance.md).
+ */
+#include "runtime/backend/backend.h"
+#include "runtime/rt_model.h"
+#include "test_cuda_util.h"
+
+#define RESNET "model_repository/resnet-mini"
+#define BATCH 8
+#define IMAGE 784      /* resnet-mini's input: 1 x 28 x 28 */
+#define CLASSES 10
+
+struct seen {
+    int n_steps, calls, next_step;
+    int64_t sum_ns, first_begin_ns, last_end_ns;
+    bool out_of_order, non_positive;
+};
+
+static void on_step(void *user, const struct rt_step_timing *t)
+{
+    struct seen *s = user;
+    s->calls++;
+    s->sum_ns += t->dur_ns;
+    s->out_of_order |= t->step != s->next_step || t->batch < 1 || t->batch > BATCH;
+    s->next_step = (t->step + 1) % s->n_steps;
+    s->non_positive |= t->dur_ns <= 0;
+    s->first_begin_ns = t->begin_ns < s->first_begin_ns ? t->begin_ns : s->first_begin_ns;
+    s->last_end_ns = t->begin_ns + t->dur_ns > s->last_end_ns ? t->begin_ns + t->dur_ns : s->last_end_ns;
+}
+
+TEST(cuda_session_profile)
+{
+    CUDA_REQUIRE();
+    struct rt_error err = {0};
+    struct rt_backend *b = NULL;
+    struct rt_model *m = NULL;
+    struct rt_session *s = NULL;
+    const struct rt_backend_options opt = {.device = -1, .cuda_graphs = RT_CUDA_GRAPHS_ON};
+    TEST_FAIL_IF(rt_backend_create(RT_BACKEND_CUDA, &opt, &b, &err) != RT_OK, "%s", err.msg);
+    TEST_FAIL_IF(rt_model_load(RESNET, b, &m, &err) != RT_OK, "%s", err.msg);
+    ASSERT_EQ_INT(rt_session_create(m, &s, &err), RT_OK);
+    const struct rt_model_config *cfg = rt_model_config(m);
+    ASSERT_EQ_INT(cfg->inputs[0].sample_elems, IMAGE);
+    ASSERT_EQ_INT(cfg->outputs[0].sample_elems, CLASSES);
+    static float x[BATCH * IMAGE], y0[BATCH * CLASSES], y[BATCH * CLASSES];
+    test_rand_fill(x, (int64_t)BATCH * IMAGE, 0, 1);
+    const float *in[1] = {x};
+    float *out0[1] = {y0}, *out[1] = {y};
+    for (int i = 0; i < 3; i++)   /* eager, captured, replayed */
+        ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out0, &err), RT_OK);
+
+    struct seen seen = {.n_steps = rt_model_plan_steps(m)};
+    ASSERT_EQ_INT(rt_session_profile(s, on_step, &seen, &err), RT_OK);
+    for (int i = 0; i < 5; i++) {
+        seen.calls = 0;
+        seen.sum_ns = seen.last_end_ns = 0;
+        seen.first_begin_ns = INT64_MAX;
+        int64_t t0 = rt_clock_ns();
+        ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out, &err), RT_OK);
+        int64_t wall = rt_clock_ns() - t0;
+        ASSERT_EQ_INT(seen.calls, seen.n_steps);   /* one pass: CUDA runs the batch at once */
+        ASSERT_FALSE(seen.out_of_order);
+        ASSERT_FALSE(seen.non_positive);
+        ASSERT_LE(seen.sum_ns, wall);
+        ASSERT_GE(seen.first_begin_ns, t0);
+        printf("  timed run %d: steps %.1f us on the device, %.1f us around the call\n", i,
+               (double)seen.sum_ns / 1e3, (double)wall / 1e3);
+        ASSERT_TRUE(test_same_bits(y, y0, sizeof(y)));
+    }
+    ASSERT_EQ_INT(rt_session_profile(s, NULL, NULL, &err), RT_OK);
+    seen.calls = 0;
+    ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out, &err), RT_OK);   /* back to the graph */
+    ASSERT_EQ_INT(seen.calls, 0);
+    ASSERT_TRUE(test_same_bits(y, y0, sizeof(y)));
+
+    struct rt_step_desc d;
+    ASSERT_EQ_INT(rt_model_step_desc(m, 0, BATCH, &d, &err), RT_OK);
+    printf("  step 0 (%s): kernel \"%s\"\n", d.name, d.kernel);
+    ASSERT_STR_CONTAINS(d.kernel, "gemm");
+    rt_session_free(s);
+    rt_model_free(m);
+    rt_backend_free(b);
+    return TEST_PASS;
+}
+
+TEST(cuda_rates)
+{
+    CUDA_REQUIRE();
+    struct rt_error err = {0};
+    struct rt_backend *b = NULL;
+    const struct rt_backend_options opt = {.device = -1};
+    TEST_FAIL_IF(rt_backend_create(RT_BACKEND_CUDA, &opt, &b, &err) != RT_OK, "%s", err.msg);
+    for (int p = RT_PRECISION_FP32; p <= RT_PRECISION_FP16; p++) {
+        struct rt_backend_rates r;
+        enum rt_status st = rt_backend_measure_rates(b, (enum rt_precision)p, &r, &err);
+        TEST_FAIL_IF(st != RT_OK, "%s", err.msg);
+        printf("  %s: %.0f GFLOP/s, %.0f GB/s\n", r.what, r.gemm_gflops, r.stream_gbs);
+        ASSERT_TRUE(r.gemm_gflops > 100 && r.stream_gbs > 50);   /* any sm_90 GPU does far better */
+    }
+    rt_backend_free(b);
+    return TEST_PASS;
+}
