@@ -79,6 +79,8 @@ static const struct srv_option OPTIONS[] = {
      "deepest JSON nesting accepted (400 above), checked before parsing"},
     {"idle-timeout", OPT_INT, OFF(idle_timeout_s), "30", 1, 86400, NULL, "SECONDS",
      "close a connection that sends nothing for this long"},
+    {"min-body-rate", OPT_SIZE, OFF(min_body_rate), "500", 0, GIB, NULL, "BYTES",
+     "after 2 s, a request body must arrive at this many bytes a second on average (the connection is closed below; 0: no minimum)"},
     {"header-timeout", OPT_INT, OFF(header_timeout_s), "30", 1, 86400, NULL, "SECONDS",
      "longest a client may take to send a request head, however it trickles it (the connection is closed above)"},
     {"request-timeout", OPT_INT, OFF(request_timeout_s), "60", 1, 86400, NULL, "SECONDS",

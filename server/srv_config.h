@@ -44,6 +44,7 @@ struct srv_config {
     int64_t idle_timeout_s;       /* connection idle timeout */
     int64_t request_timeout_s;    /* whole-request receive timeout */
     int64_t header_timeout_s;     /* request head deadline (srv_head_watch.h) */
+    int64_t min_body_rate;        /* bytes/s a body must average after a grace; 0: none */
     int64_t max_connections;
     int64_t max_connections_per_ip; /* 0: no per-address limit */
     char api_key[SRV_CONFIG_STR_MAX]; /* "" : model control needs no token */

@@ -34,7 +34,7 @@ struct srv_http {
     atomic_int_fast64_t refusal_logged_s;   /* the last second a refusal was logged */
 };
 
-enum { HTTP_CONNECTION_MEMORY = 64 * 1024, HTTP_LISTEN_BACKLOG = 1024 };
+enum { HTTP_CONNECTION_MEMORY = 64 * 1024, HTTP_LISTEN_BACKLOG = 1024, BODY_RATE_GRACE_S = 2 };
 
 /* ------------------------------------------------------------ status mapping */
 
@@ -522,9 +522,20 @@ static void request_start(struct srv_request *r, struct srv_http *h, const char 
 static bool request_body(struct srv_request *r, const char *data, size_t n)
 {
     const struct srv_config *cfg = &r->srv->cfg;
-    if (srv_now_ns() - r->start_ns > cfg->request_timeout_s * 1000000000LL) {
+    int64_t elapsed = srv_now_ns() - r->start_ns;
+    if (elapsed > cfg->request_timeout_s * 1000000000LL) {
         srv_log(SRV_LOG_INFO, r->id, "%s %s: body not received within %lld s, closing",
                 r->method, r->path, (long long)cfg->request_timeout_s);
+        return false;
+    }
+    /* Apache's mod_reqtimeout rule: after a grace, the body must keep
+     * arriving at --min-body-rate on average, or a trickle holds memory
+     * and a connection for all of --request-timeout. */
+    size_t got = r->body_len + n;
+    if (cfg->min_body_rate > 0 &&
+        (double)elapsed > 1e9 * (BODY_RATE_GRACE_S + (double)got / (double)cfg->min_body_rate)) {
+        srv_log(SRV_LOG_INFO, r->id, "%s %s: body arriving slower than %lld bytes/s, closing", r->method, r->path,
+                (long long)cfg->min_body_rate);
         return false;
     }
     if (r->body_overflow || r->body_over_budget)

@@ -487,3 +487,41 @@ TEST(http_bad_trickled_head_cut)
     const char *const args[] = {"--header-timeout", "1", NULL};
     return http_run(&LENET, 1, args, trickled_head_cut);
 }
+
+/* A body trickled at 500 bytes/s, with --min-body-rate 2000: closed once
+ * it falls behind (2 s of grace, then 2000 bytes/s on average), long
+ * before --request-timeout; a body sent at once is served. */
+static enum test_result slow_body_cut(struct http_daemon *d)
+{
+    static const char HEAD[] = "POST " INFER " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                               "Content-Length: 100000\r\n\r\n";
+    static char chunk[50];
+    memset(chunk, ' ', sizeof(chunk));
+    int fd = http_raw_connect(d);
+    ASSERT_TRUE(fd >= 0 && http_raw_send(fd, HEAD, sizeof(HEAD) - 1));
+    int64_t t0 = now_ns();
+    bool open = true;
+    size_t sent = 0;
+    while (open && now_ns() - t0 < 8000000000LL) {
+        open = send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL) == (ssize_t)sizeof(chunk);
+        sent += open ? sizeof(chunk) : 0;
+        char c;
+        struct timeval tv = {0, 100000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (recv(fd, &c, 1, 0) == 0)
+            open = false;
+    }
+    double secs = (double)(now_ns() - t0) / 1e9;
+    close(fd);
+    printf("  trickled %zu body bytes at about 500 bytes/s; closed after %.2f s\n", sent, secs);
+    ASSERT_TRUE(!open);
+    ASSERT_TRUE(secs >= 2.0 && secs < 5.0);
+    ASSERT_TRUE(http_still_serves(d));
+    return TEST_PASS;
+}
+
+TEST(http_bad_slow_body_cut)
+{
+    const char *const args[] = {"--min-body-rate", "2000", NULL};
+    return http_run(&LENET, 1, args, slow_body_cut);
+}
