@@ -168,3 +168,24 @@ TEST(client_inferctl_quantize_own_calibration_images)
     client_run_free(&r);
     return TEST_PASS;
 }
+
+/* inferctl profile --precision int8 calibrates its copy on the user's images too. */
+TEST(client_inferctl_profile_int8_own_calibration)
+{
+    char calib[64];
+    ASSERT_TRUE(tmp_dir_make(calib, sizeof(calib)));
+    bool ok = write_images(calib, false);
+    struct client_run r = {0};
+    const char *args[] = {"profile", "model_repository/lenet5", "--precision", "int8", "--calib-data", calib,
+                          "--runs", "3", "--warmup", "1", "--threads", "1", NULL};
+    ok = ok && client_run_tool("inferctl", args, &r);
+    remove_tree(calib);
+    ASSERT_TRUE(ok);
+    if (r.status != 0)
+        printf("  %s", r.err);
+    ASSERT_EQ_INT(r.status, 0);
+    ASSERT_STR_CONTAINS(r.out, "images of /tmp/");
+    ASSERT_STR_CONTAINS(r.out, "conv2d");
+    client_run_free(&r);
+    return TEST_PASS;
+}

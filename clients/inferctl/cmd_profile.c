@@ -23,7 +23,7 @@
 #define PROFILE_CALIB_IMAGES 256   /* INT8 copies: timing does not need the best scales */
 
 struct profile_args {
-    const char *dir, *backend, *precision, *trace;
+    const char *dir, *backend, *precision, *trace, *calib_data;
     int threads, batch, runs, warmup;
 };
 
@@ -90,15 +90,17 @@ static bool parse_precision(const char *text, enum rt_precision *out)
 }
 
 /* Writes dir at precision want into tmp/NAME (FP16 or FP32 as inferctl
- * convert does; INT8 calibrated with the max method); its path in out. */
-static bool convert_copy(const char *dir, enum rt_precision want, const char *tmp, int threads, char *out, size_t cap)
+ * convert does; INT8 calibrated with the max method on calib_data's images,
+ * or Fashion-MNIST's when NULL); its path in out. */
+static bool convert_copy(const char *dir, enum rt_precision want, const char *tmp, const char *calib_data, int threads,
+                         char *out, size_t cap)
 {
     char name[RT_NAME_MAX];
     snprintf(out, cap, "%s/%s", tmp, ctl_dir_name(dir, name, sizeof(name)));
     if (want != RT_PRECISION_INT8)
         return ctl_convert(dir, want, out);
     struct ctl_calibration c;
-    if (!ctl_calibrate(dir, PROFILE_CALIB_IMAGES, NULL, threads, &c))
+    if (!ctl_calibrate(dir, PROFILE_CALIB_IMAGES, calib_data, threads, &c))
         return false;
     bool ok = ctl_write_int8(&c, RT_CALIB_MAX, 100.0, out);
     ctl_calibration_free(&c);
@@ -136,11 +138,11 @@ static int open_model(const struct profile_args *a, const char *tmp, struct rt_b
         return CTL_EXIT_ERROR;
     }
     char copy[4096];
-    if (!convert_copy(a->dir, want, tmp, a->threads, copy, sizeof(copy)))
+    if (!convert_copy(a->dir, want, tmp, a->calib_data, a->threads, copy, sizeof(copy)))
         return CTL_EXIT_ERROR;
     if (want == RT_PRECISION_INT8)
-        printf("profiling a %s copy of %s (max calibration over %d training images)\n", a->precision, a->dir,
-               PROFILE_CALIB_IMAGES);
+        printf("profiling a %s copy of %s (max calibration over at most %d images of %s)\n", a->precision, a->dir,
+               PROFILE_CALIB_IMAGES, a->calib_data ? a->calib_data : "Fashion-MNIST's training set");
     else
         printf("profiling a %s copy of %s\n", a->precision, a->dir);
     if (rt_model_load(copy, *b, m, &err) != RT_OK) {
@@ -349,6 +351,7 @@ int ctl_cmd_profile(int argc, char **argv)
         {"runs", CTL_OPT_INT, &a.runs, 1, PROFILE_MAX_RUNS},
         {"warmup", CTL_OPT_INT, &a.warmup, 0, PROFILE_MAX_RUNS},
         {"trace", CTL_OPT_STRING, &a.trace, 0, 0},
+        {"calib-data", CTL_OPT_STRING, &a.calib_data, 0, 0},
     };
     char **pos = NULL;
     int npos = 0;

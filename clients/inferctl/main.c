@@ -43,7 +43,7 @@ static const struct ctl_command COMMANDS[] = {
      "top-1 of fp32, fp16 and int8 (each calibration method) on the test set"},
     {"profile", ctl_cmd_profile,
      "MODEL_DIR [--backend auto|cpu|cuda] [--threads N] [--batch N=1] [--precision fp32|fp16|int8] [--runs N=100] "
-     "[--warmup N=10] [--trace FILE]",
+     "[--warmup N=10] [--trace FILE] [--calib-data DIR]",
      "time every step of the model offline: a table per layer, and a Chrome/Perfetto trace"},
     {"tune", ctl_cmd_tune,
      "MODEL_REPOSITORY/MODEL --latency-p99 MS [--concurrency A:B=1:16] [--budget SECONDS=60] "
