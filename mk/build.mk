@@ -94,6 +94,7 @@ ifeq ($(CUDA_ON),1)
   # A fat binary: SASS for T4 (sm_75), A100 (80), A10G / RTX 30 (86),
   # L4 / RTX 40 (89) and H100 / H200 (90), plus sm_90 PTX that newer GPUs
   # compile at load. CUDA_ARCHS="90" builds one for a quicker edit cycle.
+  # Ascending: the first is the oldest GPU accepted, the last gets the PTX.
   # --compress-mode=size: five targets with line info would be 8 MB per
   # program uncompressed (1.1 MB compressed), too large for the GPU
   # bundle; the CUDA 13 driver (R580+) the runtime needs reads it.
@@ -102,7 +103,7 @@ ifeq ($(CUDA_ON),1)
                 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
                 -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS)) \
                 -Werror all-warnings
-  CFLAGS     += -DINFERD_CUDA=1 -DINFERD_CUDA_MIN_SM=$(firstword $(sort $(CUDA_ARCHS))) -I$(CUDA_HOME)/include
+  CFLAGS     += -DINFERD_CUDA=1 -DINFERD_CUDA_MIN_SM=$(firstword $(CUDA_ARCHS)) -I$(CUDA_HOME)/include
   LDLIBS     += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
   LIB_OBJ    += $(CU_OBJ)
 endif

@@ -46,7 +46,7 @@ LINT_HDR  := $(call find_src,runtime server kernels,*.h) $(wildcard clients/*/*.
 LINT_DIR  := $(BUILD)/lint
 LINT_DEFS := $(CSTD) -I. -I$(GEN) -I$(BUILD)
 ifeq ($(CUDA_ON),1)
-  LINT_DEFS += -DINFERD_CUDA=1 -DINFERD_CUDA_MIN_SM=$(firstword $(sort $(CUDA_ARCHS))) -I$(CUDA_HOME)/include
+  LINT_DEFS += -DINFERD_CUDA=1 -DINFERD_CUDA_MIN_SM=$(firstword $(CUDA_ARCHS)) -I$(CUDA_HOME)/include
 else
   LINT_SRC  := $(call no_cuda,$(LINT_SRC))
 endif

@@ -69,6 +69,9 @@ double test_rel_error(const float *a, const float *b, int64_t count);
 /* Count of NaN or infinity in x. */
 int64_t test_count_nonfinite(const float *x, int64_t count);
 
+/* Milliseconds on the monotonic clock (for timeouts and durations). */
+double test_now_ms(void);
+
 /* Whether a GPU suite was requested (run-tests --gpu). */
 bool test_gpu_requested(void);
 

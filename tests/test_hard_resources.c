@@ -24,13 +24,6 @@ static const struct http_model_spec LENET = HTTP_MODEL_SPEC("lenet5");
 
 #define INFER "/v2/models/lenet5/infer"
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* A field of /proc/PID/status in kB ("VmHWM", "VmRSS"), or -1. */
 static long proc_kb(pid_t pid, const char *field)
 {
@@ -169,9 +162,9 @@ static double probe_liveness(const struct http_daemon *d, atomic_bool *busy, int
     *probes = 0;
     *all_ok = true;
     while (atomic_load(busy) || *probes < 3) {
-        double t0 = now_ms();
+        double t0 = test_now_ms();
         *all_ok &= http_status(d, "GET", "/v2/health/live", NULL, NULL, 0) == 200;
-        double dt = now_ms() - t0;
+        double dt = test_now_ms() - t0;
         worst = dt > worst ? dt : worst;
         (*probes)++;
         usleep(20 * 1000);
@@ -228,7 +221,7 @@ static enum test_result images_off_http_threads(struct http_daemon *d)
         s.a[i] = (struct attack){d, "/v2/models/lenet5/classify",
                                  "Content-Type: multipart/form-data; boundary=B0", body, len, 0};
     atomic_init(&s.busy, true);
-    double t0 = now_ms();
+    double t0 = test_now_ms();
     pthread_t t;
     pthread_create(&t, NULL, attacks_run, &s);
     int probes;
@@ -237,7 +230,7 @@ static enum test_result images_off_http_threads(struct http_daemon *d)
     pthread_join(t, NULL);
     free(body);
     printf("  2 x %d PNGs of %dx%d: %.0f ms; %d liveness probes, slowest %.1f ms\n", IMAGES, SIDE,
-           SIDE, now_ms() - t0, probes, worst);
+           SIDE, test_now_ms() - t0, probes, worst);
     ASSERT_EQ_INT(s.a[0].status, 200);
     ASSERT_EQ_INT(s.a[1].status, 200);
     ASSERT_TRUE(all_ok);

@@ -98,6 +98,13 @@ void test_fail_msg(const char *file, int line, const char *fmt, ...)
     printf("\n");
 }
 
+double test_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 uint64_t test_rand_u64(void)
 {
     uint64_t x = rng_state;

@@ -180,12 +180,6 @@ static bool write_pictures(const char *dir, struct picture *pics)
     return ok;
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int ms)
 {
@@ -202,7 +196,7 @@ static int wait_for(struct wd *w, const char *css, int want, long long deadline,
     char err_id[1][WD_ID_MAX], text[512];
     for (;;) {
         int n = wd_find_all(w, NULL, css, ids, max);
-        if (n >= want || now_ms() > deadline)
+        if (n >= want || (long long)test_now_ms() > deadline)
             return n;
         if (strcmp(css, "#error:not([hidden])") != 0 && wd_find_all(w, NULL, "#error:not([hidden])", err_id, 1) == 1) {
             printf("  the page shows an error: %s\n",
@@ -255,7 +249,7 @@ static enum test_result drive(struct wd *w, const struct http_daemon *d,
     /* The live panel polls /metrics every 2 s: wait for it to count them. */
     long requests = 0;
     ASSERT_EQ_INT(wd_find_all(w, NULL, "#m-requests", ids, 1), 1);
-    while (requests <= 0 && now_ms() < deadline) {
+    while (requests <= 0 && (long long)test_now_ms() < deadline) {
         ASSERT_TRUE(wd_text(w, ids[0], text, sizeof(text)));
         requests = strtol(text, NULL, 10);
         if (requests <= 0)
@@ -290,7 +284,7 @@ static enum test_result drive(struct wd *w, const struct http_daemon *d,
 
 static enum test_result browser(struct http_daemon *d)
 {
-    long long deadline = now_ms() + BROWSER_BUDGET_MS;
+    long long deadline = (long long)test_now_ms() + BROWSER_BUDGET_MS;
     char dir[] = "/tmp/inferd-ui-XXXXXX";
     struct picture pics[N_PICTURES];
     memset(pics, 0, sizeof(pics));
