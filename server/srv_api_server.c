@@ -12,6 +12,10 @@ void srv_handle_live(struct srv_request *r)
 
 void srv_handle_ready(struct srv_request *r)
 {
+    if (atomic_load(&r->srv->shutting_down)) {
+        srv_reply_error(r, 503, "the server is shutting down");
+        return;
+    }
     if (!atomic_load(&r->srv->models_loaded)) {
         srv_reply_error(r, 503, "models are loading");
         return;

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,7 +154,7 @@ static enum MHD_Result queue_reply(struct srv_request *r)
     }
     for (int i = 0; i < r->n_headers; i++)
         MHD_add_response_header(resp, r->headers[i].name, r->headers[i].value);
-    if (atomic_load(&r->srv->draining))
+    if (atomic_load(&r->srv->shutting_down) || atomic_load(&r->srv->draining))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
@@ -893,6 +895,41 @@ enum rt_status srv_http_start(struct srv_server *srv, struct srv_http **out, str
 
 int srv_http_port(const struct srv_http *h) { return h->port; }
 
+/* Connections that finished their handshake but are not accepted yet: for a
+ * listening socket Linux reports the accept queue's length in TCP_INFO's
+ * tcpi_unacked. -1 where the platform does not say. */
+static int listen_queue_length(const struct srv_http *h)
+{
+#if defined(__linux__) && defined(TCP_INFO)
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    if (!info || getsockopt(info->listen_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        ti.tcpi_state != TCP_LISTEN)
+        return -1;
+    return (int)ti.tcpi_unacked;
+#else
+    (void)h;
+    return -1;
+#endif
+}
+
+int srv_http_accept_backlog(struct srv_http *h, int max_ms)
+{
+    int64_t deadline = srv_now_ns() + (int64_t)max_ms * 1000000;
+    int waiting = listen_queue_length(h);
+    if (waiting < 0)
+        return -1;
+    while (waiting > 0 && srv_now_ns() < deadline) {
+        usleep(1000);
+        waiting = listen_queue_length(h);
+    }
+    /* The last connections accepted hold whole requests in their socket
+     * buffers: one turn of the HTTP threads' poll loop reads their heads. */
+    usleep(20 * 1000);
+    return waiting;
+}
+
 void srv_http_quiesce(struct srv_http *h)
 {
     /* Closed only after MHD_stop_daemon: the pool's threads may still be
@@ -900,7 +937,8 @@ void srv_http_quiesce(struct srv_http *h)
      * accepted connection (a race ThreadSanitizer saw). No shutdown() on it
      * either: when the pool ran on epoll, that made libmicrohttpd 0.9.75
      * panic ("Failed to remove listen FD from epoll set"). Clients that
-     * connect during the drain wait in the backlog and are reset at exit. */
+     * connect after srv_http_accept_backlog wait in the backlog and are
+     * reset at exit. */
     h->quiesced_fd = MHD_quiesce_daemon(h->daemon);
 }
 

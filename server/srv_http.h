@@ -69,6 +69,11 @@ struct srv_request {
 enum rt_status srv_http_start(struct srv_server *srv, struct srv_http **out, struct rt_error *err);
 /* The port actually bound (useful with port 0). */
 int srv_http_port(const struct srv_http *h);
+/* Keeps accepting while clients wait in the listen backlog (at most max_ms),
+ * so requests sent before a signal are served, not reset at exit. Returns
+ * how many were still waiting at the end, or -1 where the platform cannot
+ * tell (then it returns at once). */
+int srv_http_accept_backlog(struct srv_http *h, int max_ms);
 /* Stops accepting connections; open ones keep being served. */
 void srv_http_quiesce(struct srv_http *h);
 /* Closes every connection and stops the threads. No request may be pending. */

@@ -6,9 +6,11 @@
  * start HTTP (live answers from here on; ready does not yet), load every
  * model (one failing ends start-up unless --exit-on-error false), then
  * wait. SIGTERM, SIGINT or SIGHUP (or a device error that poisons the
- * backend) starts the drain (SIGHUP does not reload: model control does): mark draining (health turns 503, new requests are
- * refused), stop accepting connections, wait until every accepted request
- * is answered, then stop. Exit status 0 after a clean drain, 1 when
+ * backend) starts the drain (SIGHUP does not reload: model control does):
+ * readiness turns 503, connections waiting in the listen backlog are
+ * accepted and served (up to 1 s), then new requests are refused, the
+ * listener stops accepting, and every accepted request is answered; then
+ * stop. Exit status 0 after a clean drain, 1 when
  * start-up or the drain failed or the device broke, 2 for bad flags.
  */
 #include <errno.h>
@@ -26,6 +28,9 @@
 
 static struct srv_server server;
 static atomic_int exit_status;
+
+/* How long a drain keeps accepting while clients wait in the listen backlog. */
+enum { BACKLOG_FLUSH_MS = 1000 };
 
 /* A device error poisons the backend: stop being ready and end non-zero, so
  * a supervisor restarts the daemon. Runs on a worker thread. */
@@ -51,9 +56,15 @@ static bool write_port_file(const char *path, int port)
     return ok;
 }
 
-/* Waits until every accepted request has been answered. */
+/* Serves what waits in the listen backlog, then stops accepting and waits
+ * until every accepted request has been answered. */
 static bool drain(struct srv_http *http)
 {
+    atomic_store(&server.shutting_down, true);
+    int left = srv_http_accept_backlog(http, BACKLOG_FLUSH_MS);
+    if (left > 0)
+        srv_log_warn("%d connection(s) still in the listen backlog after %d ms: they will be reset",
+                     left, BACKLOG_FLUSH_MS);
     atomic_store(&server.draining, true);
     srv_http_quiesce(http);
     int64_t deadline = srv_now_ns() + server.cfg.drain_timeout_s * 1000000000LL;

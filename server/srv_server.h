@@ -23,7 +23,8 @@ struct srv_server {
     struct srv_repo *repo;
     struct srv_work_pool *work;        /* image decoding and preprocessing */
     struct srv_work_pool *control;     /* model load and unload, one at a time */
-    atomic_bool draining;              /* SIGTERM received: refuse new work */
+    atomic_bool shutting_down;         /* a signal arrived: not ready; the listen backlog is still served */
+    atomic_bool draining;              /* the backlog is served: refuse new work */
     atomic_bool models_loaded;         /* start-up loading finished */
     atomic_int inflight;               /* HTTP requests between arrival and completion */
     atomic_uint_fast64_t responses[600];  /* responses sent, by status code */

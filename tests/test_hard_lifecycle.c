@@ -469,6 +469,50 @@ TEST(hard_sighup_sigint_drain)
     return TEST_PASS;
 }
 
+/* Requests sent before a signal are served even when they still wait in the
+ * listen backlog: with the daemon stopped (SIGSTOP) the kernel accepts the
+ * handshakes and holds the requests; SIGTERM then SIGCONT. Each must get
+ * its 200, not a 503 or a reset at exit. */
+TEST(hard_signal_serves_listen_backlog)
+{
+    if (!http_source_model_present())
+        SKIP("%s is missing", HTTP_SOURCE_MODEL);
+    enum { CLIENTS = 200 };
+    static const char REQUEST[] = "GET /v2/models/lenet5 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    struct http_daemon d;
+    struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
+    ASSERT_TRUE(http_daemon_start(&d, &spec, 1, NULL));
+    int fds[CLIENTS];
+    int sent = 0;
+    ASSERT_EQ_INT(kill(d.pid, SIGSTOP), 0);
+    for (int i = 0; i < CLIENTS; i++) {
+        fds[i] = http_raw_connect(&d);
+        sent += fds[i] >= 0 && http_raw_send(fds[i], REQUEST, sizeof(REQUEST) - 1);
+    }
+    ASSERT_EQ_INT(kill(d.pid, SIGTERM), 0);
+    ASSERT_EQ_INT(kill(d.pid, SIGCONT), 0);
+    int ok = 0, refused = 0, reset = 0;
+    for (int i = 0; i < CLIENTS; i++) {
+        int st = fds[i] >= 0 ? http_raw_status(fds[i], 10000) : -1;
+        ok += st == 200;
+        refused += st == 503;
+        reset += st <= 0;
+        if (fds[i] >= 0)
+            close(fds[i]);
+    }
+    int status = http_daemon_wait(&d, 20000);
+    char log[8192];
+    http_daemon_log(&d, log, sizeof(log));
+    http_daemon_stop(&d);
+    printf("  %d requests sent while stopped: %d answered 200, %d 503, %d reset; exit status %d\n", sent,
+           ok, refused, reset, status);
+    ASSERT_EQ_INT(sent, CLIENTS);
+    ASSERT_EQ_INT(ok, CLIENTS);
+    ASSERT_EQ_INT(status, 0);
+    ASSERT_STR_CONTAINS(log, "SIGTERM received");
+    return TEST_PASS;
+}
+
 /* lenet5's nv_inference_count from /metrics, its inference_count from the
  * statistics endpoint; both must agree. */
 static double inference_count(const struct http_daemon *d)
