@@ -424,15 +424,23 @@ static enum MHD_Result check_header(void *cls, enum MHD_ValueKind kind, const ch
  * only, in HTML, with its status line and headers sent twice). The 400
  * closes the connection, so no byte after the head is read as a request.
  * A nameless line is seen only when it comes first: after another header,
- * libmicrohttpd drops it and every line after it, unseen by its API. */
+ * libmicrohttpd drops it and every line after it, unseen by its API; a
+ * POST left without a length then closes its connection after the answer. */
 static bool strict_head(struct srv_request *r, const char *version)
 {
     struct head_check c = {0};
     MHD_get_connection_values(r->conn, MHD_HEADER_KIND, check_header, &c);
     if (!c.why && strcmp(version, MHD_HTTP_VERSION_1_1) == 0 && !srv_request_header(r, MHD_HTTP_HEADER_HOST))
         c.why = "HTTP/1.1 needs a Host header";
-    if (!c.why)
+    if (!c.why) {
+        /* A POST or PUT that names no length has no body (RFC 9112). If its
+         * Content-Length was on a line libmicrohttpd dropped (above), the
+         * body would be read as the next request: close after the answer. */
+        if (!c.content_length && !c.transfer_encoding &&
+            (strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0))
+            srv_reply_header_static(r, "Connection", "close");
         return true;
+    }
     srv_reply_header(r, "Connection", "close");
     srv_reply_error(r, 400, "malformed request head: %s", c.why);
     return false;

@@ -116,6 +116,9 @@ static enum test_result strict_heads(struct http_daemon *d)
     static const struct { const char *head; int status; } CASES[] = {
         {"POST " INFER " HTTP/1.1\r\nHost: x\r\nContent-Length : 41\r\n\r\n", 400},
         {"POST " INFER " HTTP/1.1\r\n: x\r\nHost: x\r\nContent-Length: 41\r\n\r\n", 400},
+        /* after another header libmicrohttpd drops the nameless line and the
+         * Content-Length: the POST, with no length left, closes after its 400 */
+        {"POST " INFER " HTTP/1.1\r\nHost: x\r\n: x\r\nContent-Length: 41\r\n\r\n", 400},
         {"POST " INFER " HTTP/1.1\r\nHost: x\r\nContent-Length: 41\r\nContent-Length: 5\r\n\r\n", 400},
         {"POST " INFER " HTTP/1.1\r\nHost: x\r\nContent-Length: 41\r\n"
          "Transfer-Encoding: chunked\r\n\r\n", 400},
@@ -154,7 +157,7 @@ static enum test_result strict_heads(struct http_daemon *d)
                      "case %zu: status %d, %d answers (want %d, 1): %s", i, status, answers,
                      CASES[i].status, out);
         /* The accepted ones reached the handler, which read the body as JSON. */
-        TEST_FAIL_IF(i >= 6 && !strstr(out, "malformed JSON"), "case %zu: %s", i, out);
+        TEST_FAIL_IF(i >= 7 && !strstr(out, "malformed JSON"), "case %zu: %s", i, out);
     }
     ASSERT_TRUE(http_still_serves(d));
     return TEST_PASS;
