@@ -441,9 +441,6 @@ enum rt_status srv_infer_parse(const struct rt_model_config *cfg, uint8_t *body,
     if (json_len == 0)
         return rt_error_set(err, RT_ERR_INVALID, "empty request body");
     struct data_sources src = {.bin = {body + json_len, len - json_len}};
-    if (!srv_json_depth_ok((const char *)body, json_len, lim->max_json_depth))
-        return rt_error_set(err, RT_ERR_INVALID, "JSON nested deeper than %d levels",
-                            lim->max_json_depth);
     /* The most elements the model could take in one request: the fast path
      * takes no more, and cJSON is not let near a body of many more values
      * (one ~80-byte node each) than that. */
@@ -452,7 +449,15 @@ enum rt_status srv_infer_parse(const struct rt_model_config *cfg, uint8_t *body,
         need += cfg->inputs[i].sample_elems;
     need = need > lim->max_tensor_elements / cfg->max_batch_size ? lim->max_tensor_elements
                                                                  : need * cfg->max_batch_size;
-    srv_json_numbers_take((char *)body, json_len, need, &src.nums);
+    /* The tensor data taken out first (its scanner is iterative and bounded),
+     * so the checks below and cJSON read only what is left. */
+    json_len = srv_json_numbers_take((char *)body, json_len, need, &src.nums);
+    if (src.nums.depth > lim->max_json_depth ||
+        !srv_json_depth_ok((const char *)body, json_len, lim->max_json_depth)) {
+        srv_json_numbers_free(&src.nums);
+        return rt_error_set(err, RT_ERR_INVALID, "JSON nested deeper than %d levels",
+                            lim->max_json_depth);
+    }
     /* When every tensor's data was taken, what is left for cJSON is the
      * request's small change; else the data is in it too. */
     int64_t allowed = SRV_INFER_JSON_VALUES + (src.nums.complete ? 0 : need);
@@ -462,7 +467,7 @@ enum rt_status srv_infer_parse(const struct rt_model_config *cfg, uint8_t *body,
                             "the request holds more JSON values than the model's inputs can take "
                             "(%lld elements)", (long long)need);
     }
-    cJSON *root = srv_json_parse_checked((const char *)body, json_len, err);
+    cJSON *root = srv_json_parse_checked((const char *)body, json_len, &src.nums.cuts, err);
     bool ok = root && parse_root(root, cfg, lim, &src, q, err);
     cJSON_Delete(root);
     srv_json_numbers_free(&src.nums);

@@ -58,10 +58,20 @@ cJSON *srv_json_parse(const char *text, size_t len, int max_depth, struct rt_err
         rt_error_set(err, RT_ERR_INVALID, "JSON nested deeper than %d levels", max_depth);
         return NULL;
     }
-    return srv_json_parse_checked(text, len, err);
+    return srv_json_parse_checked(text, len, NULL, err);
 }
 
-cJSON *srv_json_parse_checked(const char *text, size_t len, struct rt_error *err)
+/* The offset in the uncut text of byte at of the cut one. */
+static size_t uncut(const struct srv_json_cuts *c, size_t at)
+{
+    size_t orig = at;
+    for (int i = 0; c && i < c->n && c->at[i] <= at; i++)
+        orig += c->len[i];
+    return orig;
+}
+
+cJSON *srv_json_parse_checked(const char *text, size_t len, const struct srv_json_cuts *cuts,
+                              struct rt_error *err)
 {
     if (len == 0) {
         rt_error_set(err, RT_ERR_INVALID, "empty request body");
@@ -71,7 +81,7 @@ cJSON *srv_json_parse_checked(const char *text, size_t len, struct rt_error *err
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
     if (!root) {
         size_t at = end && end >= text ? (size_t)(end - text) : 0;
-        rt_error_set(err, RT_ERR_INVALID, "malformed JSON near byte %zu", at);
+        rt_error_set(err, RT_ERR_INVALID, "malformed JSON near byte %zu", uncut(cuts, at));
         return NULL;
     }
     /* Only whitespace may follow the value. */
@@ -79,7 +89,7 @@ cJSON *srv_json_parse_checked(const char *text, size_t len, struct rt_error *err
         if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') {
             cJSON_Delete(root);
             rt_error_set(err, RT_ERR_INVALID, "unexpected data after the JSON value at byte %zu",
-                         (size_t)(p - text));
+                         uncut(cuts, (size_t)(p - text)));
             return NULL;
         }
     }

@@ -25,10 +25,23 @@ bool srv_json_depth_ok(const char *text, size_t len, int max_depth);
  * a body can be refused before cJSON spends ~80 bytes on each of its values. */
 int64_t srv_json_value_bound(const char *text, size_t len);
 
+#define SRV_JSON_MAX_CUTS 16
+
+/* Ranges cut out of a text before it is parsed (srv_json_numbers_take cuts
+ * tensor data out), so error offsets can name bytes of the text as sent:
+ * len[i] bytes were removed at offset at[i] of the cut text (ascending). */
+struct srv_json_cuts {
+    int n;
+    size_t at[SRV_JSON_MAX_CUTS];
+    size_t len[SRV_JSON_MAX_CUTS];
+};
+
 /* Depth check, then parse. NULL with err (RT_ERR_INVALID) on failure. */
 cJSON *srv_json_parse(const char *text, size_t len, int max_depth, struct rt_error *err);
-/* The parse alone, for text whose depth the caller has already checked. */
-cJSON *srv_json_parse_checked(const char *text, size_t len, struct rt_error *err);
+/* The parse alone, for text whose depth the caller has already checked;
+ * cuts (or NULL) map error offsets back to the uncut text. */
+cJSON *srv_json_parse_checked(const char *text, size_t len, const struct srv_json_cuts *cuts,
+                              struct rt_error *err);
 
 /* Typed field access: *out is the item, or NULL when absent. False (with
  * err) when the item is present with a type outside type_mask. */

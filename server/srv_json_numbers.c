@@ -5,54 +5,141 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One cut per input at most. */
+_Static_assert(SRV_JSON_NUMBERS_MAX_INPUTS <= SRV_JSON_MAX_CUTS, "a cut for every input");
+
 /* Exact powers of ten: every one up to 1e22 is a double. */
 static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+typedef unsigned __int128 u128;
+
+/* 10^k for k <= 22 as integers (10^22 < 2^74). */
+static u128 pow10_int(int k)
+{
+    static const uint64_t P[20] = {1u,
+                                   10u,
+                                   100u,
+                                   1000u,
+                                   10000u,
+                                   100000u,
+                                   1000000u,
+                                   10000000u,
+                                   100000000u,
+                                   1000000000u,
+                                   10000000000u,
+                                   100000000000u,
+                                   1000000000000u,
+                                   10000000000000u,
+                                   100000000000000u,
+                                   1000000000000000u,
+                                   10000000000000000u,
+                                   100000000000000000u,
+                                   1000000000000000000u,
+                                   10000000000000000000u};
+    return k < 20 ? (u128)P[k] : (u128)P[19] * P[k - 19];
+}
+
+static int bit_length(u128 n)
+{
+    uint64_t hi = (uint64_t)(n >> 64);
+    return hi ? 128 - __builtin_clzll(hi) : n ? 64 - __builtin_clzll((uint64_t)n) : 0;
+}
+
+/* (n + a fraction that is non-zero when sticky) * 2^exp2, correctly rounded
+ * to a double (ties to even). n has at least 54 bits, or is exact. */
+static double round_to_double(u128 n, bool sticky, int exp2)
+{
+    int drop = bit_length(n) - 53;
+    if (drop <= 0)
+        return ldexp((double)(uint64_t)n, exp2);   /* exact (sticky is false here) */
+    uint64_t sig = (uint64_t)(n >> drop);
+    u128 rest = n & (((u128)1 << drop) - 1), half = (u128)1 << (drop - 1);
+    if (rest > half || (rest == half && (sticky || (sig & 1))))
+        sig++;                                      /* 2^53 at most: still exact */
+    return ldexp((double)sig, exp2 + drop);
+}
+
+/* mant * 10^exp10 correctly rounded, for mantissas of up to 19 digits
+ * (beyond Clinger's 15) and -22 <= exp10 <= 19, in 128-bit integers: a
+ * product rounded once, or a quotient with enough bits and the remainder as
+ * the sticky bit. False outside that range. */
+static bool exact_long_mantissa(uint64_t mant, int exp10, double *out)
+{
+    if (exp10 >= 0 && exp10 <= 19) {
+        *out = round_to_double((u128)mant * pow10_int(exp10), false, 0);
+        return true;
+    }
+    if (exp10 < 0 && exp10 >= -22) {
+        /* mant * 2^s fills 128 bits; over 10^22 < 2^73.1 the quotient keeps
+         * 54 bits or more, one past a double's 53 for the rounding. */
+        int s = 128 - bit_length(mant);
+        u128 num = (u128)mant << s, den = pow10_int(-exp10);
+        u128 q = num / den;
+        *out = round_to_double(q, num - q * den != 0, -s);
+        return true;
+    }
+    return false;
+}
+
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-/* NaN, Inf and Infinity after an optional '-': the tokens RapidJSON's
- * kParseNanAndInfFlag takes (Triton parses with it; perf_analyzer's random
- * data holds them). "-NaN" is NaN, as there. */
-static bool nan_or_inf(const char *p, size_t len, bool neg, double *out)
+/* NaN, Inf and Infinity after an optional '-' (p points past it): the
+ * tokens RapidJSON's kParseNanAndInfFlag takes (Triton parses with it;
+ * perf_analyzer's random data holds them). "-NaN" is NaN, as there. The
+ * whole run of letters must be the token. */
+static const char *nan_or_inf(const char *p, const char *end, bool neg, double *out)
 {
+    const char *q = p;
+    while (q < end && ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')))
+        q++;
+    size_t len = (size_t)(q - p);
     if (len == 3 && memcmp(p, "NaN", 3) == 0)
         *out = NAN;
     else if ((len == 3 && memcmp(p, "Inf", 3) == 0) || (len == 8 && memcmp(p, "Infinity", 8) == 0))
         *out = neg ? -INFINITY : INFINITY;
     else
-        return false;
-    return true;
+        return NULL;
+    return q;
 }
 
-bool srv_json_number(const char *s, size_t len, double *out)
+/* Reads the JSON number (or NaN / Infinity token) at s, in one pass, as
+ * strtod would; returns where it ends, or NULL when there is none (or it is
+ * past a double's range). The caller checks what follows. */
+static const char *parse_number(const char *s, const char *end, double *out)
 {
-    const char *p = s, *end = s + len;
+    const char *p = s;
     bool neg = p < end && *p == '-';
     p += neg;
     if (p < end && (*p == 'N' || *p == 'I'))
-        return nan_or_inf(p, (size_t)(end - p), neg, out);
-    if (p == end || !is_digit(*p) || (*p == '0' && p + 1 < end && is_digit(p[1])))
-        return false;
+        return nan_or_inf(p, end, neg, out);
+    if (p == end || !is_digit(*p))
+        return NULL;
     uint64_t mant = 0;
-    int digits = 0, exp10 = 0;
-    for (; p < end && is_digit(*p); p++) {
-        if (mant || *p != '0')
-            digits++;
-        if (digits <= 19)
-            mant = mant * 10 + (uint64_t)(*p - '0');
-        else
-            exp10++;
+    int digits = 0, exp10 = 0;   /* significant digits; mant * 10^exp10 */
+    if (*p == '0') {
+        p++;
+        if (p < end && is_digit(*p))
+            return NULL;         /* no leading zeros */
+    } else {
+        for (; p < end && is_digit(*p); p++, digits++) {
+            if (digits < 19)
+                mant = mant * 10 + (uint64_t)(*p - '0');
+            else
+                exp10++;
+        }
     }
     if (p < end && *p == '.') {
         p++;
         if (p == end || !is_digit(*p))
-            return false;
-        for (; p < end && is_digit(*p); p++) {
-            if (mant || *p != '0')
-                digits++;
-            if (digits <= 19) {
+            return NULL;
+        if (digits == 0) {
+            for (; p < end && *p == '0'; p++)
+                exp10--;         /* zeros before the first significant digit */
+        }
+        for (; p < end && is_digit(*p); p++, digits++) {
+            if (digits < 19) {
                 mant = mant * 10 + (uint64_t)(*p - '0');
                 exp10--;
             }
@@ -64,24 +151,23 @@ bool srv_json_number(const char *s, size_t len, double *out)
         if (p < end && (*p == '+' || *p == '-'))
             p++;
         if (p == end || !is_digit(*p))
-            return false;
+            return NULL;
         int e = 0;
         for (; p < end && is_digit(*p); p++)
             e = e < 10000 ? e * 10 + (*p - '0') : e;
         exp10 += eneg ? -e : e;
     }
-    if (p != end)
-        return false;
     double v;
     if (mant == 0) {
         v = 0;
     } else if (digits <= 15 && exp10 >= -22 && exp10 <= 22) {
         /* Clinger's fast path: both operands exact, one correctly rounded op. */
         v = exp10 < 0 ? (double)mant / POW10[-exp10] : (double)mant * POW10[exp10];
-    } else {
+    } else if (digits > 19 || !exact_long_mantissa(mant, exp10, &v)) {
         char tmp[64];
+        size_t len = (size_t)(p - s);
         if (len >= sizeof(tmp))
-            return false;
+            return NULL;
         memcpy(tmp, s, len);
         tmp[len] = '\0';
         v = strtod(tmp, NULL);
@@ -89,18 +175,28 @@ bool srv_json_number(const char *s, size_t len, double *out)
          * infinity the range check refuses: only the tokens above are
          * infinities here. */
         if (isinf(v))
-            return false;
+            return NULL;
         *out = v;
-        return true;
+        return p;
     }
     *out = neg ? -v : v;
+    return p;
+}
+
+bool srv_json_number(const char *text, size_t len, double *out)
+{
+    double v;
+    const char *end = parse_number(text, text + len, &v);
+    if (end != text + len)
+        return false;
+    *out = v;
     return true;
 }
 
 /* ------------------------------------------------------------ scanning */
 
 struct scan {
-    char *p, *end;
+    char *text, *p, *end;
     int64_t budget;             /* numbers that may still be taken */
 };
 
@@ -164,6 +260,7 @@ static bool skip_value(struct scan *s)
 struct numbers {
     double *v;
     int64_t n, cap;
+    int depth;                  /* the deepest nesting seen, 1 for a flat array */
 };
 
 /* Parses a (nested) array of numbers at '['; false when anything else is in it. */
@@ -171,6 +268,8 @@ static bool take_array(struct scan *s, struct numbers *out, int depth)
 {
     if (depth > 64)
         return false;
+    if (depth + 1 > out->depth)
+        out->depth = depth + 1;
     s->p++;
     skip_ws(s);
     if (s->p < s->end && *s->p == ']') {
@@ -185,9 +284,6 @@ static bool take_array(struct scan *s, struct numbers *out, int depth)
             if (!take_array(s, out, depth + 1))
                 return false;
         } else {
-            char *tok = s->p;
-            while (s->p < s->end && *s->p != ',' && *s->p != ']' && !is_ws(*s->p))
-                s->p++;
             if (out->n >= s->budget)
                 return false;
             if (out->n == out->cap) {
@@ -198,8 +294,10 @@ static bool take_array(struct scan *s, struct numbers *out, int depth)
                 out->v = v;
                 out->cap = cap;
             }
-            if (!srv_json_number(tok, (size_t)(s->p - tok), &out->v[out->n]))
+            const char *stop = parse_number(s->p, s->end, &out->v[out->n]);
+            if (!stop)
                 return false;
+            s->p = (char *)stop;
             out->n++;
         }
         skip_ws(s);
@@ -272,11 +370,15 @@ static bool scan_input(struct scan *s, int index, struct srv_json_numbers *out, 
             struct numbers nums = {0};
             struct scan sub = *s;
             if (take_array(&sub, &nums, 0)) {
-                /* Blank the array's inside: cJSON sees "[   ]". */
-                memset(s->p + 1, ' ', (size_t)(sub.p - s->p - 2));
+                /* The array's inside is cut out (when the scan ends): cJSON sees "[]". */
+                out->cuts.at[out->cuts.n] = (size_t)(s->p + 1 - s->text);
+                out->cuts.len[out->cuts.n++] = (size_t)(sub.p - s->p - 2);
                 s->p = sub.p;
                 out->values[index] = nums.v ? nums.v : malloc(sizeof(double));
                 out->count[index] = nums.n;
+                /* inputs[i].data sits three levels down: {, [, { */
+                if (3 + nums.depth > out->depth)
+                    out->depth = 3 + nums.depth;
                 s->budget -= nums.n;
                 continue;
             }
@@ -311,10 +413,9 @@ static void scan_inputs(struct scan *s, struct srv_json_numbers *out)
     }
 }
 
-void srv_json_numbers_take(char *text, size_t len, int64_t max_elems, struct srv_json_numbers *out)
+static void scan_top(struct scan *sp, struct srv_json_numbers *out)
 {
-    memset(out, 0, sizeof(*out));
-    struct scan s = {text, text + len, max_elems};
+    struct scan s = *sp;
     skip_ws(&s);
     if (s.p >= s.end || *s.p != '{')
         return;
@@ -336,6 +437,28 @@ void srv_json_numbers_take(char *text, size_t len, int64_t max_elems, struct srv
         if (!skip_value(&s))
             return;
     } while (next_member(&s, '}', &done));
+}
+
+/* Removes the cut ranges (recorded as offsets into the uncut text) in one
+ * pass and turns their offsets into the cut text's. */
+static size_t apply_cuts(char *text, size_t len, struct srv_json_cuts *c)
+{
+    size_t w = 0, r = 0;
+    for (int i = 0; i < c->n; i++) {
+        memmove(text + w, text + r, c->at[i] - r);
+        w += c->at[i] - r;
+        r = c->at[i] + c->len[i];
+        c->at[i] = w;
+    }
+    memmove(text + w, text + r, len - r);
+    return w + len - r;
+}
+
+size_t srv_json_numbers_take(char *text, size_t len, int64_t max_elems, struct srv_json_numbers *out)
+{
+    memset(out, 0, sizeof(*out));
+    scan_top(&(struct scan){text, text, text + len, max_elems}, out);
+    return apply_cuts(text, len, &out->cuts);
 }
 
 void srv_json_numbers_free(struct srv_json_numbers *n)

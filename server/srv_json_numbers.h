@@ -5,8 +5,8 @@
  * 28x28 image is 784 of each, which dominated the cost of a JSON infer.
  * Before cJSON sees the body, this scanner finds the arrays at
  * inputs[i].data, converts their numbers straight into doubles - exactly
- * the values strtod gives, so both paths agree to the bit - and blanks the
- * arrays out with spaces, leaving cJSON an empty array to skip.
+ * the values strtod gives, so both paths agree to the bit - and cuts the
+ * arrays' insides out, leaving cJSON an empty array and a short text.
  *
  * It takes only what cJSON would pick itself - the first "inputs" key of
  * the top object and the first "data" key of each object in that array,
@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "srv_json.h"
+
 #define SRV_JSON_NUMBERS_MAX_INPUTS 16
 
 struct srv_json_numbers {
@@ -32,12 +34,17 @@ struct srv_json_numbers {
     /* Every "data" array cJSON would read was taken: what cJSON still sees
      * is the request's small change (names, shapes, parameters). */
     bool complete;
+    struct srv_json_cuts cuts;  /* where the taken arrays' insides were cut out */
+    int depth;                  /* the deepest nesting inside them, counted from the top */
 };
 
-/* Scans and edits text[0..len) in place. At most max_elems numbers are
- * taken in all. Never fails: what it cannot take stays for cJSON. */
-void srv_json_numbers_take(char *text, size_t len, int64_t max_elems,
-                           struct srv_json_numbers *out);
+/* Scans and edits text[0..len) in place: the inside of each array taken is
+ * cut out ("[]" stays), and the text's new length returned, so the later
+ * scans and cJSON see only the request's small change. At most max_elems
+ * numbers are taken in all. Never fails: what it cannot take stays for
+ * cJSON. */
+size_t srv_json_numbers_take(char *text, size_t len, int64_t max_elems,
+                             struct srv_json_numbers *out);
 void srv_json_numbers_free(struct srv_json_numbers *n);
 
 /* The number at text[0..len) (JSON grammar, the whole token) as strtod

@@ -46,6 +46,31 @@ TEST(http_parser_json_number_equals_strtod)
         TEST_FAIL_IF(!same_bits(got, strtod(text, NULL)), "%s: %.17g vs strtod %.17g", text, got,
                      strtod(text, NULL));
     }
+    /* Mantissas of 16 to 19 digits (the 128-bit path), as Python and numpy
+     * print float32 data (%.17g), and halfway cases that must tie to even. */
+    static const char *const LONG[] = {"9007199254740993", "9007199254740995", "18014398509481985",
+                                       "1234567890123456789", "0.30000001192092896",
+                                       "1.0000000000000002220446049250313", "4.35072e-05",
+                                       "0.1000000000000000055511151231257827", "9999999999999999999",
+                                       "9.999999999999999999e-23", "1.2345678901234567e19"};
+    for (size_t i = 0; i < sizeof(LONG) / sizeof(LONG[0]); i++) {
+        double got;
+        ASSERT_TRUE(srv_json_number(LONG[i], strlen(LONG[i]), &got));
+        TEST_FAIL_IF(!same_bits(got, strtod(LONG[i], NULL)), "%s: %.17g vs strtod %.17g", LONG[i],
+                     got, strtod(LONG[i], NULL));
+    }
+    for (int i = 0; i < 300000; i++) {
+        char text[64];
+        uint64_t mant = ((uint64_t)test_rand_int(0, 1 << 30) << 33) ^ ((uint64_t)test_rand_int(0, 1 << 30) << 3) ^
+                        (uint64_t)test_rand_int(0, 7);
+        int digits = snprintf(text, sizeof(text), "%llu", (unsigned long long)mant);
+        int e = test_rand_int(-22 - digits, 19);
+        snprintf(text + digits, sizeof(text) - (size_t)digits, "e%d", e);
+        double got;
+        ASSERT_TRUE(srv_json_number(text, strlen(text), &got));
+        TEST_FAIL_IF(!same_bits(got, strtod(text, NULL)), "%s: %.17g vs strtod %.17g", text, got,
+                     strtod(text, NULL));
+    }
     static const char *const NOT_NUMBERS[] = {"", "-", "+1", ".5", "1.", "01", "1e", "1e+",
                                               "0x10", "nan", "inf", "1 ", "--1", "1.2.3", "true",
                                               /* past a double: left to cJSON, whose infinity is refused */
@@ -82,7 +107,7 @@ TEST(http_parser_json_nan_and_infinity)
 static char *take(const char *text, struct srv_json_numbers *n)
 {
     char *copy = strdup(text);
-    srv_json_numbers_take(copy, strlen(copy), 1000, n);
+    copy[srv_json_numbers_take(copy, strlen(copy), 1000, n)] = '\0';
     return copy;
 }
 
@@ -110,6 +135,20 @@ TEST(http_parser_json_numbers_take)
     /* complete: every tensor's data taken, so cJSON sees only the small change. */
     t = take("{\"inputs\":[{\"name\":\"a\",\"data\":[1,NaN,-Infinity]},{\"binary\":1}],\"x\":[1,2]}", &n);
     ASSERT_TRUE(n.complete && n.count[0] == 3 && isnan(n.values[0][1]) && n.values[0][2] == -INFINITY);
+    ASSERT_STR_EQ(t, "{\"inputs\":[{\"name\":\"a\",\"data\":[]},{\"binary\":1}],\"x\":[1,2]}");
+    free(t);
+    srv_json_numbers_free(&n);
+
+    /* Two arrays cut out; cJSON's error offsets name bytes of the text as sent. */
+    static const char SENT[] = "{\"inputs\":[{\"data\":[1, 2, 3]},{\"data\":[[4],[5]]}],\"x\":tru}";
+    t = take(SENT, &n);
+    ASSERT_STR_EQ(t, "{\"inputs\":[{\"data\":[]},{\"data\":[]}],\"x\":tru}");
+    ASSERT_TRUE(n.cuts.n == 2 && n.count[0] == 3 && n.count[1] == 2 && n.values[1][1] == 5);
+    ASSERT_EQ_INT(n.depth, 5);                        /* {"inputs":[{"data":[[ */
+    ASSERT_TRUE(srv_json_parse_checked(t, strlen(t), &n.cuts, &err) == NULL);
+    char want[64];
+    snprintf(want, sizeof(want), "near byte %zu", strlen(SENT) - 4);  /* the "tru}" */
+    ASSERT_STR_CONTAINS(err.msg, want);
     free(t);
     srv_json_numbers_free(&n);
     t = take("{\"inputs\":[{\"d\\u0061ta\":[1]}]}", &n);   /* may decode to "data" */
