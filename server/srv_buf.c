@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "srv_float_text.h"
+
 void srv_buf_free(struct srv_buf *b)
 {
     free(b->data);
@@ -144,24 +146,14 @@ void srv_buf_json_strn(struct srv_buf *b, const char *s, size_t n)
 
 void srv_buf_json_str(struct srv_buf *b, const char *s) { srv_buf_json_strn(b, s, strlen(s)); }
 
-static int format_float(char *out, size_t cap, float v)
-{
-    if (!isfinite(v))
-        return snprintf(out, cap, "null");
-    /* 9 significant digits always round-trip a float; try shorter first. */
-    for (int prec = 6; prec <= 9; prec++) {
-        int n = snprintf(out, cap, "%.*g", prec, (double)v);
-        if (prec == 9 || strtof(out, NULL) == v)
-            return n;
-    }
-    return 0;
-}
-
 void srv_buf_json_float(struct srv_buf *b, float v)
 {
-    char tmp[40];
-    int n = format_float(tmp, sizeof(tmp), v);
-    srv_buf_append(b, tmp, (size_t)n);
+    if (!isfinite(v)) {
+        srv_buf_puts(b, "null");
+        return;
+    }
+    char tmp[SRV_FLOAT_TEXT_MAX];
+    srv_buf_append(b, tmp, (size_t)srv_float_text(tmp, v));
 }
 
 void srv_buf_json_i64(struct srv_buf *b, int64_t v) { srv_buf_printf(b, "%" PRId64, v); }

@@ -1,9 +1,12 @@
 /* srv_json_numbers.c - tensor data taken out of JSON before cJSON (see srv_json_numbers.h). */
 #include "srv_json_numbers.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "srv_uint128.h"
 
 /* One cut per input at most. */
 _Static_assert(SRV_JSON_NUMBERS_MAX_INPUTS <= SRV_JSON_MAX_CUTS, "a cut for every input");
@@ -13,49 +16,15 @@ static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-typedef unsigned __int128 u128;
-
-/* 10^k for k <= 22 as integers (10^22 < 2^74). */
-static u128 pow10_int(int k)
-{
-    static const uint64_t P[20] = {1u,
-                                   10u,
-                                   100u,
-                                   1000u,
-                                   10000u,
-                                   100000u,
-                                   1000000u,
-                                   10000000u,
-                                   100000000u,
-                                   1000000000u,
-                                   10000000000u,
-                                   100000000000u,
-                                   1000000000000u,
-                                   10000000000000u,
-                                   100000000000000u,
-                                   1000000000000000u,
-                                   10000000000000000u,
-                                   100000000000000000u,
-                                   1000000000000000000u,
-                                   10000000000000000000u};
-    return k < 20 ? (u128)P[k] : (u128)P[19] * P[k - 19];
-}
-
-static int bit_length(u128 n)
-{
-    uint64_t hi = (uint64_t)(n >> 64);
-    return hi ? 128 - __builtin_clzll(hi) : n ? 64 - __builtin_clzll((uint64_t)n) : 0;
-}
-
 /* (n + a fraction that is non-zero when sticky) * 2^exp2, correctly rounded
  * to a double (ties to even). n has at least 54 bits, or is exact. */
-static double round_to_double(u128 n, bool sticky, int exp2)
+static double round_to_double(srv_u128 n, bool sticky, int exp2)
 {
-    int drop = bit_length(n) - 53;
+    int drop = srv_bit_length(n) - 53;
     if (drop <= 0)
         return ldexp((double)(uint64_t)n, exp2);   /* exact (sticky is false here) */
     uint64_t sig = (uint64_t)(n >> drop);
-    u128 rest = n & (((u128)1 << drop) - 1), half = (u128)1 << (drop - 1);
+    srv_u128 rest = n & (((srv_u128)1 << drop) - 1), half = (srv_u128)1 << (drop - 1);
     if (rest > half || (rest == half && (sticky || (sig & 1))))
         sig++;                                      /* 2^53 at most: still exact */
     return ldexp((double)sig, exp2 + drop);
@@ -68,15 +37,29 @@ static double round_to_double(u128 n, bool sticky, int exp2)
 static bool exact_long_mantissa(uint64_t mant, int exp10, double *out)
 {
     if (exp10 >= 0 && exp10 <= 19) {
-        *out = round_to_double((u128)mant * pow10_int(exp10), false, 0);
+        *out = round_to_double((srv_u128)mant * srv_pow10_u128(exp10), false, 0);
         return true;
     }
     if (exp10 < 0 && exp10 >= -22) {
+#if LDBL_MANT_DIG == 64
+        /* x87's 64-bit division first: mant and 10^22 are exact there, and
+         * rounding its quotient to 53 bits gives the correctly rounded
+         * double unless the quotient sits exactly halfway between two
+         * doubles (rounding to 64 bits never crosses such a midpoint, it can
+         * only land on one). Only then the 128-bit division decides. */
+        long double q64 = (long double)mant / (long double)POW10[-exp10];
+        double d = (double)q64;
+        long double off = 2 * fabsl(q64 - (long double)d);
+        if (off != (long double)(nextafter(d, INFINITY) - d) && off != (long double)(d - nextafter(d, 0))) {
+            *out = d;
+            return true;
+        }
+#endif
         /* mant * 2^s fills 128 bits; over 10^22 < 2^73.1 the quotient keeps
          * 54 bits or more, one past a double's 53 for the rounding. */
-        int s = 128 - bit_length(mant);
-        u128 num = (u128)mant << s, den = pow10_int(-exp10);
-        u128 q = num / den;
+        int s = 128 - srv_bit_length(mant);
+        srv_u128 num = (srv_u128)mant << s, den = srv_pow10_u128(-exp10);
+        srv_u128 q = num / den;
         *out = round_to_double(q, num - q * den != 0, -s);
         return true;
     }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "server/srv_buf.h"
+#include "server/srv_float_text.h"
 #include "server/srv_json.h"
 #include "server/srv_json_numbers.h"
 #include "server/srv_multipart.h"
@@ -52,7 +53,9 @@ TEST(http_parser_json_number_equals_strtod)
                                        "1234567890123456789", "0.30000001192092896",
                                        "1.0000000000000002220446049250313", "4.35072e-05",
                                        "0.1000000000000000055511151231257827", "9999999999999999999",
-                                       "9.999999999999999999e-23", "1.2345678901234567e19"};
+                                       "9.999999999999999999e-23", "1.2345678901234567e19",
+                                       /* exact ties in a 64-bit quotient: the 128-bit path decides */
+                                       "4503599627370496.5", "4503599627370497.5", "-2251799813685248.25"};
     for (size_t i = 0; i < sizeof(LONG) / sizeof(LONG[0]); i++) {
         double got;
         ASSERT_TRUE(srv_json_number(LONG[i], strlen(LONG[i]), &got));
@@ -184,6 +187,45 @@ TEST(http_parser_json_numbers_take)
         ASSERT_STR_EQ(t, BROKEN[i]);
         free(t);
     }
+    return TEST_PASS;
+}
+
+/* The reply's float text is the printf loop's ("%.6g" .. "%.9g", the first
+ * that strtof reads back), byte for byte: on every float of random bit
+ * patterns (all exponents, subnormals too), on logits-like values, and at
+ * the edges (powers of two and ten, ties, the extremes). */
+TEST(http_float_text_matches_printf)
+{
+    int checked = 0;
+    for (int i = 0; i < 1200000; i++) {
+        float v;
+        uint32_t bits = (uint32_t)test_rand_u64();
+        switch (i % 4) {
+        case 0: memcpy(&v, &bits, sizeof(v)); break;
+        case 1: v = test_rand_float(-30, 30); break;
+        case 2: v = ldexpf(1.0f, test_rand_int(-149, 127)) * (i & 8 ? -1.0f : 1.0f); break;
+        default: v = (float)pow(10.0, test_rand_int(-45, 38)) * (float)test_rand_int(1, 99); break;
+        }
+        if (!isfinite(v))
+            continue;
+        char got[SRV_FLOAT_TEXT_MAX], want[SRV_FLOAT_TEXT_MAX];
+        int n = srv_float_text(got, v), w = srv_float_text_printf(want, v);
+        TEST_FAIL_IF(n != w || strcmp(got, want) != 0, "bits %08x: '%s', printf '%s'",
+                     (unsigned)bits, got, want);
+        TEST_FAIL_IF(strtof(got, NULL) != v && !(v == 0 && strtof(got, NULL) == 0),
+                     "'%s' does not read back", got);
+        checked++;
+    }
+    static const float EDGES[] = {0.0f, -0.0f, 1.0f, 0.1f, 0.3f, 1e-5f, 1e-4f, 123456.0f, 1234567.0f,
+                                  16777216.0f, 16777217.0f, 3.4028235e38f, 1.17549435e-38f, 1e-45f,
+                                  9.99999944e-11f, 0.00010000001f, 100000.0f, 999999.5f, 8388608.5f};
+    for (size_t i = 0; i < sizeof(EDGES) / sizeof(EDGES[0]); i++) {
+        char got[SRV_FLOAT_TEXT_MAX], want[SRV_FLOAT_TEXT_MAX];
+        srv_float_text(got, EDGES[i]);
+        srv_float_text_printf(want, EDGES[i]);
+        TEST_FAIL_IF(strcmp(got, want) != 0, "%.9g: '%s', printf '%s'", (double)EDGES[i], got, want);
+    }
+    printf("  %d floats written as printf writes them\n", checked);
     return TEST_PASS;
 }
 
