@@ -28,7 +28,8 @@ static enum rt_status fail_at(struct parser *p, int line, int col, enum rt_statu
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    return rt_error_set(p->err, st, "%s:%d:%d: %s", p->label, line, col, what);
+    rt_error_set(p->err, st, "%s:%d:%d: %s", p->label, line, col, what);
+    return st;
 }
 
 #define FAIL(p, ...) fail_at((p), (p)->line, (p)->col, RT_ERR_BAD_MODEL, __VA_ARGS__)
@@ -74,20 +75,24 @@ static char *arena_put(struct parser *p, const char *text, size_t n)
     return dst;
 }
 
-static enum rt_status new_node(struct parser *p, int parent, const char *name, int line, int col, int *out)
+/* The new node's index, or -1 with the reason in p->err. */
+static int new_node(struct parser *p, int parent, const char *name, int line, int col)
 {
     struct srv_pb_doc *d = p->doc;
-    if (d->n == SRV_PBTXT_MAX_NODES)
-        return fail_at(p, line, col, RT_ERR_TOO_LARGE, "more than %d fields", SRV_PBTXT_MAX_NODES);
-    if (d->n == p->cap) {
+    if (d->n == SRV_PBTXT_MAX_NODES) {
+        fail_at(p, line, col, RT_ERR_TOO_LARGE, "more than %d fields", SRV_PBTXT_MAX_NODES);
+        return -1;
+    }
+    if (d->n == p->cap || !d->nodes || !p->tail) {
         int cap = p->cap ? p->cap * 2 : 64;
         struct srv_pb_node *nodes = realloc(d->nodes, (size_t)cap * sizeof(*nodes));
-        if (!nodes)
-            return rt_error_set(p->err, RT_ERR_NO_MEMORY, "out of memory");
-        d->nodes = nodes;
-        int *tail = realloc(p->tail, (size_t)cap * sizeof(*tail));
-        if (!tail)
-            return rt_error_set(p->err, RT_ERR_NO_MEMORY, "out of memory");
+        if (nodes)
+            d->nodes = nodes;
+        int *tail = nodes ? realloc(p->tail, (size_t)cap * sizeof(*tail)) : NULL;
+        if (!tail) {
+            rt_error_set(p->err, RT_ERR_NO_MEMORY, "out of memory");
+            return -1;
+        }
         p->tail = tail;
         p->cap = cap;
     }
@@ -102,8 +107,7 @@ static enum rt_status new_node(struct parser *p, int parent, const char *name, i
             d->nodes[p->tail[parent]].next = i;
         p->tail[parent] = i;
     }
-    *out = i;
-    return RT_OK;
+    return i;
 }
 
 static int hex_digit(int c)
@@ -174,10 +178,9 @@ static enum rt_status parse_message(struct parser *p, int node, int depth, int c
 static enum rt_status parse_value(struct parser *p, int parent, const char *name, int depth, bool colon, int line,
                                   int col)
 {
-    int c = peek(p), i;
-    enum rt_status st = new_node(p, parent, name, line, col, &i);
-    if (st != RT_OK)
-        return st;
+    int c = peek(p), i = new_node(p, parent, name, line, col);
+    if (i < 0)
+        return p->err->status;
     struct srv_pb_node *n = &p->doc->nodes[i];
     if (c == '{' || c == '<') {
         advance(p);
@@ -231,7 +234,7 @@ static enum rt_status parse_field(struct parser *p, int parent, int depth)
                 advance(p);
                 skip_space(p);
             }
-            if ((st = parse_value(p, parent, name, depth, true, p->line, p->col)) != RT_OK)
+            if ((st = parse_value(p, parent, name, depth, true, line, col)) != RT_OK)
                 return st;
             skip_space(p);
         }
@@ -283,10 +286,8 @@ enum rt_status srv_pbtxt_parse(const char *text, size_t len, const char *label, 
     if (!out->arena)
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
     struct parser p = {.s = text, .len = len, .line = 1, .col = 1, .label = label, .doc = out, .err = err};
-    int root;
-    enum rt_status st = new_node(&p, -1, "", 1, 1, &root);
-    if (st == RT_OK)
-        st = parse_message(&p, root, 0, 0, 1, 1);
+    int root = new_node(&p, -1, "", 1, 1);
+    enum rt_status st = root < 0 ? err->status : parse_message(&p, root, 0, 0, 1, 1);
     free(p.tail);
     if (st != RT_OK)
         srv_pbtxt_free(out);

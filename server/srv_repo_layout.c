@@ -129,32 +129,36 @@ enum rt_status srv_layout_read(const char *model_dir, const char *name, struct s
     if (s != RT_OK)
         return s;
     const struct srv_triton_config *c = &out->cfg;
-    long long *v = NULL, flat_one = 1;
-    int n;
+    long long *v = NULL;
+    int n = 0;
     out->flat = has_flat_files(model_dir, c->model_filename[0] ? c->model_filename : "model.onnx");
-    if (out->flat) {
-        v = &flat_one;
-        n = 1;
+    if (out->flat) {   /* the folder itself is version 1 */
+        if (!(v = malloc(sizeof(*v))))
+            return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+        v[n++] = 1;
     } else if ((n = list_versions(model_dir, &v)) < 0) {
         return rt_error_set(err, RT_ERR_IO, "model %s: its folder cannot be read", name);
     }
     if (c->policy == SRV_VERSIONS_SPECIFIC) {
         for (int i = 0; i < c->n_versions; i++) {
             bool there = false;
-            for (int k = 0; k < n && !there; k++)
+            for (int k = 0; v && k < n && !there; k++)
                 there = v[k] == c->versions[i];
             pick(out, c->versions[i], there);
         }
     } else {
-        int want = c->policy == SRV_VERSIONS_ALL ? n : (c->latest < n ? c->latest : n);
-        if (want > SRV_MAX_VERSIONS)
-            s = rt_error_set(err, RT_ERR_BAD_MODEL, "model %s: %d versions, more than the %d inferd loads at once",
-                             name, want, SRV_MAX_VERSIONS);
-        for (int i = want - 1; s == RT_OK && i >= 0; i--)   /* ascending */
+        int want = n;
+        if (c->policy == SRV_VERSIONS_LATEST && c->latest >= 1 && c->latest < n)
+            want = c->latest;
+        if (want > SRV_MAX_VERSIONS) {
+            rt_error_set(err, RT_ERR_BAD_MODEL, "model %s: %d versions, more than the %d inferd loads at once", name,
+                         want, SRV_MAX_VERSIONS);
+            s = RT_ERR_BAD_MODEL;
+        }
+        for (int i = want - 1; v && s == RT_OK && i >= 0; i--)   /* ascending */
             pick(out, v[i], true);
     }
-    if (!out->flat)
-        free(v);
+    free(v);
     if (s == RT_OK && out->n == 0)
         s = rt_error_set(err, RT_ERR_BAD_MODEL,
                          "model %s: no version to load: put model.onnx (or model.json and model.safetensors) "

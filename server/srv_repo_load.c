@@ -200,15 +200,16 @@ enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_err
     struct srv_layout *lay = calloc(1, sizeof(*lay));
     struct attempt a[SRV_MAX_VERSIONS];
     memset(a, 0, sizeof(a));
-    enum rt_status st = !lay ? rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory")
-                             : check_contained(r->dir, dir, name, err);
-    if (st == RT_OK)
+    enum rt_status st = RT_ERR_NO_MEMORY;
+    if (!lay)
+        rt_error_set(err, st, "out of memory");
+    else if ((st = check_contained(r->dir, dir, name, err)) == RT_OK)
         st = srv_layout_read(dir, name, lay, err);
     if (st != RT_OK) {
         scrub_path(err->msg, dir);
         scrub_path(err->msg, r->dir);
     }
-    for (int i = 0; st == RT_OK && i < lay->n; i++)
+    for (int i = 0; lay && st == RT_OK && i < lay->n; i++)
         load_version(r, name, lay, i, &a[i]);
 
     struct srv_model *drop[2 * SRV_MAX_VERSIONS];
@@ -216,7 +217,7 @@ enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_err
     pthread_mutex_lock(&r->mu);
     e = srv_repo_find(r, name);
     e->loading = false;
-    if (st == RT_OK) {
+    if (lay && st == RT_OK) {
         merge(e, lay, a, drop, &n_drop);
     } else if (!srv_repo_any_loaded(e)) {
         for (int k = 0; k < e->n_versions; k++)
@@ -228,7 +229,7 @@ enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_err
     for (int i = 0; i < n_drop; i++)
         srv_model_unref(drop[i]);
     /* still under load_mu: a concurrent unload or reload could free the models */
-    if (st == RT_OK) {
+    if (lay && st == RT_OK) {
         log_outcome(name, lay, a);
         for (int i = 0; i < lay->n && st == RT_OK; i++) {
             if (!a[i].model) {

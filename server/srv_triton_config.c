@@ -24,7 +24,8 @@ static enum rt_status fail(const struct mapper *m, const struct srv_pb_node *n, 
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    return rt_error_set(m->err, RT_ERR_BAD_MODEL, "%s:%d:%d: %s", m->label, n->line, n->col, what);
+    rt_error_set(m->err, RT_ERR_BAD_MODEL, "%s:%d:%d: %s", m->label, n->line, n->col, what);
+    return RT_ERR_BAD_MODEL;
 }
 
 static const struct srv_pb_node *node(const struct mapper *m, int i) { return &m->doc->nodes[i]; }
@@ -106,7 +107,7 @@ static enum rt_status map_io(const struct mapper *m, int at, const char *where, 
                 return fail(m, n, "'data_type' must be a TYPE_ value (TYPE_FP32, ...)");
             snprintf(io->data_type, sizeof(io->data_type), "%s", n->text);
         } else if (is(n, "dims")) {
-            int64_t v;
+            int64_t v = 0;
             if (io->dims.rank == RT_MAX_DIMS - 1)
                 return fail(m, n, "more than %d dims", RT_MAX_DIMS - 1);
             TRY(get_int(m, i, -1, INT32_MAX, &v));
@@ -127,7 +128,7 @@ static enum rt_status map_queue_policy(const struct mapper *m, int at, struct sr
     const struct srv_pb_node *block = node(m, at);
     for (int i = block->first_child; i >= 0; i = node(m, i)->next) {
         const struct srv_pb_node *n = node(m, i);
-        int64_t v;
+        int64_t v = 0;
         TRY(once(m, block->first_child, i));
         if (is(n, "max_queue_size")) {
             /* Triton's 0 is "unbounded"; inferd's queue is always bounded, so 0 keeps the model's bound */
@@ -150,7 +151,7 @@ static enum rt_status map_batching(const struct mapper *m, int at, struct srv_tr
     const struct srv_pb_node *block = node(m, at);
     for (int i = block->first_child; i >= 0; i = node(m, i)->next) {
         const struct srv_pb_node *n = node(m, i);
-        int64_t v;
+        int64_t v = 0;
         if (is(n, "preferred_batch_size")) {
             if (c->n_preferred == RT_MAX_PREFERRED)
                 return fail(m, n, "more than %d preferred batch sizes", RT_MAX_PREFERRED);
@@ -180,7 +181,7 @@ static enum rt_status map_instances(const struct mapper *m, int at, struct srv_t
     c->has_instances = true;
     for (int i = block->first_child; i >= 0; i = node(m, i)->next) {
         const struct srv_pb_node *n = node(m, i);
-        int64_t v;
+        int64_t v = 0;
         char name[RT_NAME_MAX];
         TRY(once(m, block->first_child, i));
         if (is(n, "count")) {
@@ -228,7 +229,7 @@ static enum rt_status map_policy(const struct mapper *m, int at, struct srv_trit
         c->policy = SRV_VERSIONS_LATEST;
         c->latest = 0;
         for (int j = p->first_child; j >= 0; j = node(m, j)->next) {
-            int64_t v;
+            int64_t v = 0;
             if (!is(node(m, j), "num_versions"))
                 return unsupported(m, node(m, j), "version_policy.latest");
             TRY(once(m, p->first_child, j));
@@ -277,7 +278,7 @@ static enum rt_status map_runtime(const struct mapper *m, int i, struct srv_trit
 static enum rt_status map_field(const struct mapper *m, int first, int i, struct srv_triton_config *c)
 {
     const struct srv_pb_node *n = node(m, i);
-    int64_t v;
+    int64_t v = 0;
     char name[RT_NAME_MAX];
     if (is(n, "input") || is(n, "output")) {
         bool in = is(n, "input");

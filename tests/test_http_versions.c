@@ -159,7 +159,7 @@ TEST(http_triton_layout_versions)
         http_resp_free(&r);
         if (up)
             break;
-        struct timespec ts = {0, 10 * 1000 * 1000};
+        struct timespec ts = {0, 10L * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     enum test_result res = versions(&d);

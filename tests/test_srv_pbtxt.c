@@ -102,18 +102,19 @@ TEST(srv_pbtxt_errors_name_the_place)
 TEST(srv_pbtxt_bounds)
 {
     /* nesting past the limit, a flood of fields, a huge text: refused, never a crash */
-    char deep[256] = "";
-    for (int i = 0; i < 20; i++)
-        strcat(deep, "a {");
+    char deep[64];
+    for (int i = 0; i < 60; i++)
+        deep[i] = "a {"[i % 3];
+    deep[60] = '\0';
     struct srv_pb_doc doc;
     struct rt_error err = {0};
     ASSERT_EQ_INT(srv_pbtxt_parse(deep, strlen(deep), "m/config.pbtxt", &doc, &err), RT_ERR_TOO_LARGE);
     ASSERT_STR_CONTAINS(err.msg, "nested deeper than 16");
-    size_t n = 4 * (SRV_PBTXT_MAX_NODES + 1);
-    char *many = malloc(n + 1);
+    size_t n = (size_t)4 * (SRV_PBTXT_MAX_NODES + 1);
+    char *many = malloc(n);
     RT_ASSERT(many);
-    for (size_t i = 0; i < n; i += 4)
-        memcpy(many + i, "a:1 ", 4);
+    for (size_t i = 0; i < n; i++)
+        many[i] = "a:1 "[i % 4];
     ASSERT_EQ_INT(srv_pbtxt_parse(many, n, "m/config.pbtxt", &doc, &err), RT_ERR_TOO_LARGE);
     ASSERT_STR_CONTAINS(err.msg, "more than 20000 fields");
     free(many);
