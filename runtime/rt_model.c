@@ -179,25 +179,31 @@ static enum rt_status build(struct rt_model *m, const char *label, struct rt_err
     return prepare_plan(m, err);
 }
 
-static enum rt_status load(struct rt_model *m, const char *dir, struct rt_error *err)
+static enum rt_status load(struct rt_model *m, const char *dir, const struct rt_model_source *src,
+                           struct rt_error *err)
 {
-    char name[RT_NAME_MAX], path[4096], label[RT_NAME_MAX + 32], labels_file[RT_NAME_MAX];
-    folder_name(dir, name, sizeof(name));
-    if (strlen(dir) > sizeof(path) - 64)
+    char name[RT_NAME_MAX], where[RT_NAME_MAX * 2], path[4096], label[RT_NAME_MAX * 3 + 2], labels_file[RT_NAME_MAX];
+    if (src && src->name)
+        snprintf(name, sizeof(name), "%s", src->name);
+    else
+        folder_name(dir, name, sizeof(name));
+    snprintf(where, sizeof(where), "%s", src && src->where ? src->where : name);
+    const char *onnx_file = src && src->onnx_file ? src->onnx_file : "model.onnx";
+    if (strlen(dir) + strlen(onnx_file) > sizeof(path) - 64)
         return rt_error_set(err, RT_ERR_INVALID, "model path too long");
 
     enum rt_status s;
     char *json;
     size_t len;
     struct stat sb;
-    snprintf(path, sizeof(path), "%s/model.onnx", dir);
+    snprintf(path, sizeof(path), "%s/%s", dir, onnx_file);
     if (stat(path, &sb) == 0) {
         /* graph and weights from model.onnx; model.json, when there, holds serving settings */
-        snprintf(label, sizeof(label), "%s/model.onnx", name);
+        snprintf(label, sizeof(label), "%s/%s", where, onnx_file);
         if ((s = rt_onnx_load(path, label, &m->cfg, &m->g, err)) != RT_OK)
             return s;
         snprintf(path, sizeof(path), "%s/model.json", dir);
-        snprintf(label, sizeof(label), "%s/model.json", name);
+        snprintf(label, sizeof(label), "%s/model.json", where);
         s = read_file(path, label, MAX_MODEL_JSON, &json, &len, err);
         if (s == RT_ERR_NOT_FOUND) {
             static const char DEFAULTS[] = "{\"format_version\": 1}";
@@ -208,14 +214,14 @@ static enum rt_status load(struct rt_model *m, const char *dir, struct rt_error 
         }
         if (s != RT_OK)
             return s;
-        snprintf(label, sizeof(label), "%s/model.onnx", name);
+        snprintf(label, sizeof(label), "%s/%s", where, onnx_file);
     } else {
         snprintf(path, sizeof(path), "%s/model.safetensors", dir);
-        snprintf(label, sizeof(label), "%s/model.safetensors", name);
+        snprintf(label, sizeof(label), "%s/model.safetensors", where);
         if ((s = rt_safetensors_open(path, label, &m->st, err)) != RT_OK)
             return s;
         snprintf(path, sizeof(path), "%s/model.json", dir);
-        snprintf(label, sizeof(label), "%s/model.json", name);
+        snprintf(label, sizeof(label), "%s/model.json", where);
         if ((s = read_file(path, label, MAX_MODEL_JSON, &json, &len, err)) != RT_OK)
             return s;
         s = rt_model_json_parse(json, len, label, &m->st, &m->cfg, &m->g, labels_file, err);
@@ -228,13 +234,32 @@ static enum rt_status load(struct rt_model *m, const char *dir, struct rt_error 
     else if (strcmp(m->cfg.name, name) != 0)
         return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: 'name' differs from the folder name", label);
     if (labels_file[0]) {
-        char labels_label[RT_NAME_MAX * 2 + 2];
+        char labels_label[RT_NAME_MAX * 3 + 2];
         snprintf(path, sizeof(path), "%s/%s", dir, labels_file);
-        snprintf(labels_label, sizeof(labels_label), "%s/%s", name, labels_file);
+        snprintf(labels_label, sizeof(labels_label), "%s/%s", where, labels_file);
         if ((s = load_labels(path, labels_label, &m->cfg, err)) != RT_OK)
             return s;
     }
+    if (src && src->configure && (s = src->configure(src->user, &m->cfg, err)) != RT_OK)
+        return s;
     return build(m, label, err);
+}
+
+static enum rt_status load_with(const char *dir, const struct rt_model_source *src, struct rt_backend *b,
+                                const struct rt_load_options *opt, struct rt_model **out, struct rt_error *err)
+{
+    struct rt_model *m = calloc(1, sizeof(*m));
+    if (!m)
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    m->backend = b;
+    m->unfused = opt && opt->unfused;
+    enum rt_status s = load(m, dir, src, err);
+    if (s != RT_OK) {
+        rt_model_free(m);
+        return s;
+    }
+    *out = m;
+    return RT_OK;
 }
 
 enum rt_status rt_model_load(const char *dir, struct rt_backend *b, struct rt_model **out, struct rt_error *err)
@@ -242,21 +267,16 @@ enum rt_status rt_model_load(const char *dir, struct rt_backend *b, struct rt_mo
     return rt_model_load_ex(dir, b, NULL, out, err);
 }
 
+enum rt_status rt_model_load_source(const char *dir, const struct rt_model_source *src, struct rt_backend *b,
+                                    struct rt_model **out, struct rt_error *err)
+{
+    return load_with(dir, src, b, NULL, out, err);
+}
+
 enum rt_status rt_model_load_ex(const char *dir, struct rt_backend *b, const struct rt_load_options *opt,
                                 struct rt_model **out, struct rt_error *err)
 {
-    struct rt_model *m = calloc(1, sizeof(*m));
-    if (!m)
-        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
-    m->backend = b;
-    m->unfused = opt && opt->unfused;
-    enum rt_status s = load(m, dir, err);
-    if (s != RT_OK) {
-        rt_model_free(m);
-        return s;
-    }
-    *out = m;
-    return RT_OK;
+    return load_with(dir, NULL, b, opt, out, err);
 }
 
 enum rt_status rt_model_from_graph(struct rt_graph *g, const struct rt_model_config *cfg, struct rt_backend *b,

@@ -160,6 +160,23 @@ struct rt_model_config {
  * RT_ERR_UNSUPPORTED names what of a valid ONNX model inferd cannot run. */
 enum rt_status rt_model_load(const char *dir, struct rt_backend *b, struct rt_model **out,
                              struct rt_error *err);
+
+/* Where a model's files are, and settings the caller lays over the model's
+ * own (the server's config.pbtxt). Zeroed fields keep rt_model_load's ways. */
+struct rt_model_source {
+    const char *name;        /* the model's name; NULL: dir's last path segment */
+    const char *where;       /* how messages name dir ("m/2"); NULL: the name */
+    const char *onnx_file;   /* the ONNX file's name inside dir; NULL: "model.onnx" */
+    /* Called once the files are read and checked, before the plan is built:
+     * may change cfg's serving fields (max_batch_size, batching, instances)
+     * and refuse the model by returning an error. NULL: none. */
+    enum rt_status (*configure)(const void *user, struct rt_model_config *cfg, struct rt_error *err);
+    const void *user;
+};
+
+/* rt_model_load with a source (NULL: as rt_model_load). */
+enum rt_status rt_model_load_source(const char *dir, const struct rt_model_source *src, struct rt_backend *b,
+                                    struct rt_model **out, struct rt_error *err);
 void rt_model_free(struct rt_model *m);
 const struct rt_model_config *rt_model_config(const struct rt_model *m);
 /* Number of steps in the execution plan, after fusion (for logs and tests). */

@@ -105,7 +105,9 @@ static void write_reply(struct classify_ctx *c)
     struct srv_buf *b = &c->reply;
     srv_buf_puts(b, "{\"model_name\":");
     srv_buf_json_str(b, c->model->name);
-    srv_buf_puts(b, ",\"model_version\":\"1\",\"results\":[");
+    srv_buf_puts(b, ",\"model_version\":");
+    srv_buf_json_str(b, c->model->version);
+    srv_buf_puts(b, ",\"results\":[");
     for (int k = 0; k < c->n_images; k++) {
         softmax(c->outputs[0] + (size_t)k * (size_t)n, n, prob);
         srv_buf_puts(b, k ? ",{" : "{");

@@ -39,7 +39,7 @@ static void infer_finish(struct srv_request *r)
         struct srv_buf b = {0};
         size_t json_len;
         bool binary;
-        srv_infer_write_response(c->model->cfg, c->model->name, &c->q, &b, &json_len, &binary);
+        srv_infer_write_response(c->model->cfg, c->model->name, c->model->version, &c->q, &b, &json_len, &binary);
         if (binary) {
             char len[32];
             snprintf(len, sizeof(len), "%zu", json_len);

@@ -16,14 +16,8 @@ struct srv_model *srv_request_model(struct srv_request *r)
 {
     struct srv_model *m = NULL;
     struct rt_error err = {RT_OK, ""};
-    /* a missing model is reported before a missing version of it */
-    if (srv_repo_acquire(r->srv->repo, r->model, &m, &err) != RT_OK) {
+    if (srv_repo_acquire(r->srv->repo, r->model, r->version, &m, &err) != RT_OK) {
         srv_reply_rt_error(r, &err);
-        return NULL;
-    }
-    if (r->version[0] && strcmp(r->version, "1") != 0) {
-        srv_reply_error(r, 404, "model '%s' has no version '%s' (only \"1\")", r->model, r->version);
-        srv_model_unref(m);
         return NULL;
     }
     return m;
@@ -78,7 +72,9 @@ void srv_handle_model_metadata(struct srv_request *r)
     struct srv_buf b = {0};
     srv_buf_puts(&b, "{\"name\":");
     srv_buf_json_str(&b, m->name);
-    srv_buf_puts(&b, ",\"versions\":[\"1\"],\"platform\":\"inferd\",\"inputs\":");
+    srv_buf_puts(&b, ",\"versions\":");
+    srv_repo_write_versions(r->srv->repo, m->name, &b);
+    srv_buf_puts(&b, ",\"platform\":\"inferd\",\"inputs\":");
     write_io(&b, cfg->inputs, cfg->n_inputs);
     srv_buf_puts(&b, ",\"outputs\":");
     write_io(&b, cfg->outputs, cfg->n_outputs);
@@ -172,7 +168,7 @@ void srv_handle_model_stats(struct srv_request *r)
     for (int i = 0; i < n; i++) {
         if (i)
             srv_buf_putc(&b, ',');
-        srv_stats_write_json(&models[i]->stats, models[i]->name, "1", &b);
+        srv_stats_write_json(&models[i]->stats, models[i]->name, models[i]->version, &b);
         srv_model_unref(models[i]);
     }
     srv_buf_puts(&b, "]}");
@@ -191,14 +187,9 @@ static bool same_secret(const char *given, const char *key)
     return diff == 0;
 }
 
-/* Model control is off unless enabled, and with --api-key needs the token. */
-static bool model_control_allowed(struct srv_request *r)
+/* With --api-key, the repository endpoints need the token. */
+static bool key_presented(struct srv_request *r)
 {
-    if (!r->srv->cfg.enable_model_control) {
-        srv_reply_error(r, 403,
-                        "model control is disabled (start inferd with --enable-model-control)");
-        return false;
-    }
     const char *key = r->srv->cfg.api_key;
     if (!key[0])
         return true;
@@ -206,13 +197,26 @@ static bool model_control_allowed(struct srv_request *r)
     if (auth && strncasecmp(auth, "Bearer ", 7) == 0 && same_secret(auth + 7, key))
         return true;
     srv_reply_header(r, "WWW-Authenticate", "Bearer");
-    srv_reply_error(r, 401, "model control needs 'Authorization: Bearer' with the server's key");
+    srv_reply_error(r, 401, "the repository endpoints need 'Authorization: Bearer' with the server's key");
     return false;
 }
 
+/* Load and unload are off unless enabled, and with --api-key need the token. */
+static bool model_control_allowed(struct srv_request *r)
+{
+    if (!r->srv->cfg.enable_model_control) {
+        srv_reply_error(r, 403,
+                        "model control is disabled (start inferd with --enable-model-control)");
+        return false;
+    }
+    return key_presented(r);
+}
+
+/* Answered whether model control is on or off, as Triton's is: the index
+ * is where failed models show their reasons. */
 void srv_handle_repo_index(struct srv_request *r)
 {
-    if (!model_control_allowed(r))
+    if (!key_presented(r))
         return;
     bool ready_only = false;
     if (r->body_len > 0) {

@@ -17,7 +17,7 @@ void srv_handle_model_profile(struct srv_request *r)
         return;
     }
     struct srv_buf b = {0};
-    srv_step_profile_write_json(m->stats.steps, m->name, "1", rt_backend_name(r->srv->backend), &b);
+    srv_step_profile_write_json(m->stats.steps, m->name, m->version, rt_backend_name(r->srv->backend), &b);
     srv_model_unref(m);
     srv_reply_json(r, 200, &b);
 }

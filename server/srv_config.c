@@ -92,7 +92,7 @@ static const struct srv_option OPTIONS[] = {
     {"cors-origin", OPT_STRING, OFF(cors_origin), "", 0, 0, NULL, "ORIGIN",
      "let web pages from ORIGIN (e.g. https://app.example.com, or *) call the API: CORS headers and preflight answers; off when empty"},
     {"api-key", OPT_STRING, OFF(api_key), "", 0, 0, NULL, "KEY",
-     "when set, model control needs the header 'Authorization: Bearer KEY' (401 otherwise)"},
+     "when set, the repository endpoints need the header 'Authorization: Bearer KEY' (401 otherwise)"},
     {"tls-cert", OPT_STRING, OFF(tls_cert), "", 0, 0, NULL, "FILE",
      "PEM certificate: serve HTTPS (with --tls-key)"},
     {"tls-key", OPT_STRING, OFF(tls_key), "", 0, 0, NULL, "FILE",

@@ -55,7 +55,7 @@ void srv_infer_req_free(struct srv_infer_req *q);
  * the JSON header is followed by the binary data, *json_len is the header's
  * length and *binary is true. */
 void srv_infer_write_response(const struct rt_model_config *cfg, const char *model_name,
-                              const struct srv_infer_req *q, struct srv_buf *out,
+                              const char *model_version, const struct srv_infer_req *q, struct srv_buf *out,
                               size_t *json_len, bool *binary);
 
 #endif /* SRV_INFER_H */

@@ -69,14 +69,15 @@ static void write_floats(struct srv_buf *b, const float *x, size_t n)
 }
 
 void srv_infer_write_response(const struct rt_model_config *cfg, const char *model_name,
-                              const struct srv_infer_req *q, struct srv_buf *out,
+                              const char *model_version, const struct srv_infer_req *q, struct srv_buf *out,
                               size_t *json_len, bool *binary)
 {
     struct srv_buf blobs[RT_MAX_IO] = {{0}};
     *binary = false;
     srv_buf_puts(out, "{\"model_name\":");
     srv_buf_json_str(out, model_name);
-    srv_buf_puts(out, ",\"model_version\":\"1\"");
+    srv_buf_puts(out, ",\"model_version\":");
+    srv_buf_json_str(out, model_version);
     if (q->has_id) {
         srv_buf_puts(out, ",\"id\":");
         srv_buf_json_str(out, q->id);

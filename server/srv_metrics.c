@@ -13,7 +13,7 @@
 #include "srv_handlers.h"
 
 struct model_view {
-    const char *name;
+    const char *name, *version;
     struct srv_model_stats s;     /* a consistent copy */
     int queue_depth;
     double load_seconds;
@@ -28,7 +28,9 @@ static void labels(struct srv_buf *b, const char *metric, const struct model_vie
 {
     srv_buf_printf(b, "%s{model=", metric);
     srv_buf_json_str(b, v->name);  /* model names are [A-Za-z0-9._-]: no escaping needed */
-    srv_buf_puts(b, ",version=\"1\"}");
+    srv_buf_puts(b, ",version=");
+    srv_buf_json_str(b, v->version);   /* digits */
+    srv_buf_putc(b, '}');
 }
 
 static void per_model_counter(struct srv_buf *b, const char *name, const char *type,
@@ -67,14 +69,14 @@ static void histogram(struct srv_buf *b, const char *name, const char *help,
         uint64_t cum = 0;
         for (int k = 0; k <= n_bounds; k++) {
             cum += h->buckets[k];
-            srv_buf_printf(b, "%s_bucket{model=\"%s\",version=\"1\",le=", name, v[i].name);
+            srv_buf_printf(b, "%s_bucket{model=\"%s\",version=\"%s\",le=", name, v[i].name, v[i].version);
             if (k < n_bounds)
                 srv_buf_printf(b, "\"%g\"} %llu\n", bounds[k], (unsigned long long)cum);
             else
                 srv_buf_printf(b, "\"+Inf\"} %llu\n", (unsigned long long)cum);
         }
-        srv_buf_printf(b, "%s_sum{model=\"%s\",version=\"1\"} %.3f\n", name, v[i].name, h->sum);
-        srv_buf_printf(b, "%s_count{model=\"%s\",version=\"1\"} %llu\n", name, v[i].name,
+        srv_buf_printf(b, "%s_sum{model=\"%s\",version=\"%s\"} %.3f\n", name, v[i].name, v[i].version, h->sum);
+        srv_buf_printf(b, "%s_count{model=\"%s\",version=\"%s\"} %llu\n", name, v[i].name, v[i].version,
                        (unsigned long long)h->count);
     }
 }
@@ -121,8 +123,8 @@ static void write_metrics(struct srv_buf *b, struct srv_server *srv, const struc
            "Number of failed inference requests, all batch sizes");
     for (int i = 0; i < n; i++) {
         for (int r = 0; r < SRV_FAIL_COUNT; r++)
-            srv_buf_printf(b, "nv_inference_request_failure{model=\"%s\",reason=\"%s\",version=\"1\"} %llu\n",
-                           v[i].name, SRV_FAIL_REASON_NAMES[r],
+            srv_buf_printf(b, "nv_inference_request_failure{model=\"%s\",reason=\"%s\",version=\"%s\"} %llu\n",
+                           v[i].name, SRV_FAIL_REASON_NAMES[r], v[i].version,
                            (unsigned long long)v[i].s.fail_by_reason[r]);
     }
     per_model_counter(b, "nv_inference_count", "counter",
@@ -213,6 +215,7 @@ void srv_handle_metrics(struct srv_request *r)
     }
     for (int i = 0; i < n; i++) {
         v[i].name = models[i]->name;
+        v[i].version = models[i]->version;
         srv_stats_snapshot(&models[i]->stats, &v[i].s);
         v[i].queue_depth = srv_batcher_queue_depth(models[i]->batcher);
         v[i].load_seconds = models[i]->load_seconds;

@@ -5,20 +5,43 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "srv_clock.h"
 #include "srv_log.h"
 
-enum rt_status srv_model_load(const char *dir, const char *name, struct rt_backend *be,
+/* A config.pbtxt that names ONNX wants the ONNX file there: without it the
+ * loader would read model.json + safetensors instead. */
+static enum rt_status check_platform(const char *dir, const char *where, const struct srv_triton_config *tc,
+                                     const char *onnx_file, struct rt_error *err)
+{
+    char path[4096];
+    struct stat st;
+    if (!tc || !tc->onnx)
+        return RT_OK;
+    snprintf(path, sizeof(path), "%s/%s", dir, onnx_file);
+    if (stat(path, &st) != 0)
+        return rt_error_set(err, RT_ERR_BAD_MODEL, "config.pbtxt names ONNX, but %s holds no %s", where, onnx_file);
+    return RT_OK;
+}
+
+enum rt_status srv_model_load(const char *dir, const char *where, const char *name, const char *version,
+                              const struct srv_triton_config *tc, struct rt_backend *be,
                               const struct srv_batcher_options *opt, struct srv_model **out,
                               struct rt_error *err)
 {
     int64_t t0 = srv_now_ns();
+    const char *onnx_file = tc && tc->model_filename[0] ? tc->model_filename : "model.onnx";
+    if (check_platform(dir, where, tc, onnx_file, err) != RT_OK)
+        return err->status;
     struct srv_model *m = calloc(1, sizeof(*m));
     if (!m)
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
     snprintf(m->name, sizeof(m->name), "%s", name);
-    if (rt_model_load(dir, be, &m->rt, err) != RT_OK) {
+    snprintf(m->version, sizeof(m->version), "%s", version);
+    const struct rt_model_source src = {.name = name, .where = where, .onnx_file = onnx_file,
+                                        .configure = tc ? srv_triton_config_apply : NULL, .user = tc};
+    if (rt_model_load_source(dir, &src, be, &m->rt, err) != RT_OK) {
         free(m);
         return err->status;
     }

@@ -16,9 +16,11 @@
 #include "runtime/rt_model.h"
 #include "srv_batcher.h"
 #include "srv_stats.h"
+#include "srv_triton_config.h"
 
 struct srv_model {
     char name[RT_NAME_MAX];
+    char version[24];             /* its version folder's name; "1" in the flat layout */
     struct rt_model *rt;
     const struct rt_model_config *cfg;
     struct srv_batcher *batcher;
@@ -27,9 +29,12 @@ struct srv_model {
     atomic_int refs;
 };
 
-/* Loads dir (a model folder) for backend be. The returned model holds one
- * reference. Errors name the model, never the host path. */
-enum rt_status srv_model_load(const char *dir, const char *name, struct rt_backend *be,
+/* Loads dir (a folder holding one version's files) as version `version` of
+ * model `name` for backend be, with config.pbtxt's settings laid over the
+ * model's own (tc; NULL: none). The returned model holds one reference.
+ * Errors name the model's files from where ("m" or "m/2"), never the host path. */
+enum rt_status srv_model_load(const char *dir, const char *where, const char *name, const char *version,
+                              const struct srv_triton_config *tc, struct rt_backend *be,
                               const struct srv_batcher_options *opt, struct srv_model **out,
                               struct rt_error *err);
 

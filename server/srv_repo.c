@@ -1,35 +1,14 @@
-/* srv_repo.c - model repository: listing, load/unload, lookups (see srv_repo.h). */
+/* srv_repo.c - model repository: listing, lookups, readiness and the index (see srv_repo.h). */
 #include "srv_repo.h"
 
 #include <dirent.h>
-#include <errno.h>
-#include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "srv_log.h"
-
-struct entry {
-    char name[RT_NAME_MAX];
-    enum srv_model_state state;
-    bool wanted;                /* loaded at start or by request, not unloaded since */
-    char reason[160];
-    struct srv_model *model;    /* the repository's reference, when READY */
-    struct srv_model_stats *kept;   /* an unloaded model's statistics, for its next load */
-};
-
-struct srv_repo {
-    char dir[PATH_MAX];
-    struct rt_backend *be;
-    struct srv_batcher_options opt;
-    pthread_mutex_t mu;         /* guards entries */
-    pthread_mutex_t load_mu;    /* serialises load and unload */
-    struct entry *entries;
-    int n, cap;
-};
+#include "srv_repo_impl.h"
 
 static const char *const STATE_NAMES[] = {"UNAVAILABLE", "LOADING", "READY"};
 
@@ -47,19 +26,6 @@ bool srv_repo_valid_name(const char *name)
     return true;
 }
 
-static bool has_model_files(const char *dir, const char *name)
-{
-    static const char *const FILES[] = {"model.json", "model.onnx"};
-    for (size_t i = 0; i < 2; i++) {
-        char path[PATH_MAX + 2 * RT_NAME_MAX];
-        struct stat st;
-        snprintf(path, sizeof(path), "%s/%s/%s", dir, name, FILES[i]);
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
-            return true;
-    }
-    return false;
-}
-
 /* A folder of the repository that is no model, said once when the
  * repository is opened so a user sees why it is not served (files beside
  * the models are passed over in silence). */
@@ -71,22 +37,15 @@ static void log_skipped(const char *dir, const char *name)
     if (name[0] == '.' || stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         return;
     const char *esc = name;   /* srv_log escapes what it prints */
-    if (!srv_repo_valid_name(name)) {
+    if (!srv_repo_valid_name(name))
         srv_log_warn("model repository: skipping folder '%s': not a model name (letters, digits, '.', '_', '-')",
                      esc);
-        return;
-    }
-    char triton[PATH_MAX + 2 * RT_NAME_MAX];
-    snprintf(triton, sizeof(triton), "%s/%s/1/model.onnx", dir, name);
-    if (stat(triton, &st) == 0)
-        srv_log_warn("model repository: skipping folder '%s': Triton's layout (%s/1/model.onnx) is not read; "
-                     "put model.onnx directly in %s/", esc, esc, esc);
     else
-        srv_log_warn("model repository: skipping folder '%s': it holds no model.json or model.onnx", esc);
+        srv_log_warn("model repository: skipping folder '%s': it holds no model.json, model.onnx, config.pbtxt "
+                     "or numeric version folder", esc);
 }
 
-/* Caller holds mu. */
-static struct entry *find(struct srv_repo *r, const char *name)
+struct entry *srv_repo_find(struct srv_repo *r, const char *name)
 {
     for (int i = 0; i < r->n; i++) {
         if (strcmp(r->entries[i].name, name) == 0)
@@ -100,8 +59,7 @@ static int cmp_entry(const void *a, const void *b)
     return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
 }
 
-/* Caller holds mu. Keeps entries sorted by name. */
-static struct entry *add_entry(struct srv_repo *r, const char *name)
+struct entry *srv_repo_add(struct srv_repo *r, const char *name)
 {
     if (r->n == r->cap) {
         int cap = r->cap ? r->cap * 2 : 8;
@@ -116,7 +74,49 @@ static struct entry *add_entry(struct srv_repo *r, const char *name)
     snprintf(e->name, sizeof(e->name), "%s", name);
     snprintf(e->reason, sizeof(e->reason), "not loaded");
     qsort(r->entries, (size_t)r->n, sizeof(*r->entries), cmp_entry);
-    return find(r, name);
+    return srv_repo_find(r, name);
+}
+
+void srv_repo_drop_kept(struct version *v)
+{
+    if (v->kept) {
+        srv_stats_destroy(v->kept);
+        free(v->kept);
+        v->kept = NULL;
+    }
+}
+
+/* The model folders in dir now (*out malloc'd, n names); -1 when dir
+ * cannot be read or memory runs out. log: say why other folders are skipped. */
+static int scan(const char *dir, bool log, char (**out)[RT_NAME_MAX])
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    char (*names)[RT_NAME_MAX] = NULL;
+    int n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!srv_repo_valid_name(de->d_name) || !srv_layout_is_model(dir, de->d_name)) {
+            if (log)
+                log_skipped(dir, de->d_name);
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char (*grown)[RT_NAME_MAX] = realloc(names, (size_t)cap * RT_NAME_MAX);
+            if (!grown) {
+                free(names);
+                closedir(d);
+                return -1;
+            }
+            names = grown;
+        }
+        snprintf(names[n++], RT_NAME_MAX, "%s", de->d_name);
+    }
+    closedir(d);
+    *out = names;
+    return n;
 }
 
 enum rt_status srv_repo_open(const char *dir, struct rt_backend *be,
@@ -134,24 +134,20 @@ enum rt_status srv_repo_open(const char *dir, struct rt_backend *be,
     r->opt = *opt;
     pthread_mutex_init(&r->mu, NULL);
     pthread_mutex_init(&r->load_mu, NULL);
-    DIR *d = opendir(r->dir);
-    if (!d) {
+    char (*names)[RT_NAME_MAX] = NULL;
+    int n = scan(r->dir, true, &names);
+    if (n < 0) {
         srv_repo_free(r);
         return rt_error_set(err, RT_ERR_IO, "cannot read model repository %s", dir);
     }
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!srv_repo_valid_name(de->d_name) || !has_model_files(r->dir, de->d_name)) {
-            log_skipped(r->dir, de->d_name);
-            continue;
-        }
-        if (!add_entry(r, de->d_name)) {
-            closedir(d);
+    for (int i = 0; i < n; i++) {
+        if (!srv_repo_add(r, names[i])) {
+            free(names);
             srv_repo_free(r);
             return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
         }
     }
-    closedir(d);
+    free(names);
     *out = r;
     return RT_OK;
 }
@@ -161,10 +157,9 @@ void srv_repo_free(struct srv_repo *r)
     if (!r)
         return;
     for (int i = 0; i < r->n; i++) {
-        srv_model_unref(r->entries[i].model);
-        if (r->entries[i].kept) {
-            srv_stats_destroy(r->entries[i].kept);
-            free(r->entries[i].kept);
+        for (int k = 0; k < r->entries[i].n_versions; k++) {
+            srv_model_unref(r->entries[i].v[k].model);
+            srv_repo_drop_kept(&r->entries[i].v[k]);
         }
     }
     srv_model_wait_frees(); /* models unloaded earlier may still be going */
@@ -174,204 +169,87 @@ void srv_repo_free(struct srv_repo *r)
     free(r);
 }
 
-/* Whether a failed call ran out of descriptors or memory (then it says
- * nothing about the file). */
-static bool out_of_resources(int e) { return e == EMFILE || e == ENFILE || e == ENOMEM; }
-
-/* 0 when path resolves (through every symlink) to root or below it; else
- * EXDEV (outside, or dangling) or the errno of a resource shortage. */
-static int inside_root(const char *root, const char *path)
+bool srv_repo_any_loaded(const struct entry *e)
 {
-    char real[PATH_MAX];
-    if (!realpath(path, real))
-        return out_of_resources(errno) ? errno : EXDEV;
-    size_t n = strlen(root);
-    return strncmp(real, root, n) == 0 && (real[n] == '/' || real[n] == '\0') ? 0 : EXDEV;
-}
-
-/* The repository never reads outside its root: the model folder and every
- * symlink in it must resolve inside (a dangling one is refused too). Checked
- * before the loader opens anything; whoever can rewrite the folder between
- * this check and the open could already write the model itself. Returns
- * as inside_root. */
-static int model_contained(const char *root, const char *dir)
-{
-    int e = inside_root(root, dir);
-    if (e)
-        return e;
-    DIR *d = opendir(dir);
-    if (!d)
-        return out_of_resources(errno) ? errno : EXDEV;
-    struct dirent *de;
-    while (!e && (de = readdir(d))) {
-        char path[PATH_MAX + 2 * RT_NAME_MAX + 300];
-        struct stat st;
-        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-        if (strcmp(de->d_name, "..") != 0 && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-            e = inside_root(root, path);
+    for (int k = 0; k < e->n_versions; k++) {
+        if (e->v[k].model)
+            return true;
     }
-    closedir(d);
-    return e;
+    return false;
 }
 
-/* Removes the host's path from a loader message: clients see model names only. */
-static void scrub_path(char *msg, const char *dir)
+/* Brings the list in line with the folder, as Triton's index does: new
+ * model folders appear (not loaded), removed ones disappear unless a
+ * version is still loaded (then they stay, marked gone, until unloaded). */
+static void refresh(struct srv_repo *r)
 {
-    size_t dl = strlen(dir);
-    char *p;
-    while (dl > 0 && (p = strstr(msg, dir))) {
-        char rest[RT_ERROR_MSG_MAX];
-        const char *after = p + dl;
-        if (*after == '/')
-            after++;
-        snprintf(rest, sizeof(rest), "%s", after);
-        *p = '\0';
-        size_t used = strlen(msg);
-        snprintf(p, RT_ERROR_MSG_MAX - used, "%s", rest);
-    }
-}
-
-enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_error *err)
-{
-    if (!srv_repo_valid_name(name))
-        return rt_error_set(err, RT_ERR_INVALID, "invalid model name");
-    pthread_mutex_lock(&r->load_mu);
+    char (*names)[RT_NAME_MAX] = NULL;
+    int n = scan(r->dir, false, &names);
+    if (n < 0)
+        return;   /* the index then shows what was known */
     pthread_mutex_lock(&r->mu);
-    struct entry *e = find(r, name);
-    if (!e && has_model_files(r->dir, name))
-        e = add_entry(r, name);
-    if (!e) {
-        pthread_mutex_unlock(&r->mu);
-        pthread_mutex_unlock(&r->load_mu);
-        return rt_error_set(err, RT_ERR_NOT_FOUND, "no model named '%s' in the repository", name);
-    }
-    if (!e->model)
-        e->state = SRV_MODEL_LOADING;
-    e->wanted = true;
-    pthread_mutex_unlock(&r->mu);
-
-    char dir[PATH_MAX + RT_NAME_MAX + 2];
-    snprintf(dir, sizeof(dir), "%s/%s", r->dir, name);
-    struct srv_model *m = NULL;
-    enum rt_status st = RT_ERR_BAD_MODEL;
-    int contained = model_contained(r->dir, dir);
-    if (contained == 0)
-        st = srv_model_load(dir, name, r->be, &r->opt, &m, err);
-    else if (contained == EXDEV)
-        rt_error_set(err, RT_ERR_BAD_MODEL, "model %s: a file links outside the model repository",
-                     name);
-    else
-        st = rt_error_set(err, RT_ERR_UNAVAILABLE, "model %s: cannot be read now: %s", name,
-                          contained == ENOMEM ? "out of memory"
-                                              : "the server has too many files open");
-    if (st != RT_OK) {
-        scrub_path(err->msg, dir);
-        scrub_path(err->msg, r->dir);
-    }
-
-    pthread_mutex_lock(&r->mu);
-    e = find(r, name);
-    struct srv_model *old = NULL;
-    if (st == RT_OK) {
-        old = e->model;     /* a reload replaces the old version once the new one is ready */
-        /* counters carry over a reload, or an unload and a load, as Triton's do */
-        if (old)
-            srv_stats_absorb(&m->stats, &old->stats);
-        else if (e->kept)
-            srv_stats_absorb(&m->stats, e->kept);
-        if (e->kept) {
-            srv_stats_destroy(e->kept);
-            free(e->kept);
-            e->kept = NULL;
-        }
-        e->model = m;
-        e->state = SRV_MODEL_READY;
-        e->reason[0] = '\0';
-    } else if (!e->model) {
-        e->state = SRV_MODEL_UNAVAILABLE;
-        snprintf(e->reason, sizeof(e->reason), "%s", err->msg);
-    }
-    pthread_mutex_unlock(&r->mu);
-    srv_model_unref(old);
-    /* still under load_mu: a concurrent unload or reload could free m */
-    if (st == RT_OK && m)
-        srv_log_info("model %s loaded in %.1f ms (max batch %d, %d instance%s)", name,
-                     m->load_seconds * 1e3, m->cfg->max_batch_size, m->cfg->instance_count,
-                     m->cfg->instance_count == 1 ? "" : "s");
-    else
-        srv_log_error("model %s failed to load: %s", name, err->msg);
-    pthread_mutex_unlock(&r->load_mu);
-    return st;
-}
-
-enum rt_status srv_repo_load_all(struct srv_repo *r, struct rt_error *err)
-{
-    pthread_mutex_lock(&r->mu);
-    int n = r->n;
-    char (*names)[RT_NAME_MAX] = calloc((size_t)(n ? n : 1), RT_NAME_MAX);
-    for (int i = 0; names && i < n; i++)
-        memcpy(names[i], r->entries[i].name, RT_NAME_MAX);
-    pthread_mutex_unlock(&r->mu);
-    if (!names)
-        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
-    enum rt_status st = RT_OK;
-    struct rt_error one = {RT_OK, ""};
     for (int i = 0; i < n; i++) {
-        if (srv_repo_load(r, names[i], &one) != RT_OK && st == RT_OK) {
-            *err = one;
-            st = rt_error_prefix(err, "model %s", names[i]);
+        if (!srv_repo_find(r, names[i]) && !srv_repo_add(r, names[i]))
+            break;   /* out of memory: the rest appear next time */
+    }
+    for (int i = 0; i < r->n;) {
+        struct entry *e = &r->entries[i];
+        bool there = false;
+        for (int k = 0; k < n && !there; k++)
+            there = strcmp(names[k], e->name) == 0;
+        e->gone = !there;
+        if (there || e->loading || srv_repo_any_loaded(e)) {
+            i++;
+            continue;
         }
-    }
-    free(names);
-    return st;
-}
-
-enum rt_status srv_repo_unload(struct srv_repo *r, const char *name, struct rt_error *err)
-{
-    pthread_mutex_lock(&r->load_mu);
-    pthread_mutex_lock(&r->mu);
-    struct entry *e = srv_repo_valid_name(name) ? find(r, name) : NULL;
-    struct srv_model *m = e ? e->model : NULL;
-    if (m && !e->kept && (e->kept = calloc(1, sizeof(*e->kept))) &&
-        srv_stats_init(e->kept, m->stats.max_batch) != 0) {
-        free(e->kept);   /* out of memory: the counters restart at the next load */
-        e->kept = NULL;
-    }
-    if (m && e->kept)
-        srv_stats_absorb(e->kept, &m->stats);
-    if (e) {
-        e->model = NULL;
-        e->wanted = false;
-        e->state = SRV_MODEL_UNAVAILABLE;
-        snprintf(e->reason, sizeof(e->reason), "unloaded");
+        for (int k = 0; k < e->n_versions; k++)
+            srv_repo_drop_kept(&e->v[k]);
+        memmove(e, e + 1, (size_t)(r->n - i - 1) * sizeof(*e));
+        r->n--;
     }
     pthread_mutex_unlock(&r->mu);
-    srv_model_unref(m);
-    pthread_mutex_unlock(&r->load_mu);
-    if (!e)
-        return rt_error_set(err, RT_ERR_NOT_FOUND, "no model named '%s' in the repository", name);
-    if (m)
-        srv_log_info("model %s unloaded", name);
-    return RT_OK;
+    free(names);
 }
 
-enum rt_status srv_repo_acquire(struct srv_repo *r, const char *name, struct srv_model **out,
-                                struct rt_error *err)
+/* Caller holds mu. The version named (NULL or "": the highest ready one). */
+static struct version *pick_version(struct entry *e, const char *version)
+{
+    for (int k = e->n_versions - 1; k >= 0; k--) {
+        struct version *v = &e->v[k];
+        if (version && version[0] ? strcmp(v->name, version) == 0 : v->model != NULL)
+            return v;
+    }
+    return NULL;
+}
+
+enum rt_status srv_repo_acquire(struct srv_repo *r, const char *name, const char *version,
+                                struct srv_model **out, struct rt_error *err)
 {
     /* A name no folder can have is not echoed back: it may be anything. */
     if (!srv_repo_valid_name(name))
         return rt_error_set(err, RT_ERR_NOT_FOUND, "unknown model");
+    bool named = version && version[0];
     pthread_mutex_lock(&r->mu);
-    struct entry *e = find(r, name);
-    struct srv_model *m = e ? e->model : NULL;
+    struct entry *e = srv_repo_find(r, name);
+    struct version *v = e ? pick_version(e, version) : NULL;
+    struct srv_model *m = v ? v->model : NULL;
     if (m)
         srv_model_ref(m);
-    else if (e)   /* why not, as the index says it: loading, unloaded, or its load error */
-        rt_error_set(err, RT_ERR_UNAVAILABLE, "model '%s' is not ready (%s%s%s)", name, STATE_NAMES[e->state],
-                     e->reason[0] ? ": " : "", e->reason);
+    else if (!e)
+        rt_error_set(err, RT_ERR_NOT_FOUND, "unknown model '%s'", name);
+    else if (named && !v && e->n_versions > 0)   /* a missing model is reported before a missing version */
+        rt_error_set(err, RT_ERR_NOT_FOUND, "model '%s' has no version '%s'", name, version);
+    else if (v)   /* why not, as the index says it: loading, unloaded, or its load error */
+        rt_error_set(err, RT_ERR_UNAVAILABLE, "model '%s' version %s is not ready (%s%s%s)", name, v->name,
+                     STATE_NAMES[v->state], v->reason[0] ? ": " : "", v->reason);
+    else if (e->n_versions > 0)
+        rt_error_set(err, RT_ERR_UNAVAILABLE, "model '%s' is not ready (%s%s%s)", name,
+                     STATE_NAMES[e->v[e->n_versions - 1].state], e->v[e->n_versions - 1].reason[0] ? ": " : "",
+                     e->v[e->n_versions - 1].reason);
+    else
+        rt_error_set(err, RT_ERR_UNAVAILABLE, "model '%s' is not ready (%s: %s)", name,
+                     e->loading ? "LOADING" : "UNAVAILABLE", e->reason);
     pthread_mutex_unlock(&r->mu);
-    if (!e)
-        return rt_error_set(err, RT_ERR_NOT_FOUND, "unknown model '%s'", name);
     if (!m)
         return err->status;
     *out = m;
@@ -381,12 +259,18 @@ enum rt_status srv_repo_acquire(struct srv_repo *r, const char *name, struct srv
 int srv_repo_ready_models(struct srv_repo *r, struct srv_model ***out)
 {
     pthread_mutex_lock(&r->mu);
-    struct srv_model **list = calloc((size_t)(r->n ? r->n : 1), sizeof(struct srv_model *));
+    int total = 0;
+    for (int i = 0; i < r->n; i++)
+        total += r->entries[i].n_versions;
+    struct srv_model **list = calloc((size_t)(total ? total : 1), sizeof(struct srv_model *));
     int k = 0;
     for (int i = 0; list && i < r->n; i++) {
-        if (r->entries[i].model) {
-            srv_model_ref(r->entries[i].model);
-            list[k++] = r->entries[i].model;
+        for (int j = 0; j < r->entries[i].n_versions; j++) {
+            struct srv_model *m = r->entries[i].v[j].model;
+            if (m) {
+                srv_model_ref(m);
+                list[k++] = m;
+            }
         }
     }
     pthread_mutex_unlock(&r->mu);
@@ -398,41 +282,90 @@ bool srv_repo_all_ready(struct srv_repo *r, char *why, size_t cap)
 {
     pthread_mutex_lock(&r->mu);
     int wanted = 0;
-    const struct entry *bad = NULL;
-    for (int i = 0; i < r->n; i++) {
+    bool ok = true;
+    for (int i = 0; ok && i < r->n; i++) {
         const struct entry *e = &r->entries[i];
-        wanted += e->wanted;
-        if (!bad && e->wanted && e->state != SRV_MODEL_READY)
-            bad = e;
+        if (!e->wanted)
+            continue;
+        wanted++;
+        if (e->n_versions == 0) {
+            snprintf(why, cap, "model '%s' is not ready: %s", e->name, e->loading ? "loading" : e->reason);
+            ok = false;
+        }
+        for (int k = 0; ok && k < e->n_versions; k++) {
+            const struct version *v = &e->v[k];
+            if (v->state == SRV_MODEL_READY)
+                continue;
+            if (e->n_versions == 1 && strcmp(v->name, "1") == 0)
+                snprintf(why, cap, "model '%s' is not ready: %s", e->name, v->reason[0] ? v->reason : "loading");
+            else
+                snprintf(why, cap, "model '%s' version %s is not ready: %s", e->name, v->name,
+                         v->reason[0] ? v->reason : "loading");
+            ok = false;
+        }
     }
-    if (bad)
-        snprintf(why, cap, "model '%s' is not ready: %s", bad->name, bad->reason[0] ? bad->reason : "loading");
-    else if (wanted == 0)
+    if (ok && wanted == 0)
         snprintf(why, cap, "no model is loaded: the repository holds none (a model is a folder with model.json "
-                           "or model.onnx directly inside), or all were unloaded");
+                           "or model.onnx inside, or in numeric version folders), or all were unloaded");
     pthread_mutex_unlock(&r->mu);
-    return !bad && wanted > 0;
+    return ok && wanted > 0;
+}
+
+static void index_item(struct srv_buf *out, bool *first, const char *name, const char *version, const char *state,
+                       const char *reason)
+{
+    srv_buf_puts(out, *first ? "{\"name\":" : ",{\"name\":");
+    srv_buf_json_str(out, name);
+    if (version) {
+        srv_buf_puts(out, ",\"version\":");
+        srv_buf_json_str(out, version);
+    }
+    srv_buf_puts(out, ",\"state\":");
+    srv_buf_json_str(out, state);
+    if (reason[0]) {
+        srv_buf_puts(out, ",\"reason\":");
+        srv_buf_json_str(out, reason);
+    }
+    srv_buf_putc(out, '}');
+    *first = false;
 }
 
 void srv_repo_write_index(struct srv_repo *r, bool ready_only, struct srv_buf *out)
 {
+    refresh(r);
     pthread_mutex_lock(&r->mu);
     srv_buf_putc(out, '[');
     bool first = true;
     for (int i = 0; i < r->n; i++) {
         const struct entry *e = &r->entries[i];
-        if (ready_only && e->state != SRV_MODEL_READY)
-            continue;
-        srv_buf_puts(out, first ? "{\"name\":" : ",{\"name\":");
-        srv_buf_json_str(out, e->name);
-        srv_buf_puts(out, ",\"version\":\"1\",\"state\":");
-        srv_buf_json_str(out, STATE_NAMES[e->state]);
-        if (e->reason[0]) {
-            srv_buf_puts(out, ",\"reason\":");
-            srv_buf_json_str(out, e->reason);
+        if (e->n_versions == 0 && !ready_only)
+            index_item(out, &first, e->name, NULL, e->loading ? "LOADING" : "UNAVAILABLE", e->reason);
+        for (int k = 0; k < e->n_versions; k++) {
+            const struct version *v = &e->v[k];
+            if (ready_only && v->state != SRV_MODEL_READY)
+                continue;
+            const char *reason = e->gone && v->model ? "its folder was removed from the repository; still loaded"
+                                                     : v->reason;
+            index_item(out, &first, e->name, v->name, STATE_NAMES[v->state], reason);
         }
-        srv_buf_putc(out, '}');
-        first = false;
+    }
+    srv_buf_putc(out, ']');
+    pthread_mutex_unlock(&r->mu);
+}
+
+void srv_repo_write_versions(struct srv_repo *r, const char *name, struct srv_buf *out)
+{
+    pthread_mutex_lock(&r->mu);
+    const struct entry *e = srv_repo_find(r, name);
+    srv_buf_putc(out, '[');
+    bool first = true;
+    for (int k = 0; e && k < e->n_versions; k++) {
+        if (e->v[k].model) {
+            if (!first)
+                srv_buf_putc(out, ',');
+            srv_buf_json_str(out, e->v[k].name);
+            first = false;
+        }
     }
     srv_buf_putc(out, ']');
     pthread_mutex_unlock(&r->mu);

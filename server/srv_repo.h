@@ -1,13 +1,14 @@
 /*
  * srv_repo.h - the model repository: which models exist in the folder, which
- * are loaded, and lookup by name for requests.
+ * of their versions are loaded, and lookup by name and version for requests.
  *
- * A model is a sub-folder holding model.json (or model.onnx). Names are
- * folder names made of letters, digits, '.', '_' and '-'. The repository
- * never reads outside its folder: a model folder or file that is a symlink
- * resolving elsewhere makes that model unavailable. Lookups hand out a
- * counted reference (release it with srv_model_unref); load and unload are
- * serialised with each other and never wait for running requests.
+ * A model is a sub-folder holding model.json (or model.onnx), or Triton's
+ * layout: numeric version folders and a config.pbtxt (srv_repo_layout.h).
+ * Names are folder names made of letters, digits, '.', '_' and '-'. The
+ * repository never reads outside its folder: a model folder or file that is
+ * a symlink resolving elsewhere makes that model unavailable. Lookups hand
+ * out a counted reference (release it with srv_model_unref); load and
+ * unload are serialised with each other and never wait for running requests.
  */
 #ifndef SRV_REPO_H
 #define SRV_REPO_H
@@ -35,16 +36,22 @@ void srv_repo_free(struct srv_repo *r);
 /* Loads every listed model; reports the first failure (the others are
  * logged and stay UNAVAILABLE with their reason). */
 enum rt_status srv_repo_load_all(struct srv_repo *r, struct rt_error *err);
-/* Loads (or reloads) one model by name; RT_ERR_NOT_FOUND when no such folder. */
+/* Loads (or reloads) one model by name: the versions its version policy
+ * picks. RT_ERR_NOT_FOUND when no such folder; else the first failure (the
+ * versions that loaded serve; a version that fails to reload keeps its old
+ * model). */
 enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_error *err);
 /* Unloads one model; requests already holding it finish normally. */
 enum rt_status srv_repo_unload(struct srv_repo *r, const char *name, struct rt_error *err);
 
-/* A referenced, ready model; RT_ERR_NOT_FOUND (unknown name) or
- * RT_ERR_UNAVAILABLE (known but not loaded). */
-enum rt_status srv_repo_acquire(struct srv_repo *r, const char *name, struct srv_model **out,
-                                struct rt_error *err);
-/* References to every ready model, in name order (*out malloc'd; unref each). */
+/* A referenced, ready version of a model: version names the folder ("2");
+ * NULL or "" takes the highest ready one. RT_ERR_NOT_FOUND (unknown name,
+ * then unknown version) or RT_ERR_UNAVAILABLE (known but not loaded, with
+ * the reason). */
+enum rt_status srv_repo_acquire(struct srv_repo *r, const char *name, const char *version,
+                                struct srv_model **out, struct rt_error *err);
+/* References to every ready model version, in name and version order (*out
+ * malloc'd; unref each). */
 int srv_repo_ready_models(struct srv_repo *r, struct srv_model ***out);
 /* True when every model that should be loaded (all at start-up, minus those
  * unloaded on request since) is ready and there is at least one; else
@@ -52,8 +59,14 @@ int srv_repo_ready_models(struct srv_repo *r, struct srv_model ***out);
  * no model at all). */
 bool srv_repo_all_ready(struct srv_repo *r, char *why, size_t cap);
 
-/* Appends the repository index: [{"name", "version", "state", "reason"}...];
- * ready_only lists only ready models. */
+/* Reads the folder again (models added since appear, not loaded; removed
+ * ones go unless loaded) and appends the repository index: one
+ * {"name", "version", "state", "reason"} per version the policy picked, and
+ * {"name", "state", "reason"} for a model with none (not loaded, or its
+ * load failed before a version was picked). ready_only lists only ready
+ * versions. */
 void srv_repo_write_index(struct srv_repo *r, bool ready_only, struct srv_buf *out);
+/* Appends the ready versions of model name as a JSON array of strings. */
+void srv_repo_write_versions(struct srv_repo *r, const char *name, struct srv_buf *out);
 
 #endif /* SRV_REPO_H */

@@ -280,28 +280,11 @@ static bool spawn(struct http_daemon *d, const char *const *extra)
     return false;
 }
 
-bool http_daemon_start(struct http_daemon *d, const struct http_model_spec *models, int n_models,
-                       const char *const *extra_args)
+/* Spawns inferd on d->dir/repo and waits until probe answers 200; on
+ * failure prints why (and the log) and cleans up. */
+static bool spawn_and_wait(struct http_daemon *d, const char *const *extra_args, const char *probe)
 {
-    memset(d, 0, sizeof(*d));
-    snprintf(d->dir, sizeof(d->dir), "/tmp/inferd-http-XXXXXX");
-    if (!mkdtemp(d->dir)) {
-        d->dir[0] = '\0';
-        return false;
-    }
-    snprintf(d->model, sizeof(d->model), "%s", n_models > 0 ? models[0].name : "");
-    char repo[PATH_MAX];
-    snprintf(repo, sizeof(repo), "%s/repo", d->dir);
-    bool ok = mkdir(repo, 0755) == 0;
-    for (int i = 0; ok && i < n_models; i++)
-        ok = write_model(repo, &models[i]);
-    if (!ok)
-        printf("  cannot write the test model repository\n");
-    ok = ok && spawn(d, extra_args);
-    bool any_broken = false;
-    for (int i = 0; i < n_models; i++)
-        any_broken |= models[i].broken;
-    const char *probe = any_broken ? "/v2/health/live" : "/v2/health/ready";
+    bool ok = spawn(d, extra_args);
     for (int waited = 0; ok; waited += 10) {
         struct http_resp r;
         if (http_get(d, probe, &r) && r.status == 200) {
@@ -318,6 +301,82 @@ bool http_daemon_start(struct http_daemon *d, const struct http_model_spec *mode
     print_log(d);
     http_daemon_stop(d);
     return false;
+}
+
+static bool make_dirs(struct http_daemon *d, char *repo, size_t cap)
+{
+    memset(d, 0, sizeof(*d));
+    snprintf(d->dir, sizeof(d->dir), "/tmp/inferd-http-XXXXXX");
+    if (!mkdtemp(d->dir)) {
+        d->dir[0] = '\0';
+        return false;
+    }
+    snprintf(repo, cap, "%s/repo", d->dir);
+    return mkdir(repo, 0755) == 0;
+}
+
+bool http_daemon_start(struct http_daemon *d, const struct http_model_spec *models, int n_models,
+                       const char *const *extra_args)
+{
+    char repo[PATH_MAX];
+    bool ok = make_dirs(d, repo, sizeof(repo));
+    snprintf(d->model, sizeof(d->model), "%s", n_models > 0 ? models[0].name : "");
+    for (int i = 0; ok && i < n_models; i++)
+        ok = write_model(repo, &models[i]);
+    if (!ok) {
+        printf("  cannot write the test model repository\n");
+        http_daemon_stop(d);
+        return false;
+    }
+    bool any_broken = false;
+    for (int i = 0; i < n_models; i++)
+        any_broken |= models[i].broken;
+    return spawn_and_wait(d, extra_args, any_broken ? "/v2/health/live" : "/v2/health/ready");
+}
+
+bool http_daemon_start_custom(struct http_daemon *d, bool (*fill)(const char *repo), const char *const *extra_args,
+                              const char *probe)
+{
+    char repo[PATH_MAX];
+    if (!make_dirs(d, repo, sizeof(repo)) || !fill(repo)) {
+        printf("  cannot write the test model repository\n");
+        http_daemon_stop(d);
+        return false;
+    }
+    return spawn_and_wait(d, extra_args, probe);
+}
+
+bool http_copy_source_model(const char *dir, const char *name)
+{
+    char src[PATH_MAX], from[PATH_MAX + 32], to[PATH_MAX + 32];
+    if (!realpath(HTTP_SOURCE_MODEL, src) || (mkdir(dir, 0755) != 0 && errno != EEXIST))
+        return false;
+    static const char *const FILES[] = {"model.safetensors", "labels.txt", "model.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(from, sizeof(from), "%s/%s", src, FILES[i]);
+        snprintf(to, sizeof(to), "%s/%s", dir, FILES[i]);
+        if (!copy_file(from, to))
+            return false;
+    }
+    /* the shipped model.json names its folder: name it after the model */
+    FILE *f = fopen(to, "rb");
+    static char text[1 << 20];
+    size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    cJSON *root = n ? cJSON_ParseWithLength(text, n) : NULL;
+    if (!root)
+        return false;
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "name");
+    cJSON_AddStringToObject(root, "name", name);
+    char *out = cJSON_Print(root);
+    cJSON_Delete(root);
+    f = out ? fopen(to, "wb") : NULL;
+    bool ok = f && fputs(out, f) >= 0;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    free(out);
+    return ok;
 }
 
 void http_daemon_signal(const struct http_daemon *d)

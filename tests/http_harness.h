@@ -61,6 +61,13 @@ bool http_source_model_present(void);
  * prints why (and the daemon's log) and cleans up. */
 bool http_daemon_start(struct http_daemon *d, const struct http_model_spec *models, int n_models,
                        const char *const *extra_args);
+/* As http_daemon_start on the repository fill writes into the empty folder
+ * repo, waiting until probe answers 200. */
+bool http_daemon_start_custom(struct http_daemon *d, bool (*fill)(const char *repo), const char *const *extra_args,
+                              const char *probe);
+/* Copies the source model's files into folder dir (made when missing),
+ * its model.json naming the model `name`. */
+bool http_copy_source_model(const char *dir, const char *name);
 /* SIGTERM, waits for exit (up to 20 s, then SIGKILL) and removes the folder.
  * Returns the exit status, or -1 when it did not exit cleanly. */
 int http_daemon_stop(struct http_daemon *d);

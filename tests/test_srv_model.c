@@ -37,7 +37,7 @@ TEST(srv_model_last_ref_on_batcher_thread)
                                     &be, &err),
                   RT_OK);
     struct srv_model *m = NULL;
-    ASSERT_EQ_INT(srv_model_load(HTTP_SOURCE_MODEL, "lenet5", be,
+    ASSERT_EQ_INT(srv_model_load(HTTP_SOURCE_MODEL, "lenet5", "lenet5", "1", NULL, be,
                                  &(struct srv_batcher_options){.batching = true}, &m, &err),
                   RT_OK);
     float in[784] = {0}, out[10];

@@ -64,7 +64,7 @@ static void infer_once(uint8_t *body, size_t len, size_t json_len)
     struct srv_buf out = {0};
     size_t header_len;
     bool binary;
-    srv_infer_write_response(&CFG, CFG.name, &q, &out, &header_len, &binary);
+    srv_infer_write_response(&CFG, CFG.name, "1", &q, &out, &header_len, &binary);
     srv_buf_free(&out);
     srv_infer_req_free(&q);
 }
