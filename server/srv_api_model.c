@@ -247,6 +247,8 @@ struct control_ctx {
     struct srv_request *r;
     struct srv_work work;
     bool load;
+    bool has_config;                   /* parameters.config was given */
+    struct srv_triton_config config;
     struct rt_error err;
 };
 
@@ -255,9 +257,11 @@ static void control_run(struct srv_work *w)
     struct control_ctx *c = (struct control_ctx *)((char *)w - offsetof(struct control_ctx, work));
     struct srv_request *r = c->r;
     if (c->load)
-        srv_repo_load(r->srv->repo, r->model, &c->err);
+        srv_repo_load(r->srv->repo, r->model, c->has_config ? &c->config : NULL, &c->err);
     else
         srv_repo_unload(r->srv->repo, r->model, &c->err);
+    if (c->has_config && c->err.status == RT_ERR_BAD_MODEL)
+        c->err.status = RT_ERR_INVALID;   /* the request's configuration does not fit the model: 400 */
     srv_request_resume(r);
 }
 
@@ -273,6 +277,55 @@ static void control_finish(struct srv_request *r)
     srv_reply_json(r, 200, &b);
 }
 
+/* The parameters of a load or unload request, as Triton takes them: for a
+ * load, "config" (a model configuration in JSON, used instead of the
+ * folder's config.pbtxt); for an unload, "unload_dependents" (no model here
+ * has dependents). Anything else is refused by name, never ignored. */
+static bool read_parameters(struct srv_request *r, struct control_ctx *c, struct rt_error *err)
+{
+    if (r->body_len == 0)
+        return true;
+    int depth = (int)r->srv->cfg.max_json_depth;
+    cJSON *root = srv_json_parse((const char *)r->body, r->body_len, depth, err);
+    bool ok = root != NULL;
+    if (ok && !cJSON_IsObject(root))
+        ok = !rt_error_set(err, RT_ERR_INVALID, "the request must be a JSON object");
+    for (const cJSON *k = ok ? root->child : NULL; k && ok; k = k->next) {
+        if (strcmp(k->string, "parameters") != 0)
+            ok = !rt_error_set(err, RT_ERR_INVALID, "unknown key '%s' (a load or unload request holds \"parameters\")",
+                               k->string);
+        else if (!cJSON_IsObject(k))
+            ok = !rt_error_set(err, RT_ERR_INVALID, "\"parameters\" must be an object");
+    }
+    const cJSON *params = ok ? cJSON_GetObjectItemCaseSensitive(root, "parameters") : NULL;
+    for (const cJSON *p = params ? params->child : NULL; p && ok; p = p->next) {
+        if (c->load && strcmp(p->string, "config") == 0) {
+            struct rt_error why = {RT_OK, ""};
+            cJSON *conf = cJSON_IsString(p) ? srv_json_parse(p->valuestring, strlen(p->valuestring), depth, &why) : NULL;
+            if (!cJSON_IsString(p))
+                rt_error_set(err, RT_ERR_INVALID, "parameters.config must be a string holding a JSON model configuration");
+            else if (!conf)
+                rt_error_set(err, RT_ERR_INVALID, "parameters.config: %s", why.msg);
+            else if (srv_triton_config_from_json(conf, r->model, &c->config, err) != RT_OK)
+                err->status = RT_ERR_INVALID;   /* the request's fault, not the model's */
+            c->has_config = ok = conf && err->status == RT_OK;
+            cJSON_Delete(conf);
+        } else if (!c->load && strcmp(p->string, "unload_dependents") == 0) {
+            if (!cJSON_IsBool(p))
+                ok = !rt_error_set(err, RT_ERR_INVALID, "parameters.unload_dependents must be true or false");
+        } else if (c->load && strncmp(p->string, "file:", 5) == 0) {
+            ok = !rt_error_set(err, RT_ERR_INVALID,
+                               "parameters.%.200s: file overrides are not supported; put the files in the "
+                               "model repository", p->string);
+        } else {
+            ok = !rt_error_set(err, RT_ERR_INVALID, "parameter '%.200s' is not supported by %s", p->string,
+                               c->load ? "load (only \"config\")" : "unload (only \"unload_dependents\")");
+        }
+    }
+    cJSON_Delete(root);
+    return ok;
+}
+
 static void repo_action(struct srv_request *r, bool load)
 {
     if (!model_control_allowed(r))
@@ -283,6 +336,12 @@ static void repo_action(struct srv_request *r, bool load)
         return;
     }
     *c = (struct control_ctx){.r = r, .work.run = control_run, .load = load, .err = {RT_OK, ""}};
+    struct rt_error err = {RT_OK, ""};
+    if (!read_parameters(r, c, &err)) {
+        free(c);
+        srv_reply_rt_error(r, &err);
+        return;
+    }
     r->ctx = c;
     r->ctx_free = free;
     srv_request_defer(r, control_finish);

@@ -17,6 +17,7 @@
 
 #include "srv_buf.h"
 #include "srv_model.h"
+#include "srv_triton_config.h"
 
 struct srv_repo;
 
@@ -37,10 +38,12 @@ void srv_repo_free(struct srv_repo *r);
  * logged and stay UNAVAILABLE with their reason). */
 enum rt_status srv_repo_load_all(struct srv_repo *r, struct rt_error *err);
 /* Loads (or reloads) one model by name: the versions its version policy
- * picks. RT_ERR_NOT_FOUND when no such folder; else the first failure (the
- * versions that loaded serve; a version that fails to reload keeps its old
- * model). */
-enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_error *err);
+ * picks. config, when not NULL, stands in for the folder's config.pbtxt
+ * (the load API's parameters.config, as Triton's). RT_ERR_NOT_FOUND when
+ * no such folder; else the first failure (the versions that loaded serve; a
+ * version that fails to reload keeps its old model). */
+enum rt_status srv_repo_load(struct srv_repo *r, const char *name, const struct srv_triton_config *config,
+                             struct rt_error *err);
 /* Unloads one model; requests already holding it finish normally. */
 enum rt_status srv_repo_unload(struct srv_repo *r, const char *name, struct rt_error *err);
 

@@ -121,13 +121,17 @@ static void pick(struct srv_layout *out, long long v, bool present)
     out->present[out->n++] = present;
 }
 
-enum rt_status srv_layout_read(const char *model_dir, const char *name, struct srv_layout *out,
-                               struct rt_error *err)
+enum rt_status srv_layout_read(const char *model_dir, const char *name, const struct srv_triton_config *override,
+                               struct srv_layout *out, struct rt_error *err)
 {
     memset(out, 0, sizeof(*out));
-    enum rt_status s = read_config(model_dir, name, out, err);
-    if (s != RT_OK)
+    enum rt_status s = RT_OK;
+    if (override) {
+        out->has_config = true;
+        out->cfg = *override;
+    } else if ((s = read_config(model_dir, name, out, err)) != RT_OK) {
         return s;
+    }
     const struct srv_triton_config *c = &out->cfg;
     long long *v = NULL;
     int n = 0;

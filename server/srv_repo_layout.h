@@ -30,11 +30,12 @@ struct srv_layout {
  * config.pbtxt or a numeric sub-folder in it. */
 bool srv_layout_is_model(const char *dir, const char *name);
 
-/* Reads model folder model_dir (of model `name`): its config.pbtxt and the
- * versions to load. RT_ERR_BAD_MODEL, with the reason, for a config.pbtxt
- * that does not parse or a folder with no version to load; RT_ERR_IO when
- * the folder cannot be read. */
-enum rt_status srv_layout_read(const char *model_dir, const char *name, struct srv_layout *out,
-                               struct rt_error *err);
+/* Reads model folder model_dir (of model `name`): its config.pbtxt (or
+ * override instead, when not NULL: the load API's parameters.config) and
+ * the versions to load. RT_ERR_BAD_MODEL, with the reason, for a
+ * config.pbtxt that does not parse or a folder with no version to load;
+ * RT_ERR_IO when the folder cannot be read. */
+enum rt_status srv_layout_read(const char *model_dir, const char *name, const struct srv_triton_config *override,
+                               struct srv_layout *out, struct rt_error *err);
 
 #endif /* SRV_REPO_LAYOUT_H */

@@ -177,7 +177,8 @@ static void log_outcome(const char *name, const struct srv_layout *lay, const st
     }
 }
 
-enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_error *err)
+enum rt_status srv_repo_load(struct srv_repo *r, const char *name, const struct srv_triton_config *config,
+                             struct rt_error *err)
 {
     if (!srv_repo_valid_name(name))
         return rt_error_set(err, RT_ERR_INVALID, "invalid model name");
@@ -204,7 +205,7 @@ enum rt_status srv_repo_load(struct srv_repo *r, const char *name, struct rt_err
     if (!lay)
         rt_error_set(err, st, "out of memory");
     else if ((st = check_contained(r->dir, dir, name, err)) == RT_OK)
-        st = srv_layout_read(dir, name, lay, err);
+        st = srv_layout_read(dir, name, config, lay, err);
     if (st != RT_OK) {
         scrub_path(err->msg, dir);
         scrub_path(err->msg, r->dir);
@@ -258,7 +259,7 @@ enum rt_status srv_repo_load_all(struct srv_repo *r, struct rt_error *err)
     enum rt_status st = RT_OK;
     struct rt_error one = {RT_OK, ""};
     for (int i = 0; i < n; i++) {
-        if (srv_repo_load(r, names[i], &one) != RT_OK && st == RT_OK) {
+        if (srv_repo_load(r, names[i], NULL, &one) != RT_OK && st == RT_OK) {
             *err = one;
             st = rt_error_prefix(err, "model %s", names[i]);
         }

@@ -11,7 +11,8 @@
 
 struct mapper {
     const struct srv_pb_doc *doc;
-    char label[RT_NAME_MAX + 16];     /* "model/config.pbtxt" */
+    char label[RT_NAME_MAX + 32];     /* "model/config.pbtxt" */
+    bool json;                        /* from JSON: enum values and int64s come as strings */
     struct rt_error *err;
 };
 
@@ -24,7 +25,10 @@ static enum rt_status fail(const struct mapper *m, const struct srv_pb_node *n, 
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    rt_error_set(m->err, RT_ERR_BAD_MODEL, "%s:%d:%d: %s", m->label, n->line, n->col, what);
+    if (n->line > 0)
+        rt_error_set(m->err, RT_ERR_BAD_MODEL, "%s:%d:%d: %s", m->label, n->line, n->col, what);
+    else
+        rt_error_set(m->err, RT_ERR_BAD_MODEL, "%s: %s", m->label, what);
     return RT_ERR_BAD_MODEL;
 }
 
@@ -51,8 +55,9 @@ static enum rt_status get_int(const struct mapper *m, int i, int64_t lo, int64_t
     const struct srv_pb_node *n = node(m, i);
     char *end = NULL;
     errno = 0;
-    long long v = n->kind == SRV_PB_WORD ? strtoll(n->text, &end, 10) : 0;
-    if (n->kind != SRV_PB_WORD || end == n->text || *end != '\0' || errno != 0 || v < lo || v > hi)
+    bool word = n->kind == SRV_PB_WORD || (m->json && n->kind == SRV_PB_STRING);
+    long long v = word ? strtoll(n->text, &end, 10) : 0;
+    if (!word || end == n->text || *end != '\0' || errno != 0 || v < lo || v > hi)
         return fail(m, n, "'%s' must be an integer in [%lld, %lld]", n->name, (long long)lo, (long long)hi);
     *out = v;
     return RT_OK;
@@ -76,7 +81,10 @@ static enum rt_status get_message(const struct mapper *m, int i)
 
 static enum rt_status get_word(const struct mapper *m, int i)
 {
-    return node(m, i)->kind == SRV_PB_WORD ? RT_OK : fail(m, node(m, i), "'%s' must be an unquoted value", node(m, i)->name);
+    enum srv_pb_kind k = node(m, i)->kind;
+    return k == SRV_PB_WORD || (m->json && k == SRV_PB_STRING)
+               ? RT_OK
+               : fail(m, node(m, i), "'%s' must be an unquoted value", node(m, i)->name);
 }
 
 #define TRY(x)                      \
@@ -344,7 +352,161 @@ enum rt_status srv_triton_config_parse(const char *text, size_t len, const char 
     return st;
 }
 
+/* ------------------------------------------------------------ from JSON */
+
+/* The load API's parameters.config is the same configuration in
+ * protobuf's JSON mapping: it is turned into the tree the text format
+ * gives (objects are messages, arrays repeated fields, field names in
+ * lowerCamelCase or as written), then read by the same rules. */
+struct builder {
+    struct srv_pb_doc doc;
+    int cap;
+    size_t used, arena_cap;
+    struct rt_error *err;
+};
+
+static const char *keep(struct builder *b, const char *s, size_t len)
+{
+    if (b->used + len + 1 > b->arena_cap)
+        return NULL;
+    char *d = b->doc.arena + b->used;
+    memcpy(d, s, len);
+    d[len] = '\0';
+    b->used += len + 1;
+    return d;
+}
+
+/* maxBatchSize -> max_batch_size */
+static const char *snake_name(struct builder *b, const char *name)
+{
+    char tmp[128];
+    size_t n = 0;
+    for (const char *p = name; *p && n + 2 < sizeof(tmp); p++) {
+        if (*p >= 'A' && *p <= 'Z') {
+            tmp[n++] = '_';
+            tmp[n++] = (char)(*p - 'A' + 'a');
+        } else {
+            tmp[n++] = *p;
+        }
+    }
+    return keep(b, tmp, n);
+}
+
+/* Adds v (named name) as one node, or one per element of an array; links
+ * them after *last (or as parent's first child). False when out of room or
+ * for JSON with no text-format equivalent (a list of lists). */
+static bool add_value(struct builder *b, int parent, int *last, const char *name, const cJSON *v, bool in_list)
+{
+    if (cJSON_IsNull(v))
+        return true;
+    if (cJSON_IsArray(v)) {
+        if (in_list)
+            return rt_error_set(b->err, RT_ERR_BAD_MODEL, "'%s' is a list of lists", name), false;
+        for (const cJSON *e = v->child; e; e = e->next)
+            if (!add_value(b, parent, last, name, e, true))
+                return false;
+        return true;
+    }
+    if (b->doc.n == b->cap)
+        return rt_error_set(b->err, RT_ERR_TOO_LARGE, "more than %d fields", SRV_PBTXT_MAX_NODES), false;
+    int i = b->doc.n++;
+    struct srv_pb_node *n = &b->doc.nodes[i];
+    *n = (struct srv_pb_node){.name = snake_name(b, name), .first_child = -1, .next = -1};
+    char num[40];
+    if (cJSON_IsObject(v)) {
+        n->kind = SRV_PB_MESSAGE;
+        int child_last = -1;
+        for (const cJSON *m = v->child; m; m = m->next)
+            if (!add_value(b, i, &child_last, m->string, m, false))
+                return false;
+    } else if (cJSON_IsString(v)) {
+        n->kind = SRV_PB_STRING;
+        n->text = keep(b, v->valuestring, strlen(v->valuestring));
+    } else if (cJSON_IsNumber(v)) {
+        n->kind = SRV_PB_WORD;
+        double d = v->valuedouble;
+        int len = d == (double)(long long)d ? snprintf(num, sizeof(num), "%lld", (long long)d)
+                                            : snprintf(num, sizeof(num), "%.17g", d);
+        n->text = keep(b, num, (size_t)len);
+    } else {
+        n->kind = SRV_PB_WORD;
+        n->text = cJSON_IsTrue(v) ? "true" : "false";
+    }
+    if (!n->name || (n->kind != SRV_PB_MESSAGE && !n->text))
+        return rt_error_set(b->err, RT_ERR_NO_MEMORY, "out of memory"), false;
+    if (*last >= 0)
+        b->doc.nodes[*last].next = i;
+    else
+        b->doc.nodes[parent].first_child = i;
+    *last = i;
+    return true;
+}
+
+/* Upper bounds of a JSON tree's nodes and of the text they keep. */
+static void measure(const cJSON *v, int *nodes, size_t *bytes)
+{
+    for (; v; v = v->next) {
+        ++*nodes;
+        *bytes += (v->string ? 2 * strlen(v->string) + 1 : 0) + 41 +
+                  (cJSON_IsString(v) ? strlen(v->valuestring) + 1 : 0);
+        measure(v->child, nodes, bytes);
+    }
+}
+
+enum rt_status srv_triton_config_from_json(const cJSON *root, const char *model, struct srv_triton_config *out,
+                                           struct rt_error *err)
+{
+    srv_triton_config_default(model, out);
+    if (!cJSON_IsObject(root))
+        return rt_error_set(err, RT_ERR_BAD_MODEL, "parameters.config must hold a JSON object");
+    int nodes = 1;
+    size_t bytes = 1;
+    measure(root->child, &nodes, &bytes);
+    struct builder b = {.cap = nodes < SRV_PBTXT_MAX_NODES ? nodes : SRV_PBTXT_MAX_NODES,
+                        .arena_cap = bytes, .err = err};
+    b.doc.nodes = calloc((size_t)b.cap, sizeof(*b.doc.nodes));
+    b.doc.arena = malloc(bytes);
+    enum rt_status st = RT_OK;
+    if (!b.doc.nodes || !b.doc.arena) {
+        st = rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    } else {
+        b.doc.nodes[0] = (struct srv_pb_node){.name = "", .first_child = -1, .next = -1};
+        b.doc.n = 1;
+        int last = -1;
+        for (const cJSON *m = root->child; m && st == RT_OK; m = m->next)
+            if (!add_value(&b, 0, &last, m->string, m, false))
+                st = err->status;
+    }
+    if (st == RT_OK) {
+        out->from_load_request = true;
+        struct mapper m = {.doc = &b.doc, .json = true, .err = err};
+        snprintf(m.label, sizeof(m.label), "%s: parameters.config", model);
+        int first = b.doc.nodes[0].first_child;
+        for (int i = first; st == RT_OK && i >= 0; i = b.doc.nodes[i].next)
+            st = map_field(&m, first, i, out);
+    } else if (st != RT_ERR_NO_MEMORY) {
+        char why[RT_ERROR_MSG_MAX];
+        snprintf(why, sizeof(why), "%s", err->msg);
+        rt_error_set(err, st, "%s: parameters.config: %s", model, why);
+    }
+    srv_pbtxt_free(&b.doc);
+    return st;
+}
+
 /* ------------------------------------------------------------ applying */
+
+/* Where a setting came from, for messages: "m/config.pbtxt:3:5" or
+ * "m: parameters.config". */
+static const char *locate(const struct srv_triton_config *c, int line, int col, char *buf, size_t cap)
+{
+    if (c->from_load_request)
+        snprintf(buf, cap, "%s: parameters.config", c->model);
+    else if (line > 0)
+        snprintf(buf, cap, "%s/config.pbtxt:%d:%d", c->model, line, col);
+    else
+        snprintf(buf, cap, "%s/config.pbtxt", c->model);
+    return buf;
+}
 
 static enum rt_status check_io(const struct srv_triton_config *c, const struct srv_triton_io *io, const char *what,
                                const struct rt_io_desc *have, int n_have, struct rt_error *err)
@@ -357,14 +519,16 @@ static enum rt_status check_io(const struct srv_triton_config *c, const struct s
         size_t used = strlen(names);
         snprintf(names + used, sizeof(names) - used, "%s'%s'", i ? ", " : "", have[i].name);
     }
+    char at[RT_NAME_MAX + 40];
+    locate(c, io->line, io->col, at, sizeof(at));
     if (!d)
-        return rt_error_set(err, RT_ERR_BAD_MODEL, "%s/config.pbtxt:%d:%d: %s '%s' is not one of the model's (%s)",
-                            c->model, io->line, io->col, what, io->name, names);
+        return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: %s '%s' is not one of the model's (%s)", at, what, io->name,
+                            names);
     char type[40];
     snprintf(type, sizeof(type), "TYPE_%s", rt_dtype_kserve_name(d->dtype));
     if (io->data_type[0] && strcmp(io->data_type, type) != 0)
-        return rt_error_set(err, RT_ERR_BAD_MODEL, "%s/config.pbtxt:%d:%d: %s '%s': data_type %s, but the model's is %s",
-                            c->model, io->line, io->col, what, io->name, io->data_type, type);
+        return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: %s '%s': data_type %s, but the model's is %s", at, what,
+                            io->name, io->data_type, type);
     bool same = !io->has_dims || io->dims.rank == d->shape.rank - 1;
     for (int k = 0; same && io->has_dims && k < io->dims.rank; k++)
         same = io->dims.dims[k] == -1 || io->dims.dims[k] == d->shape.dims[k + 1];
@@ -375,9 +539,8 @@ static enum rt_status check_io(const struct srv_triton_config *c, const struct s
             snprintf(shape + used, sizeof(shape) - used, "%s%lld", k > 1 ? ", " : "", (long long)d->shape.dims[k]);
         }
         return rt_error_set(err, RT_ERR_BAD_MODEL,
-                            "%s/config.pbtxt:%d:%d: %s '%s': dims differ from the model's [%s] (without the batch "
-                            "dimension)",
-                            c->model, io->line, io->col, what, io->name, shape);
+                            "%s: %s '%s': dims differ from the model's [%s] (without the batch dimension)", at,
+                            what, io->name, shape);
     }
     return RT_OK;
 }
@@ -396,12 +559,18 @@ enum rt_status srv_triton_config_apply(const void *user, struct rt_model_config 
         memcpy(b->preferred, c->preferred, sizeof(b->preferred));
         b->n_preferred = c->n_preferred;
     }
+    /* Sizes the configuration gives must fit its max_batch_size; model.json's
+     * own that a smaller max_batch_size leaves out are dropped. */
+    int kept = 0;
     for (int i = 0; i < b->n_preferred; i++) {
-        if (b->preferred[i] > cfg->max_batch_size)
-            return rt_error_set(err, RT_ERR_BAD_MODEL,
-                                "%s/config.pbtxt: preferred batch size %d is above max_batch_size %d", c->model,
-                                b->preferred[i], cfg->max_batch_size);
+        char at[RT_NAME_MAX + 40];
+        if (b->preferred[i] <= cfg->max_batch_size)
+            b->preferred[kept++] = b->preferred[i];
+        else if (c->has_preferred)
+            return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: preferred batch size %d is above max_batch_size %d",
+                                locate(c, 0, 0, at, sizeof(at)), b->preferred[i], cfg->max_batch_size);
     }
+    b->n_preferred = kept;
     if (c->has_delay)
         b->max_queue_delay_us = c->max_queue_delay_us;
     if (c->has_queue_size)

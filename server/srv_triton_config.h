@@ -19,6 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "runtime/rt_model.h"
 
 #define SRV_MAX_VERSIONS 16
@@ -53,6 +55,7 @@ struct srv_triton_config {
     int64_t versions[SRV_MAX_VERSIONS];   /* the specific policy's, ascending */
     int n_versions;
     char model_filename[RT_NAME_MAX];     /* default_model_filename; "" when not given */
+    bool from_load_request;      /* the load API's parameters.config, not config.pbtxt (for messages) */
 };
 
 /* The defaults when a model has no config.pbtxt: the latest version only. */
@@ -64,6 +67,13 @@ void srv_triton_config_default(const char *model, struct srv_triton_config *out)
  * messages read "model/config.pbtxt:line:col: ...". */
 enum rt_status srv_triton_config_parse(const char *text, size_t len, const char *model,
                                        struct srv_triton_config *out, struct rt_error *err);
+
+/* The same from the JSON model configuration of the load API's
+ * parameters.config (protobuf's JSON mapping: enum values and 64-bit
+ * integers may be strings, field names lowerCamelCase). Errors read
+ * "model: parameters.config: ...". */
+enum rt_status srv_triton_config_from_json(const cJSON *root, const char *model, struct srv_triton_config *out,
+                                           struct rt_error *err);
 
 /* The rt_model_source configure hook (user: a struct srv_triton_config):
  * lays the settings over cfg and checks the declared inputs and outputs

@@ -167,3 +167,82 @@ TEST(http_triton_layout_versions)
     TEST_FAIL_IF(status != 0, "inferd exited with status %d after the test", status);
     return res;
 }
+
+/* The load API's parameters.config (protobuf's JSON mapping, as
+ * tritonclient's load_model(config=...) sends it) stands in for the
+ * folder's config.pbtxt for that load; what it cannot honour is a 400
+ * naming it, and the model keeps serving. */
+static long load_with(const struct http_daemon *d, const char *body, char *msg, size_t cap)
+{
+    struct http_resp r;
+    long st = http_post(d, "/v2/repository/models/latest/load", "application/json", body, strlen(body), &r)
+                  ? r.status
+                  : 0;
+    snprintf(msg, cap, "%s", st ? r.body : "");
+    if (st)
+        http_resp_free(&r);
+    return st;
+}
+
+static enum test_result load_config_override(struct http_daemon *d)
+{
+    char v[32], msg[1024];
+    struct http_resp r;
+    ASSERT_EQ_INT(infer(d, "/v2/models/latest/infer", v, sizeof(v)), 200);
+    ASSERT_STR_EQ(v, "2");
+    /* camelCase names, an enum and an int64 as strings: both versions, batch 4 */
+    ASSERT_EQ_INT(load_with(d, "{\"parameters\":{\"config\":\"{\\\"maxBatchSize\\\":4,"
+                               "\\\"version_policy\\\":{\\\"specific\\\":{\\\"versions\\\":[\\\"1\\\",2]}},"
+                               "\\\"input\\\":[{\\\"name\\\":\\\"input\\\",\\\"data_type\\\":\\\"TYPE_FP32\\\","
+                               "\\\"dims\\\":[1,28,28]}]}\"}}",
+                            msg, sizeof(msg)),
+                  200);
+    ASSERT_EQ_INT(infer(d, "/v2/models/latest/versions/1/infer", v, sizeof(v)), 200);
+    ASSERT_STR_EQ(v, "1");
+    ASSERT_TRUE(http_get(d, "/v2/models/latest/versions/2/config", &r));
+    ASSERT_STR_CONTAINS(r.body, "\"max_batch_size\":4");
+    http_resp_free(&r);
+    /* a plain load reads config.pbtxt again: the latest version only */
+    ASSERT_EQ_INT(load_with(d, "", msg, sizeof(msg)), 200);
+    ASSERT_EQ_INT(infer(d, "/v2/models/latest/versions/1/infer", v, sizeof(v)), 404);
+    /* refused, each by name (the first five before loading, the dims when
+     * the model is checked); the model serves on */
+    static const struct { const char *body, *says; } BAD[] = {
+        {"{\"parameters\":{\"config\":\"{\\\"ensemble_scheduling\\\":{}}\"}}",
+         "latest: parameters.config: field 'ensemble_scheduling' is not supported"},
+        {"{\"parameters\":{\"config\":\"{\\\"name\\\":\\\"other\\\"}\"}}", "differs from the model's folder name"},
+        {"{\"parameters\":{\"config\":\"{\\\"input\\\":[{\\\"name\\\":\\\"input\\\",\\\"dims\\\":[3,28,28]}]}\"}}",
+         "dims"},
+        {"{\"parameters\":{\"config\":\"{not json\"}}", "parameters.config: malformed JSON"},
+        {"{\"parameters\":{\"config\":7}}", "must be a string"},
+        {"{\"parameters\":{\"file:1/model.onnx\":\"AAAA\"}}", "file overrides are not supported"},
+        {"{\"parameters\":{\"colour\":\"red\"}}", "parameter 'colour' is not supported"},
+        {"{\"params\":{}}", "unknown key 'params'"},
+    };
+    for (size_t i = 0; i < sizeof(BAD) / sizeof(BAD[0]); i++) {
+        long st = load_with(d, BAD[i].body, msg, sizeof(msg));
+        TEST_FAIL_IF(st != 400 || !strstr(msg, BAD[i].says), "case %zu: %ld %s (want 400 with '%s')", i, st, msg,
+                     BAD[i].says);
+    }
+    ASSERT_EQ_INT(infer(d, "/v2/models/latest/infer", v, sizeof(v)), 200);
+    ASSERT_STR_EQ(v, "2");
+    ASSERT_EQ_INT(http_status(d, "POST", "/v2/repository/models/latest/unload", "application/json",
+                              "{\"parameters\":{\"unload_dependents\":true}}", 41),
+                  200);
+    return TEST_PASS;
+}
+
+static bool fill_latest(const char *repo) { return versioned(repo, "latest", "name: \"latest\"\n"); }
+
+TEST(http_triton_load_config_override)
+{
+    if (!http_source_model_present())
+        SKIP("%s is missing (make models)", HTTP_SOURCE_MODEL);
+    struct http_daemon d;
+    static const char *const ARGS[] = {"--enable-model-control", NULL};
+    TEST_FAIL_IF(!http_daemon_start_custom(&d, fill_latest, ARGS, "/v2/health/ready"), "inferd did not start");
+    enum test_result res = load_config_override(&d);
+    int status = http_daemon_stop(&d);
+    TEST_FAIL_IF(status != 0, "inferd exited with status %d after the test", status);
+    return res;
+}

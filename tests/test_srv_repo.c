@@ -195,7 +195,7 @@ TEST(srv_repo_version_policies)
     idx = index_text(o.r);
     ASSERT_STR_CONTAINS(idx, "{\"name\":\"all\",\"version\":\"2\",\"state\":\"UNAVAILABLE\",\"reason\":\"unloaded\"}");
     free(idx);
-    ASSERT_EQ_INT(srv_repo_load(o.r, "all", &err), RT_OK);
+    ASSERT_EQ_INT(srv_repo_load(o.r, "all", NULL, &err), RT_OK);
     served(o.r, "all", got, sizeof(got));
     ASSERT_STR_EQ(got, "1,2,3");
     close_repo(&o);
