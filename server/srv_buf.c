@@ -152,7 +152,7 @@ void srv_buf_json_float(struct srv_buf *b, float v)
         srv_buf_puts(b, "null");
         return;
     }
-    char tmp[SRV_FLOAT_TEXT_MAX];
+    char tmp[SRV_FLOAT_TEXT_MAX] = "";
     srv_buf_append(b, tmp, (size_t)srv_float_text(tmp, v));
 }
 

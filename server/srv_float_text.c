@@ -39,7 +39,7 @@ static bool scale_for(int e, int q, struct scaled *s)
         return false;
     s->scale = up << (e > 0 ? e : 0);
     s->den = ten << (e < 0 ? -e : 0);
-    return true;
+    return s->den != 0;   /* never zero within the budget; said for the analyser */
 }
 
 /* The P significant digits of m * 2^e, rounded half to even: the integer
@@ -89,7 +89,7 @@ static bool reads_back(uint32_t m, bool narrow_below, bool above, srv_u128 dist,
 /* "%.{P}g" of d * 10^(k - P + 1): trailing zeros dropped. */
 static int format_g(char *out, bool neg, uint64_t d, int P, int k)
 {
-    char dig[16];
+    char dig[16] = {0};
     for (int i = P - 1; i >= 0; i--, d /= 10)
         dig[i] = (char)('0' + d % 10);
     int nd = P;
@@ -108,7 +108,7 @@ static int format_g(char *out, bool neg, uint64_t d, int P, int k)
         o += snprintf(o, 6, "e%c%02d", k < 0 ? '-' : '+', abs(k));   /* |k| <= 38 */
     } else if (k >= 0) {
         for (int i = 0; i <= k; i++)
-            *o++ = i < nd ? dig[i] : '0';
+            *o++ = (char)(i < nd ? dig[i] : '0');
         if (nd > k + 1) {
             *o++ = '.';
             memcpy(o, dig + k + 1, (size_t)(nd - k - 1));

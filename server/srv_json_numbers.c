@@ -36,6 +36,8 @@ static double round_to_double(srv_u128 n, bool sticky, int exp2)
  * the sticky bit. False outside that range. */
 static bool exact_long_mantissa(uint64_t mant, int exp10, double *out)
 {
+    if (mant == 0)
+        return false;            /* the caller's fast path has it; and a shift below needs a set bit */
     if (exp10 >= 0 && exp10 <= 19) {
         *out = round_to_double((srv_u128)mant * srv_pow10_u128(exp10), false, 0);
         return true;
