@@ -174,6 +174,30 @@ TEST(profile_cli_other_precisions)
     return TEST_PASS;
 }
 
+/* --floors runs nothing: lenet5's arithmetic and least traffic per step,
+ * and their time at the given peaks. conv1 is 6x28x28 outputs of 25
+ * multiply-adds; at batch 2, 1 TFLOP/s and 1 TB/s, its compute floor is
+ * 2 * 2 * 6 * 28 * 28 * 25 FLOP / 1e12 = 0.4704 us. */
+TEST(profile_cli_floors)
+{
+    struct client_run r;
+    ASSERT_TRUE(PROFILE(&r, "model_repository/lenet5", "--backend", "cpu", "--batch", "2", "--floors", "1,1"));
+    ASSERT_EQ_INT(r.status, 0);
+    ASSERT_STR_CONTAINS(r.out, "lenet5: fp32, 7 steps, batch 2; floors at 1 TFLOP/s and 1 TB/s");
+    const char *conv1 = strstr(r.out, "  0  conv1");
+    ASSERT_TRUE(conv1 != NULL);
+    double mflop = 0, mb = 0, compute = 0;
+    char op[32] = "", out[32] = "";
+    ASSERT_EQ_INT(sscanf(conv1, " 0 conv1 %31s %31s %lf %lf %lf", op, out, &mflop, &mb, &compute), 5);
+    ASSERT_STR_EQ(op, "conv2d");
+    ASSERT_STR_EQ(out, "2x6x28x28");
+    TEST_FAIL_IF(mflop != 0.47 || compute != 0.470, "conv1: %g MFLOP, %g us", mflop, compute);
+    ASSERT_STR_CONTAINS(r.out, "total: ");
+    ASSERT_TRUE(strstr(r.out, "median us") == NULL);   /* nothing was timed */
+    client_run_free(&r);
+    return TEST_PASS;
+}
+
 TEST(profile_cli_bad_arguments)
 {
     static const char *const USAGE[][4] = {
@@ -184,6 +208,9 @@ TEST(profile_cli_bad_arguments)
         {"--precision", "bf16", NULL, NULL},
         {"--backend", "tpu", NULL, NULL},
         {"--frobnicate", NULL, NULL, NULL},
+        {"--floors", "989", NULL, NULL},
+        {"--floors", "989,0", NULL, NULL},
+        {"--floors", "x,3.35", NULL, NULL},
     };
     struct client_run r;
     for (size_t i = 0; i < sizeof(USAGE) / sizeof(USAGE[0]); i++) {

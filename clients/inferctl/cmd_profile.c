@@ -12,6 +12,8 @@
  * rt_session_run, timed around the call. --trace FILE writes every timed
  * step as a Chrome trace (profile_trace.c). A --precision other than the
  * model's own profiles a converted copy in a temporary folder.
+ * --floors TFLOPS,TBS runs nothing: it prints each step's arithmetic and
+ * least memory traffic and the least time they take at a device's peaks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 
 struct profile_args {
     const char *dir, *backend, *precision, *trace, *calib_data;
+    const char *floors;            /* "TFLOPS,TBS": print each step's floor instead of timing */
     int threads, batch, runs, warmup;
 };
 
@@ -260,6 +263,53 @@ static void print_summary(const struct ctl_profile_data *d, const double *med_ns
            run_med_ns > 0 ? d->batch * 1e9 / run_med_ns : 0, d->batch);
 }
 
+/* ------------------------------------------------------------ floors */
+
+/* --floors "TFLOPS,TBS": a device's peak arithmetic (TFLOP/s, or TOP/s for
+ * INT8) and memory bandwidth (TB/s), both positive. */
+static bool parse_floors(const char *text, double *tflops, double *tbs)
+{
+    char *end = NULL;
+    *tflops = strtod(text, &end);
+    if (end == text || *end != ',' || !(*tflops > 0))
+        return false;
+    const char *second = end + 1;
+    *tbs = strtod(second, &end);
+    return end != second && *end == '\0' && *tbs > 0;
+}
+
+/* Each step's least time on a device of the given peaks: its arithmetic at
+ * the peak rate or its least memory traffic at the peak bandwidth, the
+ * larger (a roofline floor; caches ignored, so it is pessimistic where
+ * activations stay in a large L2). Nothing runs. */
+static void print_floors(const struct rt_model_config *cfg, const struct rt_step_desc *steps, int n_steps,
+                         int batch, double tflops, double tbs)
+{
+    printf("%s: %s, %d steps, batch %d; floors at %.4g TFLOP/s and %.4g TB/s\n\n", cfg->name,
+           rt_precision_name(cfg->precision), n_steps, batch, tflops, tbs);
+    printf("%3s  %-28s  %-15s  %-16s %10s %9s %10s %10s %10s  %s\n", "#", "step", "op", "output", "MFLOP", "MB",
+           "compute us", "memory us", "floor us", "bound");
+    double sum_flops = 0, sum_bytes = 0, sum_floor = 0, sum_compute = 0, sum_memory = 0;
+    for (int i = 0; i < n_steps; i++) {
+        const struct rt_step_desc *s = &steps[i];
+        char out[48];
+        format_shape(&s->out, out, sizeof(out));
+        double compute = s->flops / (tflops * 1e12) * 1e6, memory = s->bytes / (tbs * 1e12) * 1e6;
+        double floor = compute > memory ? compute : memory;
+        printf("%3d  %-28.28s  %-15s  %-16s %10.2f %9.3f %10.3f %10.3f %10.3f  %s\n", i, s->name, s->op, out,
+               s->flops / 1e6, s->bytes / 1e6, compute, memory, floor, compute > memory ? "compute" : "memory");
+        sum_flops += s->flops;
+        sum_bytes += s->bytes;
+        sum_compute += compute;
+        sum_memory += memory;
+        sum_floor += floor;
+    }
+    printf("\ntotal: %.1f MFLOP, %.2f MB; floors: compute %.2f us, memory %.2f us, per step summed %.2f us "
+           "(%.0f samples/s at batch %d)\n",
+           sum_flops / 1e6, sum_bytes / 1e6, sum_compute, sum_memory, sum_floor,
+           sum_floor > 0 ? batch / (sum_floor * 1e-6) : 0, batch);
+}
+
 /* ------------------------------------------------------------ the command */
 
 /* Profiles the loaded model m on b; prints the table and writes the trace. */
@@ -288,6 +338,12 @@ static int profile(const struct profile_args *a, struct rt_backend *b, struct rt
     }
     for (int i = 0; i < n_steps; i++)
         rt_model_step_desc(m, i, a->batch, &steps[i], &err);   /* step and batch are in range */
+    double tflops, tbs;
+    if (a->floors && parse_floors(a->floors, &tflops, &tbs)) {
+        print_floors(cfg, steps, n_steps, a->batch, tflops, tbs);
+        rc = CTL_EXIT_OK;
+        goto done;
+    }
     if (rt_session_create(m, &s, &err) != RT_OK) {
         fprintf(stderr, "inferctl profile: %s\n", err.msg);
         goto done;
@@ -352,6 +408,7 @@ int ctl_cmd_profile(int argc, char **argv)
         {"warmup", CTL_OPT_INT, &a.warmup, 0, PROFILE_MAX_RUNS},
         {"trace", CTL_OPT_STRING, &a.trace, 0, 0},
         {"calib-data", CTL_OPT_STRING, &a.calib_data, 0, 0},
+        {"floors", CTL_OPT_STRING, &a.floors, 0, 0},
     };
     char **pos = NULL;
     int npos = 0;
@@ -360,6 +417,12 @@ int ctl_cmd_profile(int argc, char **argv)
         return rc < 0 ? CTL_EXIT_OK : rc;
     a.dir = pos[0];
     free(pos);
+    double tflops, tbs;
+    if (a.floors && !parse_floors(a.floors, &tflops, &tbs)) {
+        fprintf(stderr, "inferctl profile: --floors takes TFLOPS,TBS (two positive numbers: 989,3.35 for an H100's "
+                        "dense FP16 and its HBM3)\n");
+        return CTL_EXIT_USAGE;
+    }
     char tmp[] = "/tmp/inferctl-profile-XXXXXX";
     if (!mkdtemp(tmp)) {
         perror("inferctl profile: temporary folder");

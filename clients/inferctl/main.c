@@ -43,8 +43,9 @@ static const struct ctl_command COMMANDS[] = {
      "top-1 of fp32, fp16 and int8 (each calibration method) on the test set"},
     {"profile", ctl_cmd_profile,
      "MODEL_DIR [--backend auto|cpu|cuda] [--threads N] [--batch N=1] [--precision fp32|fp16|int8] [--runs N=100] "
-     "[--warmup N=10] [--trace FILE] [--calib-data DIR]",
-     "time every step of the model offline: a table per layer, and a Chrome/Perfetto trace"},
+     "[--warmup N=10] [--trace FILE] [--calib-data DIR] [--floors TFLOPS,TBS]",
+     "time every step of the model offline: a table per layer, and a Chrome/Perfetto trace; --floors: each "
+     "step's least time at a device's peaks instead"},
     {"tune", ctl_cmd_tune,
      "MODEL_REPOSITORY/MODEL --latency-p99 MS [--concurrency A:B=1:16] [--budget SECONDS=60] "
      "[--max-batch LIST=1,4,16,64] [--instances LIST=1,2(,4 by cores)] [--queue-delay LIST=0,500] "
