@@ -4,7 +4,7 @@
 
 # The build and the tests (tests/deploy/test_deploy.py checks that the
 # Dockerfile's build stages install DEBS too).
-DEBS        := gcc make pkg-config zlib1g-dev libpng-dev libjpeg62-turbo-dev libcjson-dev \
+DEBS        := gcc make pkg-config zlib1g-dev libpng-dev libjpeg62-turbo-dev libwebp-dev libcjson-dev \
                libmicrohttpd-dev libcurl4-openssl-dev dataset-fashion-mnist curl \
                libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
 DEBS_PYTHON := python3-torch python3-numpy python3-onnx python3-torchvision python3-pil
