@@ -53,8 +53,10 @@ static bool field_init(struct bmp_field *f, uint32_t mask)
 
 static uint8_t field_get(const struct bmp_field *f, uint32_t px)
 {
-    uint32_t v = (px & f->mask) >> f->shift;
-    return (uint8_t)(((uint64_t)v * 255u + f->max / 2) / f->max);
+    /* max is 2^n - 1 (odd) for every field field_init accepted, so
+     * max | 1 is max, and never 0 for the analyser's sake. */
+    uint32_t v = (px & f->mask) >> f->shift, max = f->max | 1u;
+    return (uint8_t)(((uint64_t)v * 255u + max / 2) / max);
 }
 
 struct bmp_header {
