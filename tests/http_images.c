@@ -94,8 +94,8 @@ bool http_encode_bmp(const uint8_t *gray, int width, int height, int bpp, bool t
         b[54 + 4 * i] = b[55 + 4 * i] = b[56 + 4 * i] = (uint8_t)i;
     for (int y = 0; y < height; y++) {
         uint8_t *row = b + offset + stride * (size_t)(top_down ? y : height - 1 - y);
-        for (int x = 0; x < width; x++) {
-            uint8_t v = gray[(size_t)y * (size_t)width + (size_t)x];
+        for (size_t x = 0; x < (size_t)width; x++) {
+            uint8_t v = gray[(size_t)y * (size_t)width + x];
             if (bpp == 8)
                 row[x] = v;
             else

@@ -73,7 +73,7 @@ TEST(image_webp_decode)
     enum { W = 13, H = 7 };
     uint8_t rgb[W * H * 3], rgba[W * H * 4];
     fill_random(rgb, sizeof(rgb));
-    for (int i = 0; i < W * H; i++) {
+    for (size_t i = 0; i < (size_t)W * H; i++) {
         memcpy(rgba + 4 * i, rgb + 3 * i, 3);
         rgba[4 * i + 3] = (uint8_t)test_rand_int(0, 255);
     }
@@ -146,6 +146,8 @@ TEST(image_webp_malformed_status)
     struct rt_image img;
     /* Bytes of the compressed stream flipped: corrupt data. */
     uint8_t *broken = malloc(len);
+    if (!broken)
+        free(webp);
     ASSERT_TRUE(broken);
     memcpy(broken, webp, len);
     for (size_t i = 30; i < len; i += 3)
@@ -218,8 +220,10 @@ static size_t make_bmp(uint8_t *b, const struct bmp_spec *s)
     }
     for (int c = 0; s->masks && c < 3; c++, at += 4)
         put32(b + at, s->masks[c]);
-    memcpy(b + at, s->palette, (size_t)s->palette_len * entry);
-    at += (size_t)s->palette_len * entry;
+    if (s->palette) {
+        memcpy(b + at, s->palette, (size_t)s->palette_len * entry);
+        at += (size_t)s->palette_len * entry;
+    }
     put32(b + 10, (uint32_t)at);
     memcpy(b + at, s->rows, s->rows_len);
     put32(b + 2, (uint32_t)(at + s->rows_len));
@@ -316,9 +320,9 @@ TEST(image_bmp_formats)
         free(bmp);
         ASSERT_EQ_INT(st, RT_OK);
         ASSERT_EQ_INT(bad, 0);
-        for (int i = 0; i < 15; i++)
+        for (size_t i = 0; i < 15; i++)
             TEST_FAIL_IF(img.pixels[3 * i] != gray[i] || img.pixels[3 * i + 2] != gray[i],
-                         "%d-bit pixel %d: %d, want %d", bpp, i, img.pixels[3 * i], gray[i]);
+                         "%d-bit pixel %zu: %d, want %d", bpp, i, img.pixels[3 * i], gray[i]);
         rt_image_free(&img);
     }
     return TEST_PASS;
@@ -408,7 +412,7 @@ TEST(image_jpeg_cmyk)
     uint8_t cmyk[W * H * 4], want_plain[W * H * 3], want_adobe[W * H * 3];
     for (int y = 0; y < H; y++)
         for (int x = 0; x < W; x++) {
-            uint8_t *p = cmyk + (y * W + x) * 4;
+            uint8_t *p = cmyk + (size_t)(y * W + x) * 4;
             p[0] = (uint8_t)(10 * x);
             p[1] = (uint8_t)(20 * y);
             p[2] = (uint8_t)(100 + 5 * (x + y));
