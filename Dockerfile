@@ -34,7 +34,7 @@ FROM debian:${DEBIAN_VERSION} AS cpu-build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       gcc libc6-dev make pkg-config binutils \
-      zlib1g-dev libpng-dev libjpeg-dev libcjson-dev libmicrohttpd-dev libcurl4-openssl-dev \
+      zlib1g-dev libpng-dev libjpeg-dev libwebp-dev libcjson-dev libmicrohttpd-dev libcurl4-openssl-dev \
       libprotobuf-c-dev protobuf-c-compiler libonnx-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -92,7 +92,7 @@ FROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu${UBUNTU_VERSION} AS cuda-bui
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       gcc g++ libc6-dev make pkg-config binutils \
-      zlib1g-dev libpng-dev libjpeg-dev libcjson-dev libmicrohttpd-dev libcurl4-openssl-dev \
+      zlib1g-dev libpng-dev libjpeg-dev libwebp-dev libcjson-dev libmicrohttpd-dev libcurl4-openssl-dev \
       libprotobuf-c-dev protobuf-c-compiler \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=onnx-proto /usr/include/onnx/onnx.proto /usr/include/onnx/onnx.proto

@@ -2,6 +2,7 @@
 #
 #   make run           install deps, build, start inferd on the shipped models
 #   make test          install deps, build, run the whole no-GPU test suite
+#   make test-readme   run every ```sh block of README.md as written (scratch copy; in .ci/run)
 #   make fuzz          every libFuzzer target in tests/fuzz/ for FUZZ_SECONDS each (clang; -j2: two at once)
 #   make fuzz-onnx     one libFuzzer target alone (fuzz-NAME for tests/fuzz/fuzz_NAME.c)
 #   make lint          clang-tidy and cppcheck on the project's C, and the banned-call grep

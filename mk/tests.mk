@@ -1,6 +1,6 @@
-# mk/tests.mk - the test suites and the CPU benchmarks: test, test-onnx,
+# mk/tests.mk - the test suites and the CPU benchmarks: test, test-readme, test-onnx,
 # test-large, accuracy, bench, bench-server, bench-loadgen, bench-imagenet.
-.PHONY: test test-onnx test-large accuracy bench bench-server bench-loadgen bench-imagenet
+.PHONY: test test-readme test-onnx test-large accuracy bench bench-server bench-loadgen bench-imagenet
 
 # (CUDA builds first read the kernels' SASS and check the GPU bundle; the
 # test runner's summary line stays last)
@@ -9,6 +9,13 @@ ifeq ($(CUDA_ON)$(SANITIZE),1)
 	@$(MAKE) --no-print-directory cuda-sass gpu-bundle-check
 endif
 	$(BUILD)/run-tests
+
+# Every ```sh block of README.md, run as written in a scratch copy of the
+# checkout (tests/readme/test_readme.py; about 2.5 minutes: evaluations,
+# quantisation, the load generator, tune's 60 s budget), so not part of
+# make test; .ci/run runs it.
+test-readme: deps deps-client deps-python all
+	timeout -k 10 1500 $(PYTHON) tests/readme/test_readme.py --build $(BUILD)
 
 # The whole ONNX backend test suite, a table per folder (BACKEND=cuda on a GPU).
 BACKEND ?= cpu

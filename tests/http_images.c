@@ -1,10 +1,11 @@
-/* http_images.c - JPEG/PNG payloads and lying headers for the HTTP tests. */
+/* http_images.c - JPEG/PNG/WebP/BMP payloads and lying headers for the image tests. */
 #include "http_images.h"
 
 #include <stdio.h> /* before jpeglib.h, which needs FILE */
 #include <jpeglib.h>
 #include <stdlib.h>
 #include <string.h>
+#include <webp/encode.h>
 #include <zlib.h>
 
 #include "runtime/image/image.h"
@@ -42,6 +43,68 @@ bool http_encode_png(const uint8_t *gray, int width, int height, uint8_t **out, 
     struct rt_image img = {width, height, 1, (uint8_t *)gray};
     struct rt_error err = {RT_OK, ""};
     return rt_image_encode_png(&img, out, len, &err) == RT_OK;
+}
+
+bool http_encode_webp(const uint8_t *gray, int width, int height, uint8_t **out, size_t *len)
+{
+    uint8_t *rgb = malloc((size_t)width * (size_t)height * 3);
+    if (!rgb)
+        return false;
+    for (size_t i = 0; i < (size_t)width * (size_t)height; i++)
+        rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = gray[i];
+    uint8_t *webp = NULL;
+    size_t n = WebPEncodeLosslessRGB(rgb, width, height, width * 3, &webp);
+    free(rgb);
+    if (!n)
+        return false;
+    /* WebP's buffer is WebPFree's; the caller frees with free(). */
+    *out = malloc(n);
+    if (*out)
+        memcpy(*out, webp, n);
+    WebPFree(webp);
+    *len = n;
+    return *out != NULL;
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+bool http_encode_bmp(const uint8_t *gray, int width, int height, int bpp, bool top_down,
+                     uint8_t **out, size_t *len)
+{
+    const size_t stride = ((size_t)width * (size_t)bpp + 31) / 32 * 4;
+    const size_t palette = bpp == 8 ? 256 * 4 : 0, offset = 14 + 40 + palette;
+    const size_t n = offset + stride * (size_t)height;
+    uint8_t *b = calloc(1, n);
+    if (!b)
+        return false;
+    b[0] = 'B';
+    b[1] = 'M';
+    put_le32(b + 2, (uint32_t)n);
+    put_le32(b + 10, (uint32_t)offset);
+    put_le32(b + 14, 40);
+    put_le32(b + 18, (uint32_t)width);
+    put_le32(b + 22, top_down ? (uint32_t)-height : (uint32_t)height);
+    b[26] = 1;                               /* planes */
+    b[28] = (uint8_t)bpp;
+    for (size_t i = 0; i < palette / 4; i++)
+        b[54 + 4 * i] = b[55 + 4 * i] = b[56 + 4 * i] = (uint8_t)i;
+    for (int y = 0; y < height; y++) {
+        uint8_t *row = b + offset + stride * (size_t)(top_down ? y : height - 1 - y);
+        for (size_t x = 0; x < (size_t)width; x++) {
+            uint8_t v = gray[(size_t)y * (size_t)width + x];
+            if (bpp == 8)
+                row[x] = v;
+            else
+                row[3 * x] = row[3 * x + 1] = row[3 * x + 2] = v;
+        }
+    }
+    *out = b;
+    *len = n;
+    return true;
 }
 
 static void put_be32(uint8_t *p, uint32_t v)

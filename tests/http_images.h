@@ -1,6 +1,6 @@
 /*
- * http_images.h - image payloads for the HTTP tests: JPEG encoding (the
- * runtime only encodes PNG), and headers edited to lie about their size.
+ * http_images.h - image payloads for the image tests: JPEG, WebP and BMP
+ * encoding (the runtime only encodes PNG), and headers edited to lie about their size.
  */
 #ifndef HTTP_IMAGES_H
 #define HTTP_IMAGES_H
@@ -14,6 +14,12 @@ bool http_encode_jpeg(const uint8_t *gray, int width, int height, int quality, u
                       size_t *len);
 /* Gray 8-bit pixels to PNG via rt_image_encode_png. */
 bool http_encode_png(const uint8_t *gray, int width, int height, uint8_t **out, size_t *len);
+/* Gray 8-bit pixels to a lossless WebP (libwebp's encoder; malloc'd). */
+bool http_encode_webp(const uint8_t *gray, int width, int height, uint8_t **out, size_t *len);
+/* Gray 8-bit pixels to an uncompressed BMP: 8 bits with a 256-entry gray
+ * palette, or (bpp 24) BGR rows; bottom-up rows, or top-down. */
+bool http_encode_bmp(const uint8_t *gray, int width, int height, int bpp, bool top_down,
+                     uint8_t **out, size_t *len);
 /* Rewrites a PNG's IHDR width and height (fixing its CRC). */
 bool http_png_set_size(uint8_t *png, size_t len, uint32_t width, uint32_t height);
 /* Rewrites a JPEG's SOF width and height. */

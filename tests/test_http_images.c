@@ -1,7 +1,9 @@
 /*
  * test_http_images.c - the classify endpoint on real pictures: 500
- * Fashion-MNIST test images as PNG give exactly the offline predictions
- * (raw bodies and multipart batches alike), as JPEG nearly so.
+ * Fashion-MNIST test images as PNG, lossless WebP and BMP give exactly the
+ * offline predictions (raw bodies and multipart batches alike), as JPEG
+ * nearly so; broken WebP and BMP bodies get their status and leave the
+ * daemon serving.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -188,6 +190,77 @@ static enum test_result classify_jpeg(struct http_daemon *d)
     return TEST_PASS;
 }
 
+/* Lossless WebP, and BMP (alternately 8-bit palette bottom-up and 24-bit
+ * top-down): the same predictions as the pixels offline. */
+static enum test_result classify_webp_bmp(struct http_daemon *d)
+{
+    static const char *const TYPES[] = {"image/webp", "image/bmp"};
+    for (int t = 0; t < 2; t++) {
+        for (int i = 0; i < N_IMAGES; i++) {
+            const uint8_t *px = dataset.images + (size_t)i * 784;
+            bool ok = t == 0 ? http_encode_webp(px, 28, 28, &images[i].data, &images[i].len)
+                             : http_encode_bmp(px, 28, 28, i % 2 ? 24 : 8, i % 2, &images[i].data,
+                                               &images[i].len);
+            if (!ok)
+                free_images();
+            ASSERT_TRUE(ok);
+        }
+        int agree;
+        double diff;
+        bool sent = classify_all(d, TYPES[t], &agree, &diff);
+        free_images();
+        ASSERT_TRUE(sent);
+        printf("  %s: %d/%d top-1 equal to the offline run, top score within %.2g\n", TYPES[t],
+               agree, N_IMAGES, diff);
+        ASSERT_EQ_INT(agree, N_IMAGES);
+        ASSERT_LE(diff, 1e-5);
+    }
+    return TEST_PASS;
+}
+
+#define CLASSIFY "/v2/models/lenet5/classify"
+
+/* Asserts the status of a POST, then that the daemon still serves. */
+#define EXPECT_POST(d, ct, body, len, want) do {                                      \
+        ASSERT_EQ_INT(http_status((d), "POST", CLASSIFY, (ct), (body), (len)), (want)); \
+        ASSERT_TRUE(http_still_serves(d));                                            \
+    } while (0)
+
+/* Truncated, corrupt, oversized and unsupported WebP and BMP bodies. */
+static enum test_result bad_webp_bmp(struct http_daemon *d)
+{
+    uint8_t px[28 * 28];
+    for (int i = 0; i < 28 * 28; i++)
+        px[i] = (uint8_t)test_rand_int(0, 255);
+    uint8_t *webp = NULL, *bmp = NULL;
+    size_t webp_len = 0, bmp_len = 0;
+    enum test_result r = TEST_FAIL;
+    if (!http_encode_webp(px, 28, 28, &webp, &webp_len) ||
+        !http_encode_bmp(px, 28, 28, 24, false, &bmp, &bmp_len))
+        goto done;
+    r = TEST_PASS;
+    EXPECT_POST(d, "image/webp", webp, webp_len, 200);
+    EXPECT_POST(d, "image/bmp", bmp, bmp_len, 200);
+    EXPECT_POST(d, "image/webp", webp, webp_len / 2, 400);          /* truncated */
+    EXPECT_POST(d, "image/webp", webp, 16, 400);
+    EXPECT_POST(d, "image/bmp", bmp, bmp_len / 2, 400);
+    EXPECT_POST(d, "image/bmp", bmp, 30, 400);
+    for (size_t i = 40; i < webp_len; i += 2)                        /* corrupt stream */
+        webp[i] ^= 0x5a;
+    EXPECT_POST(d, "image/webp", webp, webp_len, 400);
+    bmp[22] = 0x60;                                                  /* 60000 x 28 */
+    bmp[23] = 0xea;
+    bmp[18] = 0x60;
+    bmp[19] = 0xea;
+    EXPECT_POST(d, "image/bmp", bmp, bmp_len, 413);
+    bmp[30] = 1;                                                     /* BI_RLE8 */
+    EXPECT_POST(d, "image/bmp", bmp, bmp_len, 415);
+done:
+    free(webp);
+    free(bmp);
+    return r;
+}
+
 static enum test_result run_classify(http_test_fn fn)
 {
     if (!http_source_model_present())
@@ -200,3 +273,11 @@ static enum test_result run_classify(http_test_fn fn)
 TEST(http_classify_png_equals_offline) { return run_classify(classify_png); }
 
 TEST(http_classify_jpeg_nearly_offline) { return run_classify(classify_jpeg); }
+
+TEST(http_classify_webp_bmp_equal_offline) { return run_classify(classify_webp_bmp); }
+
+TEST(http_classify_bad_webp_bmp)
+{
+    const struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
+    return http_run(&spec, 1, NULL, bad_webp_bmp);
+}

@@ -213,7 +213,7 @@ const char *icl_image_content_type(const char *path)
     } TYPES[] = {
         {".png", "image/png"},  {".jpg", "image/jpeg"}, {".jpeg", "image/jpeg"},
         {".pgm", "image/x-portable-graymap"}, {".ppm", "image/x-portable-pixmap"},
-        {".pnm", "image/x-portable-anymap"},
+        {".pnm", "image/x-portable-anymap"}, {".webp", "image/webp"}, {".bmp", "image/bmp"},
     };
     const char *dot = strrchr(path, '.');
     for (size_t i = 0; dot && i < sizeof(TYPES) / sizeof(TYPES[0]); i++)

@@ -1,7 +1,7 @@
 /*
  * image/image.c - the image API: format sniffing, decode dispatch, and
  * preprocessing of a decoded image into a model input (docs/model-format.md,
- * "Preprocessing"). The format decoders live in rt_image_{png,jpeg,pnm}.c,
+ * "Preprocessing"). The format decoders live in image_{png,jpeg,webp,bmp,pnm}.c,
  * the resampler in image/image_resize.c.
  *
  * Preprocessing follows the PIL/torchvision pipeline models are trained
@@ -32,6 +32,17 @@ enum rt_image_format rt_image_sniff(const void *data, size_t len)
         return RT_IMAGE_PNG;
     if (len >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff)
         return RT_IMAGE_JPEG;
+    /* RIFF container, "WEBP" form type. */
+    if (len >= 12 && memcmp(d, "RIFF", 4) == 0 && memcmp(d + 8, "WEBP", 4) == 0)
+        return RT_IMAGE_WEBP;
+    /* "BM" then, after the 14-byte file header, a DIB header size that
+     * some BMP version uses: two letters alone would claim text too. */
+    if (len >= 18 && d[0] == 'B' && d[1] == 'M') {
+        uint32_t dib = (uint32_t)d[14] | (uint32_t)d[15] << 8 | (uint32_t)d[16] << 16 |
+                       (uint32_t)d[17] << 24;
+        if (dib == 12 || dib == 40 || dib == 52 || dib == 56 || dib == 108 || dib == 124)
+            return RT_IMAGE_BMP;
+    }
     /* "P1".."P6" then whitespace or a comment; P1/P4 are recognised so
      * they can be refused as unsupported PNM rather than as unknown. */
     if (len >= 3 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6' &&
@@ -107,11 +118,15 @@ enum rt_status rt_image_decode(const void *data, size_t len, const struct rt_ima
         return rt_image_decode_jpeg(data, len, &b, out, err);
     case RT_IMAGE_PNM:
         return rt_image_decode_pnm(data, len, &b, out, err);
+    case RT_IMAGE_WEBP:
+        return rt_image_decode_webp(data, len, &b, out, err);
+    case RT_IMAGE_BMP:
+        return rt_image_decode_bmp(data, len, &b, out, err);
     case RT_IMAGE_UNKNOWN:
         break;
     }
     return rt_error_set(err, RT_ERR_UNSUPPORTED,
-                        "unrecognised image format (PNG, JPEG, PGM and PPM are supported)");
+                        "unrecognised image format (PNG, JPEG, WebP, BMP, PGM and PPM are supported)");
 }
 
 /* ------------------------------------------------------------ preprocess */

@@ -1,5 +1,5 @@
 /*
- * image.h - image decoding (PNG, JPEG, PGM/PPM) and preprocessing into a
+ * image.h - image decoding (PNG, JPEG, WebP, BMP, PGM/PPM) and preprocessing into a
  * model input, as model.json's "preprocessing" describes.
  *
  *     struct rt_image img;
@@ -20,7 +20,14 @@
 
 #include "runtime/rt_model.h"
 
-enum rt_image_format { RT_IMAGE_UNKNOWN = 0, RT_IMAGE_PNG, RT_IMAGE_JPEG, RT_IMAGE_PNM };
+enum rt_image_format {
+    RT_IMAGE_UNKNOWN = 0,
+    RT_IMAGE_PNG,
+    RT_IMAGE_JPEG,
+    RT_IMAGE_PNM,
+    RT_IMAGE_WEBP,
+    RT_IMAGE_BMP,
+};
 
 struct rt_image_limits {
     int64_t max_pixels;      /* width * height; 0 = default (16 Mpx) */

@@ -1,6 +1,6 @@
 /*
  * image_impl.h - internals shared by the image decoders (image/image_png.c,
- * image/image_jpeg.c, image/image_pnm.c), the resampler (image/image_resize.c) and
+ * image/image_jpeg.c, image/image_webp.c, image/image_bmp.c, image/image_pnm.c), the resampler (image/image_resize.c) and
  * image/image.c, which dispatches to them. Not part of the public API.
  */
 #ifndef RT_IMAGE_IMPL_H
@@ -34,6 +34,11 @@ enum rt_status rt_image_decode_png(const uint8_t *data, size_t len, const struct
 enum rt_status rt_image_decode_jpeg(const uint8_t *data, size_t len,
                                     const struct rt_image_bounds *b, struct rt_image *out,
                                     struct rt_error *err);
+enum rt_status rt_image_decode_webp(const uint8_t *data, size_t len,
+                                    const struct rt_image_bounds *b, struct rt_image *out,
+                                    struct rt_error *err);
+enum rt_status rt_image_decode_bmp(const uint8_t *data, size_t len, const struct rt_image_bounds *b,
+                                   struct rt_image *out, struct rt_error *err);
 enum rt_status rt_image_decode_pnm(const uint8_t *data, size_t len, const struct rt_image_bounds *b,
                                    struct rt_image *out, struct rt_error *err);
 

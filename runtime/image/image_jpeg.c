@@ -3,8 +3,11 @@
  *
  * libjpeg reports fatal errors through error_exit, which here longjmps back
  * to the decode so nothing is printed and nothing leaks. Grayscale JPEGs stay
- * gray; YCbCr and RGB ones become RGB; CMYK/YCCK are unsupported. The
- * default (ISLOW) DCT and fancy upsampling are kept, as PIL uses them.
+ * gray; YCbCr and RGB ones become RGB; CMYK and YCCK ones (libjpeg turns
+ * YCCK into CMYK) become RGB as PIL's convert("RGB") does, R = (255 - C)
+ * (255 - K) / 255, reading Adobe's inverted samples (what Photoshop and
+ * PIL write, marked by an Adobe APP14 segment) as 255 - C. The default
+ * (ISLOW) DCT and fancy upsampling are kept, as PIL uses them.
  */
 #include <setjmp.h>
 #include <stdio.h>
@@ -79,6 +82,29 @@ static void jpeg_on_progress(j_common_ptr c)
         jpeg_fail(r, RT_ERR_INVALID, "JPEG has too many scans");
 }
 
+/* (a * b) / 255 rounded, as PIL's MULDIV255. */
+static uint8_t mul_div255(unsigned a, unsigned b)
+{
+    unsigned t = a * b + 128;
+    return (uint8_t)((t + (t >> 8)) >> 8);
+}
+
+/* n CMYK pixels to RGB, in place (the RGB of pixel i lands at 3 i, never
+ * past the CMYK of pixel i, so a forward pass is safe), with PIL's
+ * cmyk2rgb arithmetic: R = (255 - K) - C (255 - K) / 255. inverted: the
+ * samples are 255 - C, ... (Adobe), else C, ... as the standard says. */
+static void cmyk_to_rgb(uint8_t *p, size_t n, bool inverted)
+{
+    const unsigned flip = inverted ? 255 : 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *s = p + 4 * i;
+        unsigned c = s[0] ^ flip, m = s[1] ^ flip, y = s[2] ^ flip, nk = 255 - (s[3] ^ flip);
+        p[3 * i] = (uint8_t)(nk - mul_div255(c, nk));
+        p[3 * i + 1] = (uint8_t)(nk - mul_div255(m, nk));
+        p[3 * i + 2] = (uint8_t)(nk - mul_div255(y, nk));
+    }
+}
+
 static enum rt_status jpeg_read_guarded(struct jpeg_reader *r, const uint8_t *data, size_t len,
                                         const struct rt_image_bounds *b, struct rt_image *out,
                                         struct rt_error *err)
@@ -96,7 +122,7 @@ static enum rt_status jpeg_read_guarded(struct jpeg_reader *r, const uint8_t *da
     enum rt_status st = rt_image_check_size(ci->image_width, ci->image_height, b, err);
     if (st != RT_OK)
         return st;
-    int channels;
+    int channels, components;    /* in the image; from the decoder (4 for CMYK) */
     switch (ci->jpeg_color_space) {
     case JCS_GRAYSCALE:
         ci->out_color_space = JCS_GRAYSCALE;
@@ -107,20 +133,27 @@ static enum rt_status jpeg_read_guarded(struct jpeg_reader *r, const uint8_t *da
         ci->out_color_space = JCS_RGB;
         channels = 3;
         break;
+    case JCS_CMYK:
+    case JCS_YCCK:
+        ci->out_color_space = JCS_CMYK;
+        channels = 3;
+        break;
     default:
-        return rt_error_set(err, RT_ERR_UNSUPPORTED, "CMYK and other non-RGB JPEG colour spaces are not supported");
+        return rt_error_set(err, RT_ERR_UNSUPPORTED, "JPEG colour space is not supported");
     }
+    components = ci->out_color_space == JCS_CMYK ? 4 : channels;
 
     jpeg_start_decompress(ci);
-    if (ci->output_components != channels || ci->output_width != ci->image_width ||
+    if (ci->output_components != components || ci->output_width != ci->image_width ||
         ci->output_height != ci->image_height)
         return rt_error_set(err, RT_ERR_INTERNAL, "JPEG decoder gave an unexpected layout");
     struct rt_image img;
-    st = rt_image_alloc(&img, (int)ci->output_width, (int)ci->output_height, channels, err);
+    /* Room for the decoder's components; CMYK shrinks to RGB in place. */
+    st = rt_image_alloc(&img, (int)ci->output_width, (int)ci->output_height, components, err);
     if (st != RT_OK)
         return st;
     r->pixels = img.pixels;
-    size_t stride = (size_t)img.width * (size_t)channels;
+    size_t stride = (size_t)img.width * (size_t)components;
     while (ci->output_scanline < ci->output_height) {
         JSAMPROW row = r->pixels + (size_t)ci->output_scanline * stride;
         /* A memory source never suspends, so each call yields a row or
@@ -129,6 +162,10 @@ static enum rt_status jpeg_read_guarded(struct jpeg_reader *r, const uint8_t *da
     }
     /* What follows the last scan (normally just EOI) is not read: the
      * pixels are complete. jpeg_destroy_decompress releases everything. */
+    if (components == 4) {
+        cmyk_to_rgb(r->pixels, (size_t)img.width * (size_t)img.height, ci->saw_Adobe_marker);
+        img.channels = 3;
+    }
     *out = img;
     r->pixels = NULL;
     return RT_OK;

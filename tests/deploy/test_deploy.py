@@ -2,7 +2,7 @@
 """test_deploy.py - the deployment checks that run without Docker (make test-deploy).
 
 Runs with the Python of build/deploy-venv (PyYAML, jsonschema,
-kubernetes-validate, hadolint from PyPI; see test-deploy in mk/deploy.mk),
+kubernetes-validate, hadolint, helm-python-sdk from PyPI; see test-deploy in mk/deploy.mk),
 from the repository root:
 
   build/deploy-venv/bin/python tests/deploy/test_deploy.py [NAME_SUBSTRING...]
@@ -19,6 +19,12 @@ Checks, each printed as the test runner prints its tests:
   kserve_schemas       the KServe resources against the KServe SDK's generated models, with
                        Kubernetes' schemas for the embedded core types
   kserve_consistency   runtime, protocol, port and model format agree
+  helm_lint            Helm's linter (helm-python-sdk, Helm's Go SDK) --strict on deploy/helm/inferd, and
+                       its manifests rendered with several values validated like k8s_schemas
+  helm_consistency     the chart's defaults render deploy/k8s/'s probes, ports, drain timings, HPA, PDB
+  prometheus_config    promtool (Debian's prometheus) on deploy/prometheus/ and the dashboard's PromQL
+  dashboard_metrics    every metric the Grafana dashboard and the Prometheus rules read is in a
+                       running inferd's /metrics (GPU-only gauges: in server/srv_metrics.c)
   image_build_cpu      the cpu-build stage's commands in a copy of the build context
                        (.dockerignore applied as Docker does), then the image's CMD
   image_build_cuda     the same for the cuda-build stage (compile only; skipped without nvcc)
@@ -606,6 +612,281 @@ def t_kserve_consistency():
     info("v2 protocol, runtime %s on port %d serving /mnt/models, model format %s" % (rt["metadata"]["name"], port, model["modelFormat"]["name"]))
 
 
+# ------------------------------------------------------------------ Helm chart
+
+CHART = "deploy/helm/inferd"
+# Values the chart must render valid manifests for, beside its defaults.
+CHART_VARIANTS = [
+    ("defaults", {}),
+    ("cpu, fixed replicas", {"gpu": {"count": 0}, "image": {"tag": "cpu"}, "autoscaling": {"enabled": False},
+                             "replicaCount": 3, "podDisruptionBudget": {"enabled": False}}),
+    ("queue-depth HPA, models volume, extra flags",
+     {"autoscaling": {"targetPendingRequests": 8}, "extraArgs": ["--max-queue-size", "256"],
+      "models": {"volume": {"persistentVolumeClaim": {"claimName": "inferd-models"}}},
+      "nodeSelector": {"nvidia.com/gpu.present": "true"}}),
+]
+
+
+def helm():
+    try:
+        import helm_python
+    except ImportError:
+        raise Fail("helm-python-sdk is not installed (make test-deploy installs it from PyPI into %s)" % VENV)
+    return helm_python
+
+
+def helm_render(values, name="inferd"):
+    """{kind: manifest} of the chart rendered offline with values."""
+    h = helm()
+    out = h.Chart.load(CHART).render(values, name=name, namespace="default")
+    docs = {}
+    for path, text in sorted(out.items()):
+        if not path.endswith(".yaml"):
+            continue
+        for d in yaml.safe_load_all(text):
+            if d:
+                check(d["kind"] not in docs, "%s: a second %s" % (path, d["kind"]))
+                docs[d["kind"]] = d
+    return docs
+
+
+def t_helm_lint():
+    h = helm()
+    import kubernetes_validate
+    from kubernetes_validate import utils as kvu
+    from importlib.metadata import version
+    latest = kvu.latest_version()
+    report = h.lint(CHART, strict=True, kube_version="v%s.0" % latest)
+    sev = {0: "unknown", 1: "info", 2: "WARNING", 3: "ERROR"}
+    for m in report.get("messages", []):
+        info("helm lint: %s %s: %s" % (sev.get(m.get("severity"), m.get("severity")), m.get("path"), m.get("error")))
+    bad = [m for m in report.get("messages", []) if m.get("severity", 0) >= 2] + report.get("errors", [])
+    check(report.get("total_charts_linted") == 1 and not bad, "helm lint --strict: %s" % bad)
+    info("helm-python-sdk %s (Helm %s's Go SDK): lint --strict, no warning or error"
+         % (version("helm-python-sdk"), h.helm_sdk_version()))
+    for label, values in CHART_VARIANTS:
+        docs = helm_render(values)
+        for kind, d in docs.items():
+            for v in (latest, "1.30"):
+                try:
+                    kubernetes_validate.validate(d, v, strict=True)
+                except Exception as e:  # ValidationError, SchemaNotFoundError
+                    raise Fail("chart (%s) %s against Kubernetes %s: %s" % (label, kind, v, getattr(e, "message", str(e))))
+        info("rendered (%s): %s valid against Kubernetes %s and 1.30 (kubernetes-validate, strict)"
+             % (label, ", ".join(sorted(docs)), latest))
+    # Values that would kill a draining pod are refused at render time.
+    for values, why in (({"drainTimeoutSeconds": 40}, "liveness window"), ({"terminationGracePeriodSeconds": 30}, "grace period")):
+        try:
+            helm_render(values)
+        except h.HelmError as e:
+            check("drainTimeoutSeconds" in str(e), "render with %s failed for another reason: %s" % (values, e))
+        else:
+            raise Fail("the chart renders %s, whose %s does not cover the drain" % (values, why))
+    info("values whose liveness window or grace period does not cover the drain fail to render")
+
+
+def t_helm_consistency():
+    """The chart's defaults render what deploy/k8s/ says, field by field."""
+    chart = helm_render({})
+    k8s = {d["kind"]: d for _, d in k8s_docs()}
+    check(set(chart) == {"Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"},
+          "chart renders %s" % sorted(chart))
+    cc = chart["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    kc = k8s["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    port, drain, pre = check_server_container(cc, "chart Deployment")
+    check((port, drain, pre) == check_server_container(kc, "k8s Deployment"), "port, drain or preStop differ from deploy/k8s")
+    for field in ("args", "ports", "resources", "startupProbe", "readinessProbe", "livenessProbe", "lifecycle", "securityContext"):
+        check(cc.get(field) == kc.get(field), "container %s: chart %s, deploy/k8s %s" % (field, cc.get(field), kc.get(field)))
+    cp, kp = chart["Deployment"]["spec"]["template"], k8s["Deployment"]["spec"]["template"]
+    for field in ("terminationGracePeriodSeconds", "securityContext", "tolerations"):
+        check(cp["spec"].get(field) == kp["spec"].get(field), "pod %s differs from deploy/k8s" % field)
+    check(cp["metadata"].get("annotations") == kp["metadata"].get("annotations"), "pod annotations differ from deploy/k8s")
+    check(chart["Deployment"]["spec"]["strategy"] == k8s["Deployment"]["spec"]["strategy"], "rollout strategy differs")
+    labels = cp["metadata"]["labels"]
+    for what, sel in (("Deployment", chart["Deployment"]["spec"]["selector"]["matchLabels"]),
+                      ("Service", chart["Service"]["spec"]["selector"]),
+                      ("PodDisruptionBudget", chart["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"])):
+        check(all(labels.get(k) == v for k, v in sel.items()), "chart %s selector %s does not select %s" % (what, sel, labels))
+    check(chart["Service"]["spec"]["ports"] == k8s["Service"]["spec"]["ports"], "Service ports differ")
+    ch, kh = chart["HorizontalPodAutoscaler"]["spec"], k8s["HorizontalPodAutoscaler"]["spec"]
+    check(ch["scaleTargetRef"]["name"] == chart["Deployment"]["metadata"]["name"], "chart HPA targets %s" % ch["scaleTargetRef"])
+    for field in ("minReplicas", "maxReplicas", "metrics", "behavior"):
+        check(ch[field] == kh[field], "HPA %s: chart %s, deploy/k8s %s" % (field, ch[field], kh[field]))
+    check(chart["PodDisruptionBudget"]["spec"]["minAvailable"] == k8s["PodDisruptionBudget"]["spec"]["minAvailable"], "PDB differs")
+    info("defaults render deploy/k8s/'s container (args, ports, resources, probes, preStop), grace period, "
+         "annotations, Service ports, HPA and PDB; selectors select the pods")
+
+
+# ------------------------------------------------------------------ Prometheus and Grafana
+
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+PROM_DIR = "deploy/prometheus"
+DASHBOARD = "deploy/grafana/inferd-dashboard.json"
+# Exported only while a GPU is in use: looked for in server/srv_metrics.c
+# instead of in a CPU server's /metrics.
+GPU_ONLY = {"nv_gpu_memory_used_bytes", "nv_gpu_memory_total_bytes", "nv_gpu_utilization"}
+PROMQL_WORDS = {"sum", "min", "max", "avg", "count", "by", "without", "rate", "irate", "increase", "histogram_quantile",
+                "clamp_min", "clamp_max", "and", "or", "unless", "bool", "on", "ignoring", "group_left", "group_right",
+                "offset", "label_values", "topk", "bottomk", "abs", "delta", "deriv", "time", "vector", "scalar"}
+
+
+def promql_metrics(expr):
+    """The metric names an expression reads (label matchers, strings, ranges and groupings removed)."""
+    e = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    e = re.sub(r"\{[^}]*\}", " ", e)
+    e = re.sub(r"\[[^\]]*\]", " ", e)
+    e = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", e)
+    names = set()
+    for m in re.finditer(r"(?<![\w.$])([a-zA-Z_:][\w:]*)(\s*\()?", e):
+        if m.group(2) or m.group(1) in PROMQL_WORDS or re.match(r"^(e|inf|nan)$", m.group(1), re.I):
+            continue
+        names.add(m.group(1))
+    return names
+
+
+def dashboard_exprs():
+    dash = json.load(open(DASHBOARD))
+    exprs = []
+    for p in dash.get("panels", []):
+        for t in p.get("targets", []):
+            check(t.get("expr"), "dashboard panel %r: a target without a PromQL expr" % p.get("title"))
+            exprs.append(("panel %r" % p.get("title"), t["expr"]))
+    for v in dash.get("templating", {}).get("list", []):
+        if v.get("type") == "query":
+            q = v["query"]["query"] if isinstance(v["query"], dict) else v["query"]
+            m = re.match(r"label_values\((.*),\s*\w+\)$", q)
+            check(m, "variable %s: query %r is not label_values(EXPR, LABEL)" % (v["name"], q))
+            exprs.append(("variable %s" % v["name"], m.group(1)))
+    return dash, exprs
+
+
+def rule_exprs():
+    docs = yaml.safe_load(open(os.path.join(PROM_DIR, "inferd-rules.yml")))
+    out, recorded = [], set()
+    for g in docs["groups"]:
+        for r in g["rules"]:
+            out.append(("rule %s" % (r.get("record") or r.get("alert")), r["expr"]))
+            if r.get("record"):
+                recorded.add(r["record"])
+    return out, recorded
+
+
+def t_prometheus_config():
+    if not os.access(PROMTOOL, os.X_OK):
+        raise Fail("promtool is not installed (Debian's prometheus package; make test-deploy installs it)")
+    rc, out = run([PROMTOOL, "--version"])
+    info(out.splitlines()[0])
+    rc, out = run([PROMTOOL, "check", "rules", os.path.join(PROM_DIR, "inferd-rules.yml")])
+    check(rc == 0, "promtool check rules:\n" + out)
+    # Debian builds Prometheus without Kubernetes service discovery, so its
+    # promtool rejects kubernetes_sd_configs: those blocks are checked here
+    # and replaced by a static target for promtool, which checks the rest
+    # (relabelling regexes and actions, intervals, rule files).
+    cfg = yaml.safe_load(open(os.path.join(PROM_DIR, "prometheus.yml")))
+    jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
+    check({"inferd-pods", "inferd"} <= set(jobs), "scrape jobs: %s" % sorted(jobs))
+    for j in cfg["scrape_configs"]:
+        for sd in j.pop("kubernetes_sd_configs", []):
+            check(set(sd) <= {"role", "namespaces", "selectors", "api_server", "kubeconfig_file", "attach_metadata"}
+                  and sd.get("role") in ("pod", "endpoints", "service", "node", "ingress", "endpointslice"),
+                  "job %s: kubernetes_sd_configs %s" % (j["job_name"], sd))
+            j.setdefault("static_configs", []).append({"targets": ["pod.example:8000"]})
+    pods = jobs["inferd-pods"]["relabel_configs"]
+    sources = {tuple(r.get("source_labels", [])) for r in pods}
+    k8s_ann = k8s_docs()
+    dep = [d for _, d in k8s_ann if d["kind"] == "Deployment"][0]["spec"]["template"]["metadata"]["annotations"]
+    for ann in dep:
+        label = "__meta_kubernetes_pod_annotation_" + re.sub(r"[^a-zA-Z0-9_]", "_", ann)
+        check(any(label in s for s in sources), "inferd-pods does not use the pods' %s annotation" % ann)
+    tmp = tempfile.mkdtemp(prefix="inferd-prom-")
+    try:
+        shutil.copy(os.path.join(PROM_DIR, "inferd-rules.yml"), tmp)
+        with open(os.path.join(tmp, "prometheus.yml"), "w") as f:
+            yaml.safe_dump(cfg, f)
+        rc, out = run([PROMTOOL, "check", "config", os.path.join(tmp, "prometheus.yml")])
+        check(rc == 0, "promtool check config:\n" + out)
+        # The dashboard's queries parsed by promtool too, as recording rules
+        # (Grafana's variables replaced by what they stand for).
+        _, exprs = dashboard_exprs()
+        rules = {"groups": [{"name": "dashboard", "rules": [
+            {"record": "dashboard:query_%d" % i,
+             "expr": e.replace("$__rate_interval", "1m").replace("$model", ".*").replace("$instance", ".*")}
+            for i, (_, e) in enumerate(exprs)]}]}
+        with open(os.path.join(tmp, "dashboard-rules.yml"), "w") as f:
+            yaml.safe_dump(rules, f)
+        rc, out = run([PROMTOOL, "check", "rules", os.path.join(tmp, "dashboard-rules.yml")])
+        check(rc == 0, "the dashboard's PromQL, as rules:\n" + out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    info("promtool: rules valid, config valid (kubernetes_sd_configs checked here: Debian's build lacks it), "
+         "the dashboard's %d queries parse; scrape jobs %s use the pods' annotations %s"
+         % (len(exprs), ", ".join(sorted(jobs)), ", ".join(sorted(dep))))
+
+
+def t_dashboard_metrics():
+    """Every metric the dashboard and the rules read is one inferd exports."""
+    dash, exprs = dashboard_exprs()
+    check(dash.get("uid") and dash.get("panels"), "%s: no uid or no panels" % DASHBOARD)
+    rules, recorded = rule_exprs()
+    used = {}
+    for where, e in exprs + rules:
+        for name in promql_metrics(e):
+            used.setdefault(name, where)
+    check(used, "no metric names found in the dashboard's queries")
+    inferd = os.path.join(BUILD, "inferd")
+    check(os.access(inferd, os.X_OK), "%s is missing" % inferd)
+    repo = local_repo()
+    port_file = tempfile.mktemp(prefix="inferd-port-")
+    log = tempfile.TemporaryFile()
+    p = subprocess.Popen([inferd, "--model-repository", repo, "--host", "127.0.0.1", "--http-port", "0",
+                          "--port-file", port_file, "--backend", "cpu"],
+                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline, port = time.monotonic() + 60, 0
+        while time.monotonic() < deadline and p.poll() is None:
+            try:
+                port = port or int(open(port_file).read().strip() or 0)
+            except (OSError, ValueError):
+                pass
+            if port and http_status(port, "/v2/health/ready") == 200:
+                break
+            time.sleep(0.05)
+        else:
+            raise Fail("inferd did not become ready")
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+            text = r.read().decode()
+    finally:
+        p.terminate()
+        p.wait(timeout=40)
+        log.close()
+        shutil.rmtree(repo, ignore_errors=True)
+        for f in (port_file,):
+            if os.path.exists(f):
+                os.unlink(f)
+    exported = set()
+    for line in text.splitlines():
+        m = re.match(r"# TYPE (\S+) (\w+)", line)
+        if m:
+            exported.add(m.group(1))
+            if m.group(2) in ("histogram", "summary"):
+                exported.update(m.group(1) + s for s in ("_bucket", "_sum", "_count"))
+        elif line and not line.startswith("#"):
+            exported.add(re.match(r"[^{\s]+", line).group(0))
+    src = open("server/srv_metrics.c").read()
+    missing, gpu = [], []
+    for name, where in sorted(used.items()):
+        if name in exported or name in recorded or name == "up":
+            continue
+        if name in GPU_ONLY and re.search(r'family\(b, "%s"' % re.escape(name), src):
+            gpu.append(name)
+            continue
+        missing.append("%s (%s)" % (name, where))
+    check(not missing, "not exported by inferd: %s" % ", ".join(missing))
+    info("%d metric names in the dashboard (%d panels) and rules, all in a CPU inferd's /metrics%s"
+         % (len(used), len(dash["panels"]),
+            "; GPU-only, found in server/srv_metrics.c instead (no GPU here): " + ", ".join(gpu) if gpu else ""))
+
+
 # ------------------------------------------------------------------ running the commands
 
 def http_status(port, path):
@@ -824,6 +1105,10 @@ CHECKS = [
     ("k8s_consistency", t_k8s_consistency),
     ("kserve_schemas", t_kserve_schemas),
     ("kserve_consistency", t_kserve_consistency),
+    ("helm_lint", t_helm_lint),
+    ("helm_consistency", t_helm_consistency),
+    ("prometheus_config", t_prometheus_config),
+    ("dashboard_metrics", t_dashboard_metrics),
     ("commands_run", t_commands_run),
     ("image_build_cpu", t_image_build_cpu),
     ("image_build_cuda", t_image_build_cuda),
