@@ -4,13 +4,13 @@
 #
 # The peers come from PyPI, pinned, into a virtual environment made from
 # Debian's python3 with --system-site-packages (Debian's torch, numpy and
-# PIL export the models and draw the inputs; numpy stays Debian's 1.x, which
-# that torch is built against). The venv is remade when the pins change.
+# PIL export the models and draw the inputs; numpy~=1.0 keeps Debian's 1.x,
+# which that torch is built against). The venv is remade when the pins change.
 # Where PyPI cannot be reached the target prints SKIPPED with the reason and
 # succeeds. PEERS_ARGS passes options: make bench-peers PEERS_ARGS=--quick
 .PHONY: bench-peers
 PEERS_VENV := $(BUILD)/peers-venv
-PEERS_PIP  := onnxruntime==1.32.0 openvino==2026.4.1 onnx==1.21.0 "numpy<2"
+PEERS_PIP  := onnxruntime==1.32.0 openvino==2026.4.1 onnx==1.21.0 numpy~=1.0
 PEERS_ARGS ?=
 
 bench-peers: deps deps-python deps-peers $(BUILD)/bench_peer_inferd $(BUILD)/inferctl
