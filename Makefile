@@ -23,6 +23,7 @@
 #   make models-imagenet generate ResNet-50 and MobileNetV2 (seeded, not committed)
 #   make test-large    generate them when missing, then their large_ tests against PyTorch
 #   make bench-imagenet their CPU images/s against PyTorch
+#   make bench-peers   the four models against onnxruntime and OpenVINO, FP32 and INT8 (PyPI; PEERS_ARGS=--quick)
 #
 # Switches:
 CUDA     ?= auto      # auto | 0 | 1 : compile the CUDA backend when nvcc is found
@@ -47,6 +48,7 @@ include mk/tests.mk      # test, test-onnx, test-large, accuracy, bench*
 include mk/gpu.mk        # test-gpu, bench-gpu, gpu-bundle*, cuda-sass, cuda-report
 include mk/deploy.mk     # test-deploy
 include mk/models.mk     # models, models-imagenet
+include mk/peers.mk      # bench-peers
 include mk/hardening.mk  # fuzz*, lint, soak, overload
 
 .PHONY: all run clean help

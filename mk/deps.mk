@@ -1,6 +1,6 @@
 # mk/deps.mk - the Debian packages each part needs, and the deps* targets
 # that install those missing (apt-get, with sudo when not root).
-.PHONY: deps deps-python deps-client deps-wrk deps-ui deps-bundle deps-deploy deps-fuzz deps-lint
+.PHONY: deps deps-python deps-peers deps-client deps-wrk deps-ui deps-bundle deps-deploy deps-fuzz deps-lint
 
 # The build and the tests (tests/deploy/test_deploy.py checks that the
 # Dockerfile's build stages install DEBS too).
@@ -8,6 +8,7 @@ DEBS        := gcc make pkg-config zlib1g-dev libpng-dev libjpeg62-turbo-dev lib
                libmicrohttpd-dev libcurl4-openssl-dev dataset-fashion-mnist curl \
                libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
 DEBS_PYTHON := python3-torch python3-numpy python3-onnx python3-torchvision python3-pil
+DEBS_PEERS  := python3-venv python3-pip  # bench-peers: its venv, and pip to reach PyPI
 DEBS_CLIENT := gnuplot-nox python3  # loadgen --sweep plots, the Python example (both tested)
 DEBS_WRK    := wrk            # bench-loadgen's yardstick
 DEBS_UI     := chromium chromium-driver  # the web page's browser test (tests/test_ui.c)
@@ -30,6 +31,8 @@ deps:
 	$(call install_debs,$(DEBS))
 deps-python:
 	$(call install_debs,$(DEBS_PYTHON))
+deps-peers:
+	$(call install_debs,$(DEBS_PEERS))
 deps-client:
 	$(call install_debs,$(DEBS_CLIENT))
 deps-wrk:
