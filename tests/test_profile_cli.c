@@ -188,7 +188,7 @@ TEST(profile_cli_floors)
     ASSERT_TRUE(conv1 != NULL);
     double mflop = 0, mb = 0, compute = 0;
     char op[32] = "", out[32] = "";
-    ASSERT_EQ_INT(sscanf(conv1, " 0 conv1 %31s %31s %lf %lf %lf", op, out, &mflop, &mb, &compute), 5);
+    ASSERT_EQ_INT(sscanf(conv1, " 0 conv1 %31s %31s %lf %lf %lf", op, out, &mflop, &mb, &compute), 5); // NOLINT(cert-err34-c): a bad number fails the checks below
     ASSERT_STR_EQ(op, "conv2d");
     ASSERT_STR_EQ(out, "2x6x28x28");
     TEST_FAIL_IF(mflop != 0.47 || compute != 0.470, "conv1: %g MFLOP, %g us", mflop, compute);
