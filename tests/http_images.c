@@ -10,9 +10,10 @@
 
 #include "runtime/image/image.h"
 
-bool http_encode_jpeg(const uint8_t *gray, int width, int height, int quality, uint8_t **out,
-                      size_t *len)
+bool http_encode_jpeg_as(const uint8_t *pixels, int width, int height, const struct http_jpeg *how,
+                         uint8_t **out, size_t *len)
 {
+    static const J_COLOR_SPACE INPUT[5] = {JCS_UNKNOWN, JCS_GRAYSCALE, JCS_UNKNOWN, JCS_RGB, JCS_CMYK};
     struct jpeg_compress_struct c;
     struct jpeg_error_mgr jerr;
     c.err = jpeg_std_error(&jerr);
@@ -22,13 +23,22 @@ bool http_encode_jpeg(const uint8_t *gray, int width, int height, int quality, u
     jpeg_mem_dest(&c, &buf, &size);
     c.image_width = (JDIMENSION)width;
     c.image_height = (JDIMENSION)height;
-    c.input_components = 1;
-    c.in_color_space = JCS_GRAYSCALE;
+    c.input_components = how->components;
+    c.in_color_space = INPUT[how->components];
     jpeg_set_defaults(&c);
-    jpeg_set_quality(&c, quality, TRUE);
+    if (how->stored) {
+        jpeg_set_colorspace(&c, (J_COLOR_SPACE)how->stored);
+        c.write_Adobe_marker = how->adobe;
+    }
+    jpeg_set_quality(&c, how->quality, TRUE);
+    if (how->scans) {
+        c.scan_info = how->scans;
+        c.num_scans = how->n_scans;
+    }
     jpeg_start_compress(&c, TRUE);
+    size_t stride = (size_t)width * (size_t)how->components;
     while (c.next_scanline < c.image_height) {
-        JSAMPROW row = (JSAMPROW)(gray + (size_t)c.next_scanline * (size_t)width);
+        JSAMPROW row = (JSAMPROW)(pixels + (size_t)c.next_scanline * stride);
         jpeg_write_scanlines(&c, &row, 1);
     }
     jpeg_finish_compress(&c);
@@ -36,6 +46,13 @@ bool http_encode_jpeg(const uint8_t *gray, int width, int height, int quality, u
     *out = buf;
     *len = size;
     return buf != NULL;
+}
+
+bool http_encode_jpeg(const uint8_t *gray, int width, int height, int quality, uint8_t **out,
+                      size_t *len)
+{
+    return http_encode_jpeg_as(gray, width, height, &(struct http_jpeg){.components = 1, .quality = quality}, out,
+                               len);
 }
 
 bool http_encode_png(const uint8_t *gray, int width, int height, uint8_t **out, size_t *len)

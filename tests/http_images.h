@@ -9,6 +9,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* How a test JPEG is written (tests only: libjpeg's default error handler
+ * exits, acceptable for valid input). */
+struct http_jpeg {
+    int components;            /* bytes per pixel given: 1 gray, 3 RGB, 4 CMYK */
+    int quality;
+    int stored;                /* 0: libjpeg's default for the input; else its J_COLOR_SPACE (JCS_CMYK, JCS_YCCK) */
+    bool adobe;                /* with stored: write the Adobe marker */
+    const void *scans;         /* a jpeg_scan_info script (progressive), or NULL: baseline */
+    int n_scans;
+};
+/* Pixels to a JPEG as `how` says (malloc'd into *out). */
+bool http_encode_jpeg_as(const uint8_t *pixels, int width, int height, const struct http_jpeg *how,
+                         uint8_t **out, size_t *len);
 /* Gray 8-bit pixels to a baseline JPEG (malloc'd into *out). */
 bool http_encode_jpeg(const uint8_t *gray, int width, int height, int quality, uint8_t **out,
                       size_t *len);

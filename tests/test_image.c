@@ -11,6 +11,7 @@
 #include <jpeglib.h>
 #include <zlib.h>
 
+#include "http_images.h"
 #include "runtime/image/image.h"
 #include "test.h"
 
@@ -61,39 +62,17 @@ static void make_many_scans(void)
                 .comps_in_scan = 1, .component_index = {c}, .Ss = k, .Se = k};
 }
 
-/* Encodes gray or RGB pixels as a JPEG with libjpeg, baseline or (RGB only)
- * progressive with MANY_SCANS scans (tests only: libjpeg's default error
- * handler exits, acceptable for valid input). */
+/* Gray or RGB pixels as a JPEG, baseline or (RGB only) progressive with
+ * MANY_SCANS scans. */
 static uint8_t *encode_jpeg_scans(const uint8_t *pixels, int w, int h, int ch, int quality,
                                   bool scans, size_t *len)
 {
-    struct jpeg_compress_struct ci;
-    struct jpeg_error_mgr jerr;
-    unsigned char *buf = NULL;
-    unsigned long size = 0;
-    ci.err = jpeg_std_error(&jerr);
-    jpeg_create_compress(&ci);
-    jpeg_mem_dest(&ci, &buf, &size);
-    ci.image_width = (JDIMENSION)w;
-    ci.image_height = (JDIMENSION)h;
-    ci.input_components = ch;
-    ci.in_color_space = ch == 1 ? JCS_GRAYSCALE : JCS_RGB;
-    jpeg_set_defaults(&ci);
-    jpeg_set_quality(&ci, quality, TRUE);
-    if (scans) {
+    if (scans)
         make_many_scans();
-        ci.scan_info = many_scans;
-        ci.num_scans = MANY_SCANS;
-    }
-    jpeg_start_compress(&ci, TRUE);
-    while (ci.next_scanline < ci.image_height) {
-        JSAMPROW row = (JSAMPROW)(pixels + (size_t)ci.next_scanline * (size_t)(w * ch));
-        jpeg_write_scanlines(&ci, &row, 1);
-    }
-    jpeg_finish_compress(&ci);
-    jpeg_destroy_compress(&ci);
-    *len = size;
-    return buf;
+    struct http_jpeg how = {.components = ch, .quality = quality, .scans = scans ? many_scans : NULL,
+                            .n_scans = scans ? MANY_SCANS : 0};
+    uint8_t *jpg = NULL;
+    return http_encode_jpeg_as(pixels, w, h, &how, &jpg, len) ? jpg : NULL;
 }
 
 static uint8_t *encode_jpeg(const uint8_t *pixels, int w, int h, int ch, int quality,

@@ -380,30 +380,9 @@ TEST(image_bmp_malformed_status)
 static uint8_t *encode_cmyk(const uint8_t *cmyk, int w, int h, J_COLOR_SPACE stored, bool adobe,
                             size_t *len)
 {
-    struct jpeg_compress_struct ci;
-    struct jpeg_error_mgr jerr;
-    unsigned char *buf = NULL;
-    unsigned long size = 0;
-    ci.err = jpeg_std_error(&jerr);
-    jpeg_create_compress(&ci);
-    jpeg_mem_dest(&ci, &buf, &size);
-    ci.image_width = (JDIMENSION)w;
-    ci.image_height = (JDIMENSION)h;
-    ci.input_components = 4;
-    ci.in_color_space = JCS_CMYK;
-    jpeg_set_defaults(&ci);
-    jpeg_set_colorspace(&ci, stored);
-    ci.write_Adobe_marker = adobe;
-    jpeg_set_quality(&ci, 98, TRUE);
-    jpeg_start_compress(&ci, TRUE);
-    while (ci.next_scanline < ci.image_height) {
-        JSAMPROW row = (JSAMPROW)(cmyk + (size_t)ci.next_scanline * (size_t)(w * 4));
-        jpeg_write_scanlines(&ci, &row, 1);
-    }
-    jpeg_finish_compress(&ci);
-    jpeg_destroy_compress(&ci);
-    *len = size;
-    return buf;
+    struct http_jpeg how = {.components = 4, .quality = 98, .stored = (int)stored, .adobe = adobe};
+    uint8_t *jpg = NULL;
+    return http_encode_jpeg_as(cmyk, w, h, &how, &jpg, len) ? jpg : NULL;
 }
 
 TEST(image_jpeg_cmyk)

@@ -842,17 +842,7 @@ def t_dashboard_metrics():
                           "--port-file", port_file, "--backend", "cpu"],
                          stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        deadline, port = time.monotonic() + 60, 0
-        while time.monotonic() < deadline and p.poll() is None:
-            try:
-                port = port or int(open(port_file).read().strip() or 0)
-            except (OSError, ValueError):
-                pass
-            if port and http_status(port, "/v2/health/ready") == 200:
-                break
-            time.sleep(0.05)
-        else:
-            raise Fail("inferd did not become ready")
+        port = wait_ready(p, port_file, log, "inferd for the dashboard")
         with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
             text = r.read().decode()
     finally:
@@ -899,6 +889,23 @@ def http_status(port, path):
         return 0
 
 
+def wait_ready(p, port_file, log, what, seconds=60):
+    """The port an inferd started with --port-file serves on, once /v2/health/ready says 200."""
+    deadline, port = time.monotonic() + seconds, 0
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            log.seek(0)
+            raise Fail("%s exited %s:\n%s" % (what, p.returncode, log.read().decode(errors="replace")[-2000:]))
+        try:
+            port = port or int(open(port_file).read().strip() or 0)
+        except (OSError, ValueError):
+            pass
+        if port and http_status(port, "/v2/health/ready") == 200:
+            return port
+        time.sleep(0.05)
+    raise Fail("%s: not ready within %d s" % (what, seconds))
+
+
 def serve_once(inferd, args, repo, label, health_paths, healthcheck=None):
     """Runs inferd with a deployment's arguments, made local: the repository
     at repo, 127.0.0.1, a free port, the CPU. Waits for ready, checks the
@@ -927,22 +934,7 @@ def serve_once(inferd, args, repo, label, health_paths, healthcheck=None):
     log = tempfile.TemporaryFile()
     p = subprocess.Popen([inferd] + local, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        port = 0
-        while time.monotonic() < deadline:
-            if p.poll() is not None:
-                log.seek(0)
-                raise Fail("%s: inferd %s exited %s:\n%s" % (label, " ".join(local), p.returncode, log.read().decode(errors="replace")[-2000:]))
-            if not port:
-                try:
-                    port = int(open(port_file).read().strip() or 0)
-                except (OSError, ValueError):
-                    pass
-            if port and http_status(port, "/v2/health/ready") == 200:
-                break
-            time.sleep(0.05)
-        else:
-            raise Fail("%s: not ready within 60 s" % label)
+        port = wait_ready(p, port_file, log, "%s: inferd %s" % (label, " ".join(local)))
         for path in health_paths:
             check(http_status(port, path) == 200, "%s: GET %s is not 200" % (label, path))
         if healthcheck:
