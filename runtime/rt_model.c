@@ -4,13 +4,13 @@
  */
 #include "runtime/rt_model.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "runtime/backend/backend.h"
 #include "runtime/rt_model_impl.h"
+#include "runtime/format/file_read.h"
 #include "runtime/format/model_json.h"
 #include "runtime/onnx/onnx_load.h"
 #include "runtime/precision/graph_precision.h"
@@ -43,45 +43,12 @@ struct rt_session {
     void *on_step_user;
 };
 
-/* Reads a whole small file; RT_ERR_NOT_FOUND when it does not exist. On
- * failure *out is NULL and *len 0. */
-static enum rt_status read_file(const char *path, const char *label, size_t max, char **out, size_t *len,
-                                struct rt_error *err)
-{
-    *out = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return rt_error_set(err, errno == ENOENT ? RT_ERR_NOT_FOUND : RT_ERR_IO, "%s: cannot open (%s)", label,
-                            strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode) || (size_t)sb.st_size > max) {
-        fclose(f);
-        return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: not a regular file or larger than %zu bytes", label, max);
-    }
-    char *buf = malloc((size_t)sb.st_size + 1);
-    if (!buf) {
-        fclose(f);
-        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
-    }
-    size_t n = fread(buf, 1, (size_t)sb.st_size, f);
-    fclose(f);
-    if (n != (size_t)sb.st_size) {
-        free(buf);
-        return rt_error_set(err, RT_ERR_IO, "%s: short read", label);
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return RT_OK;
-}
-
 static enum rt_status load_labels(const char *path, const char *label, struct rt_model_config *cfg,
                                   struct rt_error *err)
 {
     char *text;
     size_t len;
-    enum rt_status s = read_file(path, label, (size_t)MAX_LABELS * MAX_LABEL_LEN, &text, &len, err);
+    enum rt_status s = rt_read_file(path, label, (size_t)MAX_LABELS * MAX_LABEL_LEN, &text, &len, err);
     if (s != RT_OK)
         return s;
     int lines = 0;
@@ -204,7 +171,7 @@ static enum rt_status load(struct rt_model *m, const char *dir, const struct rt_
             return s;
         snprintf(path, sizeof(path), "%s/model.json", dir);
         snprintf(label, sizeof(label), "%s/model.json", where);
-        s = read_file(path, label, MAX_MODEL_JSON, &json, &len, err);
+        s = rt_read_file(path, label, MAX_MODEL_JSON, &json, &len, err);
         if (s == RT_ERR_NOT_FOUND) {
             static const char DEFAULTS[] = "{\"format_version\": 1}";
             s = rt_model_json_parse_serving(DEFAULTS, sizeof(DEFAULTS) - 1, label, &m->cfg, &m->g, labels_file, err);
@@ -222,7 +189,7 @@ static enum rt_status load(struct rt_model *m, const char *dir, const struct rt_
             return s;
         snprintf(path, sizeof(path), "%s/model.json", dir);
         snprintf(label, sizeof(label), "%s/model.json", where);
-        if ((s = read_file(path, label, MAX_MODEL_JSON, &json, &len, err)) != RT_OK)
+        if ((s = rt_read_file(path, label, MAX_MODEL_JSON, &json, &len, err)) != RT_OK)
             return s;
         s = rt_model_json_parse(json, len, label, &m->st, &m->cfg, &m->g, labels_file, err);
         free(json);

@@ -9,11 +9,10 @@
  * unknown attributes; bind the graph outputs. A graph that mixes samples
  * along its first axis is converted again in whole mode.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "runtime/format/file_read.h"
 #include "runtime/onnx/onnx_impl.h"
 #include "runtime/rt_checked.h"
 #include "runtime/rt_model.h"
@@ -602,25 +601,11 @@ enum rt_status rt_onnx_parse(const uint8_t *data, size_t len, const char *label,
 enum rt_status rt_onnx_load(const char *path, const char *label, struct rt_model_config *cfg, struct rt_graph *g,
                             struct rt_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return rt_error_set(err, errno == ENOENT ? RT_ERR_NOT_FOUND : RT_ERR_IO, "%s: cannot open (%s)", label,
-                            strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > RT_ONNX_MAX_BYTES) {
-        fclose(f);
-        return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: not a regular file or larger than %u bytes", label,
-                            RT_ONNX_MAX_BYTES);
-    }
-    uint8_t *buf = malloc((size_t)sb.st_size + 1);
-    if (!buf) {
-        fclose(f);
-        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
-    }
-    size_t n = fread(buf, 1, (size_t)sb.st_size, f);
-    fclose(f);
-    enum rt_status s = n == (size_t)sb.st_size ? rt_onnx_parse(buf, n, label, cfg, g, err)
-                                               : rt_error_set(err, RT_ERR_IO, "%s: short read", label);
+    char *buf;
+    size_t n;
+    enum rt_status s = rt_read_file(path, label, RT_ONNX_MAX_BYTES, &buf, &n, err);
+    if (s == RT_OK)
+        s = rt_onnx_parse((const uint8_t *)buf, n, label, cfg, g, err);
     free(buf);
     return s;
 }
