@@ -9,17 +9,27 @@
 #   docker run --gpus all -p 8000:8000 inferd:gpu
 #   docker run -p 8000:8000 -v "$PWD/my_repository:/models:ro" inferd:cpu
 #
-# The CUDA stages use NVIDIA's images for the toolkit the project is built
-# and tested with (nvcc 13.0, cudart 13.0.96: CUDA 13.0 update 2; cuDNN 9,
-# which inferd opens at run time as libcudnn.so.9). The GPU image needs the
-# NVIDIA driver and the NVIDIA Container Toolkit on the host (README,
-# "Deploying").
+# The CUDA stages use NVIDIA's CUDA 12.6 update 3 images with cuDNN 9 (which
+# inferd opens at run time as libcudnn.so.9), not the CUDA 13 toolkit the
+# project is developed with: a CUDA 13 runtime needs an R580 or newer driver,
+# while a CUDA 12.x runtime runs on any R525.60.13+ driver (R535, R550, R570,
+# R580 and later included) through CUDA's minor-version compatibility. That
+# holds because nothing needs the driver to compile PTX: the fat binary
+# carries SASS for each supported GPU (sm_75, 80, 86, 89, 90; CUDA_ARCHS in
+# mk/build.mk), cudart is linked statically, and with a 12.x nvcc
+# mk/build.mk compresses with -Xfatbin=-compress-all, which every CUDA 12
+# driver reads (not --compress-mode=size, which would need R550). A GPU newer
+# than sm_90 needs a driver that knows it (R570+) and compiles the sm_90
+# PTX. The GPU image needs the NVIDIA driver and the NVIDIA Container
+# Toolkit on the host (README, "Deploying").
 #
 # Every image serves the models it ships from /models; mount a repository
 # there to serve others. It listens on 0.0.0.0:8000 as the unprivileged user
 # 10001 and reports its health on GET /v2/health/ready.
 
-ARG CUDA_VERSION=13.0.2
+# 12.x keeps the R525/R535 floor; --build-arg CUDA_VERSION=13.0.2 builds
+# on the toolkit used here instead (then the host needs R580+).
+ARG CUDA_VERSION=12.6.3
 ARG UBUNTU_VERSION=24.04
 ARG DEBIAN_VERSION=bookworm
 

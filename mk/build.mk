@@ -95,11 +95,19 @@ ifeq ($(CUDA_ON),1)
   # L4 / RTX 40 (89) and H100 / H200 (90), plus sm_90 PTX that newer GPUs
   # compile at load. CUDA_ARCHS="90" builds one for a quicker edit cycle.
   # Ascending: the first is the oldest GPU accepted, the last gets the PTX.
-  # --compress-mode=size: five targets with line info would be 8 MB per
-  # program uncompressed (1.1 MB compressed), too large for the GPU
-  # bundle; the CUDA 13 driver (R580+) the runtime needs reads it.
   CUDA_ARCHS ?= 75 80 86 89 90
-  NVCCFLAGS  := -std=c++17 -O3 -I. -lineinfo --compress-mode=size -Xcompiler -fPIC,-Wall \
+  # The fat binary compressed: five targets with line info would be 8 MB
+  # per program uncompressed, too large for the GPU bundle. How depends on
+  # the nvcc found (its major version, read here at build time):
+  #  - CUDA 13 and later: --compress-mode=size (1.1 MB); any driver that
+  #    runs a CUDA 13 runtime (R580+) reads it.
+  #  - CUDA 12.x (the Docker image's toolkit, so that R535 drivers run it):
+  #    -Xfatbin=-compress-all, the compression every CUDA 12 driver
+  #    (R525.60.13+) reads. 12.x nvcc before 12.8 has no --compress-mode,
+  #    and its size mode would need an R550 driver.
+  NVCC_MAJOR := $(shell $(NVCC) --version 2>/dev/null | sed -n 's/.*release \([0-9][0-9]*\)\..*/\1/p' | head -n 1)
+  NVCC_COMPRESS := $(if $(shell [ 0$(NVCC_MAJOR) -ge 13 ] && echo y),--compress-mode=size,-Xfatbin=-compress-all)
+  NVCCFLAGS  := -std=c++17 -O3 -I. -lineinfo $(NVCC_COMPRESS) -Xcompiler -fPIC,-Wall \
                 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
                 -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS)) \
                 -Werror all-warnings

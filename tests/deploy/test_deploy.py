@@ -13,6 +13,9 @@ Checks, each printed as the test runner prints its tests:
   dockerfile_lint      hadolint on the Dockerfile (deploy/hadolint.yaml)
   dockerfile_structure stages, base images against the CUDA toolkit and cuDNN here, users,
                        ports, health check, commands, the build packages (DEBS, mk/deps.mk)
+  cuda_driver_floor    the GPU image's CUDA runs on an R535 driver: its major's driver floor, the
+                       nvcc flags mk/build.mk gives that nvcc (SASS per target, a compression
+                       12.x drivers read), README.md naming the tags and the driver
   nginx_config         nginx -t on the compose load balancer's configuration
   k8s_schemas          kubernetes-validate --strict against the bundled API schemas
   k8s_consistency      probes, ports, annotations, drain timings, selectors agree
@@ -230,8 +233,10 @@ def t_dockerfile_structure():
     release = local_cuda_release()
     mm = tuple(int(x) for x in cv.split(".")[:2])
     if release:
-        check(mm == release, "CUDA_VERSION %s does not match nvcc here (%d.%d)" % (cv, *release))
-        info("CUDA %s matches nvcc %d.%d here" % (cv, *release))
+        # The image's toolkit may be older than the one here (cuda_driver_floor says why);
+        # image_build_cuda compiles the stage with the nvcc here.
+        check(mm <= release, "CUDA_VERSION %s is newer than nvcc here (%d.%d)" % (cv, *release))
+        info("image CUDA %s; nvcc here %d.%d" % (cv, *release))
     else:
         info("no nvcc here: CUDA_VERSION %s not compared" % cv)
     major = local_cudnn_major()
@@ -997,6 +1002,75 @@ def t_commands_run():
         shutil.rmtree(repo, ignore_errors=True)
 
 
+# ------------------------------------------------------------------ the GPU image's driver
+
+# The oldest driver each CUDA major's runtime runs on (CUDA's minor-version
+# compatibility: any 12.x runtime on R525.60.13+, when the binary holds SASS
+# for the GPU and so needs no PTX compiled by the driver).
+DRIVER_FLOOR = {12: (525, "R525.60.13"), 13: (580, "R580")}
+IMAGE_DRIVER = 535   # issue 23 item 8: an R535 driver runs the GPU image
+
+
+def make_nvcc_flags(release):
+    """NVCCFLAGS as mk/build.mk sets them for an nvcc that reports RELEASE
+    ("12.6"): a stand-in nvcc first on PATH, the build in a scratch folder."""
+    tmp = tempfile.mkdtemp(prefix="inferd-nvcc-")
+    try:
+        fake = os.path.join(tmp, "nvcc")
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\necho 'Cuda compilation tools, release %s, V%s.0'\n" % (release, release))
+        os.chmod(fake, 0o755)
+        with open(os.path.join(tmp, "print.mk"), "w") as f:
+            f.write("print-nvccflags: ; @echo '$(NVCCFLAGS)'\n")
+        env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "CUDA_ARCHS")}
+        env["PATH"] = tmp + os.pathsep + env.get("PATH", "")
+        rc, out = run(["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", os.path.join(tmp, "print.mk"),
+                       "CUDA=1", "BUILD=" + os.path.join(tmp, "build"), "print-nvccflags"], env=env)
+        check(rc == 0, "make print-nvccflags with nvcc %s:\n%s" % (release, out))
+        return out.strip().splitlines()[-1].split()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def t_cuda_driver_floor():
+    stages, args = dockerfile()
+    cv, ub = args.get("CUDA_VERSION", ""), args.get("UBUNTU_VERSION", "")
+    major = int(cv.split(".")[0])
+    check(major in DRIVER_FLOOR, "CUDA_VERSION %s: no known driver floor" % cv)
+    floor, name = DRIVER_FLOOR[major]
+    check(floor <= IMAGE_DRIVER, "CUDA_VERSION %s needs an %s driver; the image must run on R%d"
+          % (cv, name, IMAGE_DRIVER))
+    info("CUDA_VERSION %s: runtime runs on %s+ (R%d asked for)" % (cv, name, IMAGE_DRIVER))
+    # The flags mk/build.mk gives the image's nvcc: every target as SASS, and a
+    # fat binary compression the oldest driver reads (12.x: -compress-all;
+    # --compress-mode exists from 12.8 only, and its size mode needs R550).
+    rel = "%d.%s" % (major, cv.split(".")[1])
+    flags = make_nvcc_flags(rel)
+    text = " ".join(flags)
+    archs = re.findall(r"code=sm_(\d+)", text)
+    check(archs, "no SASS target in %s" % text)
+    if major == 12:
+        check(not any(f.startswith("--compress-mode") for f in flags),
+              "nvcc %s gets --compress-mode, which 12.x drivers before R550 (and nvcc before 12.8) lack: %s"
+              % (rel, text))
+        check("-Xfatbin=-compress-all" in flags, "nvcc %s: no -Xfatbin=-compress-all: %s" % (rel, text))
+    info("nvcc %s gets: %s" % (rel, " ".join(f for f in flags if "compress" in f) or "no compression flag"))
+    info("SASS for sm_%s; PTX only for the newest (GPUs after it need a newer driver anyway)" % ", sm_".join(archs))
+    # The nvcc here keeps the flags its own release allows.
+    release = local_cuda_release()
+    if release and release[0] >= 13:
+        here = make_nvcc_flags("%d.%d" % release)
+        check("--compress-mode=size" in here, "nvcc %d.%d here lost --compress-mode=size: %s" % (*release, " ".join(here)))
+        info("nvcc %d.%d here gets --compress-mode=size" % release)
+    # README says which image and which driver.
+    readme = open("README.md").read()
+    for kind in ("devel", "runtime"):
+        tag = "nvidia/cuda:%s-cudnn-%s-ubuntu%s" % (cv, kind, ub)
+        check(tag in readme, "README.md does not name %s" % tag)
+    check("R%d" % IMAGE_DRIVER in readme, "README.md does not say that an R%d driver runs the image" % IMAGE_DRIVER)
+    info("README.md names the image's CUDA tags and R%d" % IMAGE_DRIVER)
+
+
 # ------------------------------------------------------------------ image builds
 
 def build_context(dest):
@@ -1092,6 +1166,7 @@ CHECKS = [
     ("compose_config", t_compose_config),
     ("dockerfile_lint", t_dockerfile_lint),
     ("dockerfile_structure", t_dockerfile_structure),
+    ("cuda_driver_floor", t_cuda_driver_floor),
     ("nginx_config", t_nginx_config),
     ("k8s_schemas", t_k8s_schemas),
     ("k8s_consistency", t_k8s_consistency),
