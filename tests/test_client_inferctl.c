@@ -247,3 +247,40 @@ TEST(client_inferctl_load_unload)
     static const char *const ARGS[] = {"--enable-model-control", NULL};
     return http_run(&LENET, 1, ARGS, load_unload);
 }
+
+/* Issue 23 item 3: "inferctl models" lists a model that failed to load with
+ * its state and the reason (the repository index answers with model control
+ * off too), beside the one that serves. */
+static enum test_result models_with_failure(struct http_daemon *d)
+{
+    for (int i = 0; i < 200 && http_status(d, "GET", "/v2/models/lenet5/ready", NULL, NULL, 0) != 200; i++)
+        usleep(10 * 1000);
+    struct client_run r;
+    ASSERT_TRUE(CTL(d->port, &r, "models"));
+    ASSERT_EQ_INT(r.status, 0);
+    const char *bad = strstr(r.out, "\nbroken ");
+    const char *good = strstr(r.out, "\nlenet5 ");
+    if (!bad || !good)
+        printf("  inferctl models:\n%s", r.out);
+    ASSERT_TRUE(bad && good);
+    const char *bad_end = strchr(bad + 1, '\n');
+    const char *good_end = strchr(good + 1, '\n');
+    ASSERT_TRUE(bad_end && good_end);
+    char line[512];
+    snprintf(line, sizeof(line), "%.*s", (int)(bad_end - bad - 1), bad + 1);
+    printf("  %s\n", line);
+    ASSERT_STR_CONTAINS(line, "UNAVAILABLE");
+    ASSERT_STR_CONTAINS(line, "UNAVAILABLE  broken/"); /* the reason, naming the file that failed */
+    snprintf(line, sizeof(line), "%.*s", (int)(good_end - good - 1), good + 1);
+    ASSERT_STR_CONTAINS(line, "READY");
+    client_run_free(&r);
+    return TEST_PASS;
+}
+
+TEST(client_inferctl_models_lists_failed_with_reason)
+{
+    struct http_model_spec specs[2] = {HTTP_MODEL_SPEC("lenet5"), HTTP_MODEL_SPEC("broken")};
+    specs[1].broken = true;
+    static const char *const KEEP_GOING[] = {"--exit-on-error", "false", NULL};
+    return http_run(specs, 2, KEEP_GOING, models_with_failure);
+}

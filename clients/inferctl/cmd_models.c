@@ -1,7 +1,8 @@
 /*
  * cmd_models.c - "inferctl models": the models the server knows, with their
- * state (the repository index; only the ready ones when the server keeps
- * model control off).
+ * state and, for one that is not ready, the reason (the repository index,
+ * which inferd answers with model control on or off; only the ready ones
+ * from a server that refuses the index).
  */
 #include <stdlib.h>
 
