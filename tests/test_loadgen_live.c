@@ -5,6 +5,7 @@
  * its JSON, CSV and PNG plot; failures give the documented exit codes.
  */
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -225,3 +226,45 @@ static enum test_result failures(struct http_daemon *d)
 }
 
 TEST(loadgen_live_failures) { return http_run(&LENET, 1, NULL, failures); }
+
+/* The default of FLAG in a --help text ("  --flag N   ... [DEFAULT]"), or -1. */
+static long help_default(const char *help, const char *flag)
+{
+    char want[64];
+    snprintf(want, sizeof(want), "\n  %s ", flag);
+    const char *line = strstr(help, want);
+    if (!line)
+        return -1;
+    const char *end = strchr(line + 1, '\n');
+    const char *open = NULL;
+    for (const char *p = line + 1; p < (end ? end : line + strlen(line)); p++)
+        if (*p == '[')
+            open = p;
+    return open ? strtol(open + 1, NULL, 10) : -1;
+}
+
+/* Issue 23 item 1: the load generator's defaults never trip inferd's: its
+ * open loop's connections and its closed loop's stay within the server's
+ * --max-connections, and no per-address limit is on by default (a load
+ * balancer, or one load generator, is one address). */
+TEST(loadgen_live_defaults_within_server_limits)
+{
+    static char server_help[32768];
+    ASSERT_EQ_INT(http_run_inferd((const char *const[]){"--help", NULL}, server_help, sizeof(server_help)), 0);
+    struct client_run r;
+    ASSERT_TRUE(client_run_tool("inferd-loadgen", (const char *const[]){"--help", NULL}, &r));
+    ASSERT_EQ_INT(r.status, 0);
+    const char *lg_help = r.out[0] ? r.out : r.err;
+    long max_conn = help_default(server_help, "--max-connections");
+    long per_ip = help_default(server_help, "--max-connections-per-ip");
+    long inflight = help_default(lg_help, "--max-inflight");
+    long concurrency = help_default(lg_help, "--concurrency");
+    printf("  inferd --max-connections %ld, --max-connections-per-ip %ld; inferd-loadgen --max-inflight %ld, "
+           "--concurrency %ld\n", max_conn, per_ip, inflight, concurrency);
+    ASSERT_TRUE(max_conn > 0 && inflight > 0 && concurrency > 0);
+    ASSERT_TRUE(inflight <= max_conn);
+    ASSERT_TRUE(concurrency <= max_conn);
+    ASSERT_EQ_INT(per_ip, 0);
+    client_run_free(&r);
+    return TEST_PASS;
+}
