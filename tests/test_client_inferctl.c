@@ -248,9 +248,10 @@ TEST(client_inferctl_load_unload)
     return http_run(&LENET, 1, ARGS, load_unload);
 }
 
-/* Issue 23 item 3: "inferctl models" lists a model that failed to load with
- * its state and the reason (the repository index answers with model control
- * off too), beside the one that serves. */
+/* Issue 23 item 3: "inferctl models" lists each model that failed to load
+ * with its state and the reason (the repository index answers with model
+ * control off too), beside the one that serves; the log names every failure,
+ * not only the first. */
 static enum test_result models_with_failure(struct http_daemon *d)
 {
     for (int i = 0; i < 200 && http_status(d, "GET", "/v2/models/lenet5/ready", NULL, NULL, 0) != 200; i++)
@@ -273,14 +274,20 @@ static enum test_result models_with_failure(struct http_daemon *d)
     ASSERT_STR_CONTAINS(line, "UNAVAILABLE  broken/"); /* the reason, naming the file that failed */
     snprintf(line, sizeof(line), "%.*s", (int)(good_end - good - 1), good + 1);
     ASSERT_STR_CONTAINS(line, "READY");
+    ASSERT_STR_CONTAINS(r.out, "\nbroken2 ");
     client_run_free(&r);
+    static char log[65536];
+    ASSERT_TRUE(http_daemon_log(d, log, sizeof(log)));
+    ASSERT_STR_CONTAINS(log, "model broken failed to load: broken/");
+    ASSERT_STR_CONTAINS(log, "model broken2 failed to load: broken2/");
     return TEST_PASS;
 }
 
 TEST(client_inferctl_models_lists_failed_with_reason)
 {
-    struct http_model_spec specs[2] = {HTTP_MODEL_SPEC("lenet5"), HTTP_MODEL_SPEC("broken")};
-    specs[1].broken = true;
+    struct http_model_spec specs[3] = {HTTP_MODEL_SPEC("lenet5"), HTTP_MODEL_SPEC("broken"),
+                                       HTTP_MODEL_SPEC("broken2")};
+    specs[1].broken = specs[2].broken = true;
     static const char *const KEEP_GOING[] = {"--exit-on-error", "false", NULL};
-    return http_run(specs, 2, KEEP_GOING, models_with_failure);
+    return http_run(specs, 3, KEEP_GOING, models_with_failure);
 }
