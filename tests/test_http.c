@@ -6,6 +6,7 @@
  * test_http_images.c; batching and shutdown: test_http_batching.c.
  */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -674,6 +675,86 @@ TEST(http_flags_table_matches_help)
     }
     printf("  %d flags in --help\n", listed);
     ASSERT_TRUE(listed >= 30);
+    ASSERT_EQ_INT(missing, 0);
+    return TEST_PASS;
+}
+
+/* Reads a whole file under the checkout into buf (NUL-terminated). */
+static bool read_source(const char *rel, char *buf, size_t cap)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", test_root(), rel);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return n < cap - 1;
+}
+
+/* The three digits at p as a status code, or 0. */
+static int status_at(const char *p)
+{
+    if (p[0] < '1' || p[0] > '5' || p[1] < '0' || p[1] > '9' || p[2] < '0' || p[2] > '9' ||
+        (p[3] >= '0' && p[3] <= '9'))
+        return 0;
+    return (p[0] - '0') * 100 + (p[1] - '0') * 10 + (p[2] - '0');
+}
+
+/* docs/http-api.md's status table has a row for every error status inferd's
+ * own code answers with: srv_reply_*(r, NNN, ...) and the status mapping's
+ * "return NNN;" in server/ (issue 23: the table lacked 401, and said 500
+ * where the server sent 415). */
+TEST(http_status_table_covers_server_errors)
+{
+    static char doc[1 << 17], src[1 << 18];
+    ASSERT_TRUE(read_source("docs/http-api.md", doc, sizeof(doc)));
+    const char *table = strstr(doc, "\n### Status codes");
+    ASSERT_TRUE(table != NULL);
+    const char *table_end = strstr(table + 1, "\n\n#");
+    bool seen[600] = {false};
+    int read = 0;
+    char dir_path[4096];
+    snprintf(dir_path, sizeof(dir_path), "%s/server", test_root());
+    DIR *dir = opendir(dir_path);
+    ASSERT_TRUE(dir != NULL);
+    for (struct dirent *ent; (ent = readdir(dir));) {
+        size_t len = strlen(ent->d_name);
+        char rel[512];
+        if (len < 3 || strcmp(ent->d_name + len - 2, ".c") != 0)
+            continue;
+        snprintf(rel, sizeof(rel), "server/%s", ent->d_name);
+        if (!read_source(rel, src, sizeof(src)))
+            continue;
+        read++;
+        for (const char *p = src; (p = strstr(p, "srv_reply_")); p++) {
+            const char *open = strchr(p, '(');
+            const char *comma = open ? strchr(open, ',') : NULL;
+            if (comma && comma - p < 48 && comma[1] == ' ')
+                seen[status_at(comma + 2)] = true;
+        }
+        for (const char *p = src; (p = strstr(p, "return ")); p++)
+            if (status_at(p + 7) && p[10] == ';')
+                seen[status_at(p + 7)] = true;
+    }
+    closedir(dir);
+    ASSERT_TRUE(read >= 10);
+    int codes = 0, missing = 0;
+    for (int code = 400; code < 600; code++) {
+        if (!seen[code])
+            continue;
+        codes++;
+        char want[16];
+        snprintf(want, sizeof(want), "\n| %d |", code);
+        const char *at = strstr(table, want);
+        if (!at || (table_end && at > table_end)) {
+            printf("  the server answers %d; docs/http-api.md's status table has no row for it\n", code);
+            missing++;
+        }
+    }
+    printf("  %d error statuses in server/\n", codes);
+    ASSERT_TRUE(seen[400] && seen[401] && seen[404] && seen[415] && seen[500] && seen[503]);
     ASSERT_EQ_INT(missing, 0);
     return TEST_PASS;
 }
