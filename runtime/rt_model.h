@@ -259,10 +259,13 @@ enum rt_status rt_model_step_desc(const struct rt_model *m, int step, int batch,
  * (FP16 for prec FP16) GEMM through its own linear kernel, and a streaming
  * element-wise kernel over buffers much larger than the caches; the ceilings
  * a profile's GFLOP/s and GB/s are read against. Each is the best of a few
- * timed repetitions after a warm-up (about 0.2 s on the CPU). */
+ * timed repetitions after a warm-up (about 0.2 s on the CPU). The CPU also
+ * measures the cores' FP32 peak with a loop of FMAs alone, the ceiling no
+ * kernel can pass. */
 struct rt_backend_rates {
     double gemm_gflops;
     double stream_gbs;                /* bytes read plus bytes written, per second */
+    double peak_gflops;               /* FP32 arithmetic peak of an FMA loop; 0 when not measured */
     char what[128];                   /* the work measured, for reports */
 };
 

@@ -146,6 +146,43 @@ TEST(kernels_pool_runs_every_task_once)
     return TEST_PASS;
 }
 
+/* A run of a few long tasks wakes a sleeping worker. The first task (which
+ * the caller runs alone, timed) takes 1 ms, longer than a wake-up; each
+ * later task on the caller then waits (up to 2 s) until a task has run on
+ * a worker, so a pool that kept such a run on the caller (ResNet-50's late
+ * layers at batch 1 once were) fails at once instead of only running slower. */
+struct long_job {
+    atomic_int on_worker;
+    double deadline_ms;
+};
+
+static void long_task(void *arg, int64_t task, int thread)
+{
+    struct long_job *j = arg;
+    if (thread != 0) {
+        atomic_store(&j->on_worker, 1);
+        return;
+    }
+    double until = task == 0 ? test_now_ms() + 1.0 : j->deadline_ms;
+    while ((task == 0 || !atomic_load(&j->on_worker)) && test_now_ms() < until)
+        ;
+}
+
+TEST(kernels_pool_wakes_workers_for_long_tasks)
+{
+    struct kcpu_threads *pool = kcpu_threads_create(2);
+    ASSERT_TRUE(pool != NULL);
+    for (int round = 0; round < 3; round++) {
+        nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);   /* past the workers' spin */
+        struct long_job j = {.deadline_ms = test_now_ms() + 2000.0};
+        atomic_init(&j.on_worker, 0);
+        kcpu_threads_run(pool, 3, long_task, &j);
+        ASSERT_EQ_INT(atomic_load(&j.on_worker), 1);
+    }
+    kcpu_threads_free(pool);
+    return TEST_PASS;
+}
+
 /* ---------------------------------------------------------------- ISA */
 
 TEST(kernels_isa_names_and_forcing)

@@ -219,5 +219,11 @@ TEST(profile_backend_rates_cpu)
     ASSERT_TRUE(r.gemm_gflops > 0.05 && r.gemm_gflops < 1e5);
     ASSERT_TRUE(r.stream_gbs > 0.05 && r.stream_gbs < 1e4);
     ASSERT_STR_CONTAINS(r.what, "GEMM");
+    /* The FMA loop's peak bounds every kernel: a GEMM above it (beyond
+     * timing noise) would mean one of the two is measured wrong. */
+    printf("  FP32 peak (FMA loop): %.1f GFLOP/s; the GEMM reaches %.0f%% of it\n", r.peak_gflops,
+           100.0 * r.gemm_gflops / r.peak_gflops);
+    ASSERT_TRUE(r.peak_gflops > 0.05 && r.peak_gflops < 1e5);
+    ASSERT_TRUE(r.gemm_gflops < 1.15 * r.peak_gflops);
     return TEST_PASS;
 }

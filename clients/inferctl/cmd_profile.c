@@ -232,22 +232,25 @@ static void print_table(const struct ctl_profile_data *d, const double *med_ns, 
         name_w = len > name_w ? (len < 40 ? len : 40) : name_w;
         total += med_ns[i];
     }
-    printf("%3s  %-*s  %-15s  %-16s  %-16s  %-14s  %-26s %10s %7s %8s %7s %6s %6s\n", "#", name_w, "step", "op",
-           "epilogue", "input", "output", "kernel", "median us", "share", "GFLOP/s", "GB/s", "%gemm", "%bw");
+    printf("%3s  %-*s  %-15s  %-16s  %-16s  %-14s  %-26s %10s %7s %8s %7s %6s %6s %6s\n", "#", name_w, "step",
+           "op", "epilogue", "input", "output", "kernel", "median us", "share", "GFLOP/s", "GB/s", "%peak", "%gemm",
+           "%bw");
     for (int i = 0; i < d->n_steps; i++) {
         const struct rt_step_desc *s = &d->steps[i];
-        char in[48], out[48], f_gemm[16], f_bw[16];
+        char in[48], out[48], f_peak[16], f_gemm[16], f_bw[16];
         format_shape(&s->in[0], in, sizeof(in));
         if (s->n_in > 1)
             snprintf(in + strlen(in), sizeof(in) - strlen(in), " +%d", s->n_in - 1);
         format_shape(&s->out, out, sizeof(out));
         double sec = med_ns[i] * 1e-9, gflops = sec > 0 ? s->flops / sec * 1e-9 : 0;
         double gbs = sec > 0 ? s->bytes / sec * 1e-9 : 0;
+        format_fraction(gflops, rates->peak_gflops, f_peak, sizeof(f_peak));
         format_fraction(gflops, rates->gemm_gflops, f_gemm, sizeof(f_gemm));
         format_fraction(gbs, rates->stream_gbs, f_bw, sizeof(f_bw));
-        printf("%3d  %-*.*s  %-15s  %-16s  %-16s  %-14s  %-26s %10.1f %6.1f%% %8.2f %7.2f %6s %6s\n", i, name_w,
-               name_w, s->name, s->op, s->epilogue[0] ? s->epilogue : "-", in, out, s->kernel[0] ? s->kernel : "-",
-               med_ns[i] / 1e3, total > 0 ? 100.0 * med_ns[i] / total : 0, gflops, gbs, f_gemm, f_bw);
+        printf("%3d  %-*.*s  %-15s  %-16s  %-16s  %-14s  %-26s %10.1f %6.1f%% %8.2f %7.2f %6s %6s %6s\n", i,
+               name_w, name_w, s->name, s->op, s->epilogue[0] ? s->epilogue : "-", in, out,
+               s->kernel[0] ? s->kernel : "-", med_ns[i] / 1e3, total > 0 ? 100.0 * med_ns[i] / total : 0, gflops,
+               gbs, f_peak, f_gemm, f_bw);
     }
 }
 
@@ -368,8 +371,13 @@ static int profile(const struct profile_args *a, struct rt_backend *b, struct rt
     };
     printf("%s: %s, %d steps, batch %d, %s; %d timed runs after %d warm-up\n", cfg->name,
            rt_precision_name(cfg->precision), n_steps, a->batch, d.backend, a->runs, a->warmup);
+    if (cfg->precision != RT_PRECISION_FP32)
+        rates.peak_gflops = 0;   /* an FP32 FMA peak says nothing of FP16 or INT8 steps */
     if (rates.gemm_gflops > 0)
         printf("ceilings: %.1f GFLOP/s, %.1f GB/s (%s)\n", rates.gemm_gflops, rates.stream_gbs, rates.what);
+    if (rates.peak_gflops > 0)
+        printf("peak: %.1f GFLOP/s FP32 (an FMA loop on every thread at once, timed by thread CPU clocks)\n",
+               rates.peak_gflops);
     printf("\n");
     print_table(&d, med, &rates);
     print_summary(&d, med, median(run_ns, a->runs));

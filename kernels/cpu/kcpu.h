@@ -37,6 +37,10 @@ enum kcpu_isa kcpu_isa_hardware(void);
  * valid across the switch. */
 int kcpu_isa_set(enum kcpu_isa isa);
 
+/* This machine's FP32 peak in GFLOP/s under kcpu_isa(), measured: an FMA
+ * loop on every thread of th at once (NULL: one core). Takes about 15 ms. */
+double kcpu_peak_gflops(struct kcpu_threads *th);
+
 /* Packed weights: opaque float buffer of kcpu_*_packed_floats() floats,
  * 64-byte aligned, allocated by the caller. */
 size_t kcpu_conv2d_packed_floats(const struct k_conv2d *p);

@@ -196,6 +196,7 @@ struct conv_job {
     int64_t chunk;             /* columns per task */
     int64_t chunks;            /* tasks per group */
     int64_t chunks_per_image;  /* direct path only */
+    int64_t mblocks;           /* row blocks a chunk is split into */
     int64_t pad_planes;        /* implicit: (channel, image) planes per pad task */
 };
 
@@ -305,17 +306,22 @@ static void conv_task(void *arg, int64_t task, int thread)
     const struct conv_job *j = arg;
     const struct k_conv2d *p = j->p;
     const struct conv_plan *c = &j->c;
+    int64_t mb = task % j->mblocks;
+    task /= j->mblocks;
     int64_t g = task / j->chunks, chunk = task % j->chunks;
-    int64_t out_off = g * c->mg * c->pixels;  /* group's first channel, image 0 */
+    /* Row block mb: panels [pn0, pn1) of the group. */
+    int64_t pn0 = mb * c->panels / j->mblocks, pn1 = (mb + 1) * c->panels / j->mblocks;
+    int64_t row0 = pn0 * KCPU_MR, rows = kcpu_min64(c->mg, pn1 * KCPU_MR) - row0;
+    int64_t out_off = (g * c->mg + row0) * c->pixels;  /* block's first channel, image 0 */
     struct kcpu_gemm gm = {
-        .m = (int)c->mg, .k = c->kg,
-        .a = j->packed_w + g * c->panels * KCPU_MR * c->kg,
+        .m = (int)rows, .k = c->kg,
+        .a = j->packed_w + (g * c->panels + pn0) * KCPU_MR * c->kg,
         .b_strip = KCPU_NR, .ldb = c->pixels,
         .seg_len = c->pixels, .seg_stride = (int64_t)p->oc * c->pixels,
         .row_len = c->pixels, .row_valid = c->pixels, .rows_valid = 1, .ldc = c->pixels,
         .c = j->y + out_off,
         .res = j->residual ? j->residual + out_off : NULL,
-        .bias_row = j->bias ? j->bias + g * c->mg : NULL,
+        .bias_row = j->bias ? j->bias + g * c->mg + row0 : NULL,
         .act = p->act,
     };
     const float *xg = j->x + g * c->cg * p->h * p->w;
@@ -393,5 +399,14 @@ void kcpu_conv2d_f32(struct kcpu_threads *th, const struct k_conv2d *p,
     } else {
         j.chunks = kcpu_ceil_div(c->cols, j.chunk);
     }
-    kcpu_threads_run(th, p->groups * j.chunks, conv_task, &j);
+    /* Few columns (the 14x14 and 7x7 maps of a large network at batch 1)
+     * give few tasks, and a last strip much narrower than the others: split
+     * the output channels too, so that every thread gets work of like size. */
+    int64_t tasks = p->groups * j.chunks;
+    j.mblocks = 1;
+    if (kcpu_threads_count(th) > 1 && tasks < want * units) {
+        int64_t worth = c->panels * KCPU_MR * c->kg * kcpu_min64(j.chunk, c->cols) / KCPU_MIN_TASK_MACS;
+        j.mblocks = kcpu_max64(1, kcpu_min64(kcpu_min64(c->panels, worth), kcpu_ceil_div(want * units, tasks)));
+    }
+    kcpu_threads_run(th, tasks * j.mblocks, conv_task, &j);
 }

@@ -89,6 +89,10 @@ void kcpu_gemm_run(const struct kcpu_gemm *g);
 void kcpu_gemm_scalar(const struct kcpu_gemm *g);
 void kcpu_gemm_avx2(const struct kcpu_gemm *g);
 void kcpu_gemm_avx512(const struct kcpu_gemm *g);
+/* FMA loops of kcpu_peak_gflops: iters steps of 12 FMAs; the result only
+ * keeps the loop alive. */
+float kcpu_peak_fma_avx2(int64_t iters);
+float kcpu_peak_fma_avx512(int64_t iters);
 
 /* Stores an accumulator tile tmp[mr][KCPU_NR] (columns j .. j + nr of the
  * block) through the epilogue; act_row applies the activation in place. */

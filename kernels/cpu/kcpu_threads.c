@@ -17,8 +17,9 @@
  * else runnable), the caller spins briefly for the check-ins of hot
  * workers, and a run that would have to wake sleeping workers is split only
  * when it has at least KCPU_THREADS_COLD_TASKS tasks (kernels size their tasks
- * to be worth a thread: KCPU_MIN_TASK_MACS); smaller runs go on the caller
- * alone. The CPU is shared with other instances and the HTTP threads, so
+ * to be worth a thread: KCPU_MIN_TASK_MACS), or when its first task, run on
+ * the caller and timed, took longer than a wake-up costs; other runs go on
+ * the caller alone. The CPU is shared with other instances and the HTTP threads, so
  * the spin is short and idle workers end up asleep.
  */
 #include <pthread.h>
@@ -32,6 +33,9 @@
 
 #define KCPU_THREADS_SPIN_NS 50000     /* 50 us: workers, between runs */
 #define KCPU_THREADS_WAIT_SPIN_NS 5000 /* 5 us: the caller, for the check-ins */
+/* A task that runs longer than this is worth waking a sleeping worker for
+ * the rest of its run (a wake-up costs 14-15 us here: bench_threads). */
+#define KCPU_THREADS_WAKE_WORTH_NS 20000
 
 struct kcpu_threads {
     int threads;               /* including the caller */
@@ -43,6 +47,7 @@ struct kcpu_threads {
     atomic_int busy;           /* workers not yet checked in this generation */
     atomic_int sleepers;       /* workers waiting on `wake` (under mu) */
     atomic_bool stop;
+    atomic_bool running;       /* the caller is inside a split run */
     kcpu_task_fn fn;
     void *arg;
     int64_t tasks;
@@ -79,7 +84,10 @@ static void run_tasks(struct kcpu_threads *th, kcpu_task_fn fn, void *arg, int64
 }
 
 /* Spins until generation moves past seen, stop is set, or the spin time is
- * up; whether it moved. */
+ * up; whether it moved. The spin time counts from the end of the caller's
+ * run, not from this worker's last task: a worker done early would else
+ * fall asleep while the caller finishes a long last task, and the next
+ * run would find it asleep. */
 static bool spin_for_generation(struct kcpu_threads *th, uint64_t seen)
 {
     int64_t until = now_ns() + KCPU_THREADS_SPIN_NS;
@@ -89,7 +97,10 @@ static bool spin_for_generation(struct kcpu_threads *th, uint64_t seen)
             return true;
         cpu_relax();
         if (i % 64 == 0) {
-            if (now_ns() > until)
+            int64_t t = now_ns();
+            if (atomic_load_explicit(&th->running, memory_order_relaxed))
+                until = t + KCPU_THREADS_SPIN_NS;
+            else if (t > until)
                 return false;
             sched_yield();   /* let other runnable threads (another model's workers, HTTP) have the CPU */
         }
@@ -146,6 +157,7 @@ struct kcpu_threads *kcpu_threads_create(int threads)
     atomic_init(&th->busy, 0);
     atomic_init(&th->sleepers, 0);
     atomic_init(&th->stop, false);
+    atomic_init(&th->running, false);
     th->workers = calloc((size_t)threads, sizeof(pthread_t));
     if (!th->workers) {
         free(th);
@@ -196,18 +208,32 @@ void kcpu_threads_run(struct kcpu_threads *th, int64_t tasks, kcpu_task_fn fn, v
 {
     if (tasks <= 0)
         return;
-    /* One task, no helpers, or helpers asleep and too little to wake them for. */
-    if (!th || th->threads == 1 || tasks == 1 ||
-        (tasks < KCPU_THREADS_COLD_TASKS && atomic_load_explicit(&th->sleepers, memory_order_relaxed) > 0)) {
+    if (!th || th->threads == 1 || tasks == 1) {
         for (int64_t t = 0; t < tasks; t++)
             fn(arg, t, 0);
         return;
+    }
+    /* Helpers asleep and few tasks: the caller times the first task, and
+     * wakes them for the rest only when a task outlasts a wake-up. (Counting
+     * tasks alone kept a layer of a few long tasks, as ResNet-50's at batch
+     * 1, on one thread; and its worker, idle past its spin, stayed asleep.) */
+    int64_t first = 0;
+    if (tasks < KCPU_THREADS_COLD_TASKS && atomic_load_explicit(&th->sleepers, memory_order_relaxed) > 0) {
+        int64_t t0 = now_ns();
+        fn(arg, 0, 0);
+        first = 1;
+        if (now_ns() - t0 < KCPU_THREADS_WAKE_WORTH_NS) {
+            for (int64_t t = 1; t < tasks; t++)
+                fn(arg, t, 0);
+            return;
+        }
     }
     pthread_mutex_lock(&th->mu);
     th->fn = fn;
     th->arg = arg;
     th->tasks = tasks;
-    atomic_store_explicit(&th->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&th->next, first, memory_order_relaxed);
+    atomic_store_explicit(&th->running, true, memory_order_relaxed);
     atomic_store(&th->busy, th->threads - 1);
     atomic_fetch_add_explicit(&th->generation, 1, memory_order_release);
     if (atomic_load(&th->sleepers) > 0)
@@ -232,4 +258,5 @@ void kcpu_threads_run(struct kcpu_threads *th, int64_t tasks, kcpu_task_fn fn, v
             pthread_cond_wait(&th->done, &th->mu);
         pthread_mutex_unlock(&th->mu);
     }
+    atomic_store_explicit(&th->running, false, memory_order_relaxed);
 }

@@ -12,8 +12,9 @@
  *
  * Workers spin for 50 us after a run before they sleep, so the steps of a
  * forward pass reach them at once; a run of fewer than KCPU_THREADS_COLD_TASKS
- * tasks never wakes a sleeping worker (waking one costs more than such a
- * run is worth) and goes on the caller alone.
+ * tasks wakes a sleeping worker only when its first task, timed on the
+ * caller, took longer than waking one costs (20 us); else it stays on the
+ * caller alone.
  */
 #ifndef KCPU_THREADS_H
 #define KCPU_THREADS_H

@@ -98,6 +98,7 @@ enum rt_status rt_cpu_measure_rates(int threads, struct rt_backend_rates *out, s
     double stream_s = best_seconds(th, &lin, &r, false);
     out->gemm_gflops = 2.0 * RATE_N * RATE_K * RATE_M / gemm_s * 1e-9;
     out->stream_gbs = 2.0 * (double)RATE_STREAM_FLOATS * sizeof(float) / stream_s * 1e-9;
+    out->peak_gflops = kcpu_peak_gflops(th);
     snprintf(out->what, sizeof(out->what), "FP32 GEMM %dx%dx%d and relu over 64 MiB, %s, %d thread%s", RATE_N,
              RATE_K, RATE_M, kcpu_isa_name(kcpu_isa()), threads, threads == 1 ? "" : "s");
     rate_bufs_free(&r);
