@@ -438,6 +438,79 @@ TEST(http_bad_unseen_connections_counted)
     return http_run(&LENET, 1, args, unseen_connections_counted);
 }
 
+/* A series that may be absent yet (a status not answered so far): 0. */
+static double counter_now(const struct http_daemon *d, const char *series)
+{
+    double v = metric_now(d, series);
+    return v < 0 ? 0 : v;
+}
+
+/* Issue 22 item 7: /metrics counts every status inferd answers, by code
+ * (errors included, strict-head 400s too), and the connections open right
+ * now: a kept-alive connection held idle is among them until it closes. */
+static enum test_result statuses_and_open_connections_counted(struct http_daemon *d)
+{
+    static const char *const SERIES[] = {"inferd_http_responses_total{code=\"400\"}",
+                                         "inferd_http_responses_total{code=\"404\"}",
+                                         "inferd_http_responses_total{code=\"405\"}"};
+    double before[3];
+    for (int i = 0; i < 3; i++)
+        before[i] = counter_now(d, SERIES[i]);
+    double open_before = metric_now(d, "inferd_open_connections");
+    ASSERT_TRUE(open_before >= 1);   /* the scrape's own connection at least */
+    /* held: a kept-alive connection that answered once and stays open */
+    int held = http_raw_connect(d);
+    ASSERT_TRUE(held >= 0);
+    static const char LIVE[] = "GET /v2/health/live HTTP/1.1\r\nHost: t\r\n\r\n";
+    ASSERT_TRUE(http_raw_send(held, LIVE, sizeof(LIVE) - 1));
+    ASSERT_EQ_INT(http_raw_status(held, 3000), 200);
+    double open_held = metric_now(d, "inferd_open_connections");
+    /* 404, 405 and two 400s (a bad body, a head with two different lengths) */
+    ASSERT_EQ_INT(http_status(d, "GET", "/v2/models/nosuch", NULL, NULL, 0), 404);
+    ASSERT_EQ_INT(http_status(d, "DELETE", "/v2/health/live", NULL, NULL, 0), 405);
+    ASSERT_EQ_INT(http_status(d, "POST", "/v2/models/lenet5/infer", "application/json", "{", 1), 400);
+    int fd = http_raw_connect(d);
+    ASSERT_TRUE(fd >= 0);
+    static const char TWO_LENGTHS[] = "POST /v2/models/lenet5/infer HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n"
+                                      "Content-Length: 3\r\n\r\n{}";
+    ASSERT_TRUE(http_raw_send(fd, TWO_LENGTHS, sizeof(TWO_LENGTHS) - 1));
+    ASSERT_EQ_INT(http_raw_status(fd, 3000), 400);
+    close(fd);
+    /* the server counts an answer just after queueing it: give the last a moment */
+    static const double WANT[3] = {2, 1, 1};
+    double after[3] = {0};
+    for (int tries = 0; tries < 50; tries++) {
+        bool all = true;
+        for (int i = 0; i < 3; i++) {
+            after[i] = counter_now(d, SERIES[i]);
+            all &= after[i] - before[i] >= WANT[i];
+        }
+        if (all)
+            break;
+        usleep(20000);
+    }
+    close(held);
+    double open_after = open_held;
+    for (int i = 0; i < 50 && open_after >= open_held; i++) {
+        usleep(20000);
+        open_after = metric_now(d, "inferd_open_connections");
+    }
+    printf("  400 +%.0f, 404 +%.0f, 405 +%.0f; inferd_open_connections %.0f, %.0f with one held, %.0f after it "
+           "closed\n", after[0] - before[0], after[1] - before[1], after[2] - before[2], open_before, open_held,
+           open_after);
+    for (int i = 0; i < 3; i++)
+        ASSERT_EQ_INT((long)(after[i] - before[i]), (long)WANT[i]);
+    ASSERT_TRUE(open_held >= 2);   /* the held one and the scrape's */
+    ASSERT_TRUE(open_after < open_held);
+    ASSERT_TRUE(http_still_serves(d));
+    return TEST_PASS;
+}
+
+TEST(http_bad_statuses_and_open_connections_counted)
+{
+    return http_run(&LENET, 1, NULL, statuses_and_open_connections_counted);
+}
+
 /* A head trickled a byte every 200 ms never trips --idle-timeout; the
  * head deadline (--header-timeout 1) closes it after about a second. The
  * same connection sending whole requests in time is served. */
