@@ -303,6 +303,87 @@ TEST(hard_model_load_off_http_threads)
     return http_run(&LENET, 1, ARGS, load_off_http_threads);
 }
 
+/* The rest of issue 22's attacks with liveness probed while they run: two
+ * 32 MB JSON bodies of 16 M numbers under an unknown key (413 after a byte
+ * scan, never a cJSON node each), then every connection slot held by heads
+ * trickled and left unfinished (health is answered past the limit). */
+static enum test_result liveness_under_attacks(struct http_daemon *d)
+{
+    enum { NUMBERS = 16 << 20, HELD = 8 };
+    static const char HEAD[] = "{\"junk\":[", TAIL[] = "1],\"inputs\":[]}";
+    char *body = malloc((size_t)NUMBERS * 2 + sizeof(HEAD) + sizeof(TAIL));
+    ASSERT_TRUE(body != NULL);
+    size_t n = sizeof(HEAD) - 1;
+    memcpy(body, HEAD, n);
+    for (int i = 0; i < NUMBERS - 1; i++, n += 2)
+        body[n] = '1', body[n + 1] = ',';
+    memcpy(body + n, TAIL, sizeof(TAIL) - 1);
+    n += sizeof(TAIL) - 1;
+    struct attacks s;
+    for (int i = 0; i < 2; i++)
+        s.a[i] = (struct attack){d, INFER, "Content-Type: application/json", body, n, 0};
+    atomic_init(&s.busy, true);
+    pthread_t t;
+    pthread_create(&t, NULL, attacks_run, &s);
+    int probes;
+    bool json_ok;
+    double json_worst = probe_liveness(d, &s.busy, &probes, &json_ok);
+    pthread_join(t, NULL);
+    free(body);
+    printf("  two 32 MB JSON bodies: answered %ld and %ld; %d liveness probes, slowest %.1f ms\n",
+           atomic_load(&s.a[0].status), atomic_load(&s.a[1].status), probes, json_worst);
+    ASSERT_EQ_INT(atomic_load(&s.a[0].status), 413);
+    ASSERT_EQ_INT(atomic_load(&s.a[1].status), 413);
+    ASSERT_TRUE(json_ok);
+
+    /* every slot (--max-connections HELD) taken by a head that never ends */
+    int held[HELD];
+    static const char PART[] = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Slow: a";
+    for (int i = 0; i < HELD; i++) {
+        held[i] = http_raw_connect(d);
+        ASSERT_TRUE(held[i] >= 0);
+        ASSERT_TRUE(http_raw_send(held[i], PART, sizeof(PART) - 1));
+    }
+    usleep(100 * 1000);
+    double slow_worst = 0;
+    bool slow_ok = true;
+    for (int i = 0; i < 10; i++) {
+        double t0 = test_now_ms();
+        slow_ok &= http_status(d, "GET", "/v2/health/live", NULL, NULL, 0) == 200;
+        double dt = test_now_ms() - t0;
+        slow_worst = dt > slow_worst ? dt : slow_worst;
+        usleep(20 * 1000);
+    }
+    long refused = http_status(d, "GET", "/v2/models/lenet5", NULL, NULL, 0);
+    for (int i = 0; i < HELD; i++)
+        close(held[i]);
+    /* the slots come back once the server has seen the closes */
+    for (int i = 0; i < 100 && http_status(d, "GET", "/v2/models/lenet5", NULL, NULL, 0) != 200; i++)
+        usleep(10 * 1000);
+    printf("  %d slots held by unfinished heads: 10 liveness probes, slowest %.1f ms; metadata %ld\n", HELD,
+           slow_worst, refused);
+    ASSERT_TRUE(slow_ok);
+    ASSERT_EQ_INT(refused, 503);
+    /* 50 ms is the aim. The JSON bodies are scanned on the HTTP threads: with
+     * both of them busy a probe waited up to 64 ms here (docs/reliability.md),
+     * so the bound only catches a return of seconds-long parses (the old
+     * cJSON path), with room for a shared VM and ASan. */
+#ifdef __SANITIZE_ADDRESS__
+    ASSERT_LE(json_worst, 1000);
+#else
+    ASSERT_LE(json_worst, 250);
+#endif
+    ASSERT_LE(slow_worst, 100);
+    ASSERT_TRUE(http_still_serves(d));
+    return TEST_PASS;
+}
+
+TEST(hard_liveness_under_json_and_slow_head_attacks)
+{
+    static const char *const ARGS[] = {"--max-connections", "8", NULL};
+    return http_run(&LENET, 1, ARGS, liveness_under_attacks);
+}
+
 /* ------------------------------------------------------------ descriptors */
 
 /* The status line and body of the answer on fd (at most cap - 1 bytes). */
