@@ -10,7 +10,8 @@
  * into several tasks. A task takes a run of columns of one group and runs
  * the GEMM over every output channel of the group. B comes from one of:
  *
- * - direct: 1x1, stride 1, unpadded: the input image is B as it is;
+ * - direct: 1x1, stride 1, unpadded, pixels filling whole strips (nearly):
+ *   the input image is B as it is;
  * - implicit: the input is copied once per call into a padded grid in the
  *   scratch, split by stride phase ([c][phase row][phase col][n * rows][row],
  *   a phase holding the padded input cells whose coordinates have one
@@ -32,18 +33,24 @@
 #include "kcpu_dwconv.h"
 #include "kcpu_impl.h"
 
-/* Bytes of B per task: with the group's packed weights they should stay
- * in L2 while every A panel passes over them. */
+/* Bytes of B per task and k block: they should stay in L2 while every A
+ * panel passes over them. */
 #define COL_BUDGET ((int64_t)192 * 1024)
 #define MAX_CHUNK 1024  /* columns */
 /* Grid floats one pad task writes at least: copying is cheap per float. */
 #define PAD_TASK_FLOATS ((int64_t)64 * 1024)
+/* Depth of a k block: an A panel of it (16 KB) stays in L1 while a task's
+ * strips pass, and a task's B block in L2 while its panels pass, so deep
+ * layers (ResNet-50's 2304 and 4608) no longer stream every weight from
+ * L3 once per 32 columns. */
+#define K_BLOCK 512
 
 enum conv_path { PATH_DIRECT, PATH_IMPLICIT, PATH_IM2COL };
 
 struct conv_plan {
     int64_t cg, mg;            /* input and output channels per group */
     int64_t kg;                /* GEMM depth: cg * kh * kw */
+    int64_t kc;                /* depth of a k block (kg: not blocked) */
     int64_t panels;            /* KCPU_MR-row panels per group */
     int64_t pixels;            /* oh * ow */
     enum conv_path path;
@@ -84,12 +91,20 @@ static struct conv_plan plan(const struct k_conv2d *p)
     c.cg = p->c / p->groups;
     c.mg = p->oc / p->groups;
     c.kg = c.cg * p->kh * p->kw;
+    c.kc = kcpu_ceil_div(c.kg, kcpu_ceil_div(c.kg, K_BLOCK));   /* blocks of like depth */
     c.panels = kcpu_ceil_div(c.mg, KCPU_MR);
     c.pixels = (int64_t)p->oh * p->ow;
     c.cols = p->n * c.pixels;
     c.path = PATH_IM2COL;
+    /* The direct path's columns stay within an image, so a map whose
+     * pixels leave a last strip mostly empty (14x14: 196 of 224 lanes, 7x7:
+     * 49 of 64) wastes it in every image of a batch; the implicit path's
+     * columns run on into the next image, for the price of one copy of the
+     * input (a few percent): taken when it saves more lanes than that. */
+    int64_t direct_lanes = p->n * kcpu_ceil_div(c.pixels, KCPU_NR) * KCPU_NR;
+    int64_t packed_lanes = kcpu_ceil_div(p->n * c.pixels, KCPU_NR) * KCPU_NR;
     if (p->kh == 1 && p->kw == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_t == 0 &&
-        p->pad_l == 0 && p->oh == p->h && p->ow == p->w) {
+        p->pad_l == 0 && p->oh == p->h && p->ow == p->w && 16 * (direct_lanes - packed_lanes) <= packed_lanes) {
         c.path = PATH_DIRECT;
         c.cols = c.pixels;
         return c;
@@ -119,7 +134,7 @@ static struct conv_plan plan(const struct k_conv2d *p)
 /* The most columns a task may take: a multiple of KCPU_NR. */
 static int64_t max_chunk(const struct conv_plan *c)
 {
-    int64_t cols = COL_BUDGET / (kcpu_max64(1, c->kg) * (int64_t)sizeof(float));
+    int64_t cols = COL_BUDGET / (kcpu_max64(1, c->kc) * (int64_t)sizeof(float));
     cols = cols / KCPU_NR * KCPU_NR;
     return kcpu_min64(MAX_CHUNK, kcpu_max64(KCPU_NR, cols));
 }
@@ -174,14 +189,21 @@ const char *kcpu_conv2d_method(const struct k_conv2d *p)
     return kcpu_dwconv_applies(p) ? "depthwise direct" : NAMES[plan(p).path];
 }
 
-/* Grows with p->n, and no path choice depends on p->n: scratch sized for
- * the largest batch serves every smaller one (the runtime relies on it). */
+/* Grows with p->n: scratch sized for the largest batch serves every smaller
+ * one (the runtime relies on it). A 1x1 convolution may take the direct
+ * path (no scratch) at this batch size and the implicit one at a smaller:
+ * then the largest smaller batch that takes the implicit path sizes it. */
 size_t kcpu_conv2d_scratch_bytes(const struct k_conv2d *p, int threads)
 {
     if (kcpu_dwconv_applies(p))
         return kcpu_dwconv_scratch_bytes(p, threads);
-    struct conv_plan c = plan(p);
-    int64_t floats = threads * col_floats(&c) + table_floats(&c) + grid_floats(p, &c);
+    struct k_conv2d q = *p;
+    struct conv_plan c = plan(&q);
+    while (c.path == PATH_DIRECT && q.n > 1) {
+        q.n--;
+        c = plan(&q);
+    }
+    int64_t floats = threads * col_floats(&c) + table_floats(&c) + grid_floats(&q, &c);
     return (size_t)floats * sizeof(float) + 64;
 }
 
@@ -301,6 +323,32 @@ static void pad_task(void *arg, int64_t task, int thread)
         pad_plane(j, pl / j->p->n, pl % j->p->n);
 }
 
+/* Runs the task's GEMM in k blocks: B's rows and A's panels advance by the
+ * block's depth, every block adds to the sums C holds, and only the last
+ * one applies bias, residual and activation. A residual read in place of
+ * the output would be overwritten by the partial sums: one block then. */
+static void conv_gemm_blocks(const struct kcpu_gemm *gm, const struct conv_plan *c, bool res_is_out)
+{
+    int64_t kc = res_is_out ? c->kg : c->kc;
+    for (int64_t k0 = 0; k0 < c->kg; k0 += kc) {
+        struct kcpu_gemm b = *gm;
+        b.k = kcpu_min64(kc, c->kg - k0);
+        b.a_panel = c->kg * KCPU_MR;
+        b.a = gm->a + k0 * KCPU_MR;
+        if (gm->boff)
+            b.boff = gm->boff + k0;
+        else
+            b.b = gm->b + k0 * gm->ldb;   /* im2col strips: ldb is KCPU_NR */
+        b.accumulate = k0 > 0;
+        if (k0 + kc < c->kg) {
+            b.bias_row = NULL;
+            b.res = NULL;
+            b.act = K_ACT_NONE;
+        }
+        kcpu_gemm_run(&b);
+    }
+}
+
 static void conv_task(void *arg, int64_t task, int thread)
 {
     const struct conv_job *j = arg;
@@ -350,7 +398,7 @@ static void conv_task(void *arg, int64_t task, int thread)
         gm.ldb = KCPU_NR;
         gm.b_strip = c->kg * KCPU_NR;
     }
-    kcpu_gemm_run(&gm);
+    conv_gemm_blocks(&gm, c, j->residual == j->y);
 }
 
 void kcpu_conv2d_f32(struct kcpu_threads *th, const struct k_conv2d *p,
