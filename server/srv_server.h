@@ -21,7 +21,7 @@ struct srv_server {
     struct srv_config cfg;
     struct rt_backend *backend;
     struct srv_repo *repo;
-    struct srv_work_pool *work;        /* image decoding and preprocessing */
+    struct srv_work_pool *work;        /* image decoding and preprocessing, large infer bodies' parse */
     struct srv_work_pool *control;     /* model load and unload, one at a time */
     atomic_bool shutting_down;         /* a signal arrived: not ready; the listen backlog is still served */
     atomic_bool draining;              /* the backlog is served: refuse new work */

@@ -1,6 +1,7 @@
 /*
  * srv_work.h - a small pool of threads for work that must not run on an
- * HTTP thread: image decoding and preprocessing, model load and unload.
+ * HTTP thread: image decoding and preprocessing, parsing a large infer
+ * request, model load and unload.
  *
  *     struct srv_work_pool *p;
  *     srv_work_pool_create(2, 256, &p, &err);

@@ -4,7 +4,8 @@
  * while the others serve, injected arena OOM answers 503, an injected
  * device error ends the daemon non-zero, SIGTERM while loading and under
  * load drains cleanly, clients that vanish mid-request or mid-response
- * leak nothing, and unloading a model under their orphaned requests is safe.
+ * leak nothing (nor while the work pool parses their large bodies), and
+ * unloading a model under their orphaned requests is safe.
  */
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -311,24 +312,34 @@ static int open_sockets(pid_t pid)
     return n;
 }
 
-/* A whole lenet5 infer request (headers and JSON body) as raw bytes, for
- * clients that send it themselves; NULL when out of memory. */
-static char *raw_infer_request(size_t *len)
+/* A POST of body to lenet5's infer route (headers and body) as raw bytes,
+ * for clients that send it themselves; NULL when out of memory. */
+static char *raw_infer_post(const char *body, size_t blen, size_t *len)
 {
-    float x[784];
-    test_rand_fill(x, 784, 0, 1);
-    char *body = http_infer_json(x, 1, NULL);
-    size_t blen = body ? strlen(body) : 0;
-    char *req = body ? malloc(blen + 256) : NULL;
+    char *req = malloc(blen + 256);
     if (req) {
         int hl = snprintf(req, 256,
                           "POST /v2/models/lenet5/infer HTTP/1.1\r\nHost: t\r\n"
                           "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
                           blen);
-        memcpy(req + hl, body, blen + 1);
+        memcpy(req + hl, body, blen);
+        req[hl + blen] = '\0';
         *len = (size_t)hl + blen;
     }
+    return req;
+}
+
+/* A whole lenet5 infer request of rows random rows, as raw bytes. */
+static char *raw_infer_request(int rows, size_t *len)
+{
+    float *x = malloc((size_t)rows * 784 * sizeof(float));
+    if (!x)
+        return NULL;
+    test_rand_fill(x, (int64_t)rows * 784, 0, 1);
+    char *body = http_infer_json(x, rows, NULL);
+    char *req = body ? raw_infer_post(body, strlen(body), len) : NULL;
     free(body);
+    free(x);
     return req;
 }
 
@@ -348,7 +359,7 @@ static enum test_result disconnects(struct http_daemon *d)
     enum { TOTAL = 10000, WARMUP = 2000 };   /* the allocator settles in the first few thousand */
     const double budget_s = 120;
     size_t len;
-    char *req = raw_infer_request(&len);
+    char *req = raw_infer_request(1, &len);
     ASSERT_TRUE(req != NULL);
     long rss0 = 0;
     double t0 = (test_now_ms() / 1e3);
@@ -391,6 +402,64 @@ TEST(hard_disconnects_leak_nothing)
     return http_run(&spec, 1, ARGS, disconnects);
 }
 
+/* Bodies over 64 KiB are parsed on the work pool while their connection
+ * is suspended (srv_api_infer.c). Clients that vanish right after sending
+ * one, while its parse is queued or running or its batch runs, leave
+ * nothing behind: every request is freed (inflight back to the /metrics
+ * request alone), every body's bytes are given back to the budget, every
+ * socket is closed. Half are 16-row requests (200 had the client stayed),
+ * half 1 MB of numbers under an unknown key (413 from the parse). */
+static enum test_result disconnects_during_parses(struct http_daemon *d)
+{
+    enum { TOTAL = 400, NUMBERS = 512 * 1024 };
+    static const char HEAD[] = "{\"junk\":[", TAIL[] = "1],\"inputs\":[]}";
+    char *junk = malloc((size_t)NUMBERS * 2 + sizeof(HEAD) + sizeof(TAIL));
+    ASSERT_TRUE(junk != NULL);
+    size_t n = sizeof(HEAD) - 1;
+    memcpy(junk, HEAD, n);
+    for (int i = 0; i < NUMBERS - 1; i++, n += 2)
+        junk[n] = '1', junk[n + 1] = ',';
+    memcpy(junk + n, TAIL, sizeof(TAIL) - 1);
+    n += sizeof(TAIL) - 1;
+    size_t len[2];
+    char *req[2] = {raw_infer_request(16, &len[0]), raw_infer_post(junk, n, &len[1])};
+    free(junk);
+    ASSERT_TRUE(req[0] != NULL && req[1] != NULL);
+    ASSERT_TRUE(len[0] > 64 * 1024);
+    double t0 = test_now_ms();
+    for (int i = 0; i < TOTAL; i++)
+        vanish(d, req[i % 2], len[i % 2], false);
+    free(req[0]);
+    free(req[1]);
+    double inflight = -1, buffered = -1;
+    for (int i = 0; i < 200 && !(inflight == 1 && buffered == 0); i++) {
+        usleep(i ? 50 * 1000 : 0);
+        struct http_resp m;
+        if (http_get(d, "/metrics", &m) && m.status == 200) {
+            inflight = http_metric(m.body, "inferd_inflight_requests");
+            buffered = http_metric(m.body, "inferd_buffered_request_bytes");
+        }
+        http_resp_free(&m);
+    }
+    usleep(200 * 1000);
+    int sockets = open_sockets(d->pid);
+    printf("  %d vanishing clients with large bodies in %.0f ms; then %g requests in flight"
+           " (the /metrics one), %g body bytes held, %d sockets open\n",
+           TOTAL, test_now_ms() - t0, inflight, buffered, sockets);
+    ASSERT_TRUE(inflight == 1);
+    ASSERT_TRUE(buffered == 0);
+    ASSERT_TRUE(sockets >= 1 && sockets <= 4); /* the listener, and no lingering clients */
+    ASSERT_TRUE(http_still_serves(d));
+    return TEST_PASS;
+}
+
+TEST(hard_disconnects_during_parses_leak_nothing)
+{
+    struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
+    static const char *const ARGS[] = {"--max-connections-per-ip", "0", NULL};
+    return http_run(&spec, 1, ARGS, disconnects_during_parses);
+}
+
 /* ------------------------------------------------------------ unload with orphans */
 
 /* Unloading a model while requests whose clients are gone still wait in its
@@ -402,7 +471,7 @@ static enum test_result unload_orphans(struct http_daemon *d)
 {
     enum { CLIENTS = 48 };
     size_t len;
-    char *req = raw_infer_request(&len);
+    char *req = raw_infer_request(1, &len);
     ASSERT_TRUE(req != NULL);
     for (int i = 0; i < CLIENTS; i++)
         vanish(d, req, len, false);
