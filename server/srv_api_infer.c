@@ -18,7 +18,7 @@
 #include "srv_infer.h"
 
 /* Bodies up to this many bytes are parsed on the HTTP thread. */
-#define INFER_INLINE_BODY_MAX (64 * 1024)
+#define INFER_INLINE_BODY_MAX ((size_t)64 * 1024)
 
 /* The handler (HTTP thread) reads what it needs from the request's head;
  * the parse and the batcher's submit run on the HTTP thread or a pool

@@ -425,7 +425,7 @@ static enum test_result disconnects_during_parses(struct http_daemon *d)
     char *req[2] = {raw_infer_request(16, &len[0]), raw_infer_post(junk, n, &len[1])};
     free(junk);
     ASSERT_TRUE(req[0] != NULL && req[1] != NULL);
-    ASSERT_TRUE(len[0] > 64 * 1024);
+    ASSERT_TRUE(len[0] > (size_t)64 * 1024);
     double t0 = test_now_ms();
     for (int i = 0; i < TOTAL; i++)
         vanish(d, req[i % 2], len[i % 2], false);

@@ -310,7 +310,7 @@ static enum test_result large_json_same_answers(struct http_daemon *d)
 {
     enum { ROWS = 24 };
     static float x[ROWS * 784], want[ROWS * 10], got[ROWS * 10];
-    test_rand_fill(x, ROWS * 784, 0, 1);
+    test_rand_fill(x, (int64_t)ROWS * 784, 0, 1);
     struct http_offline off;
     ASSERT_TRUE(http_offline_open(&off, HTTP_SOURCE_MODEL));
     bool ran = http_offline_run(&off, ROWS, x, want);
@@ -319,14 +319,14 @@ static enum test_result large_json_same_answers(struct http_daemon *d)
     char *big = http_infer_json(x, ROWS, ",\"id\":\"big-1\"");
     char *small = http_infer_json(x, 1, ",\"id\":\"small-1\"");
     ASSERT_TRUE(big != NULL && small != NULL);
-    ASSERT_TRUE(strlen(big) > 64 * 1024 && strlen(small) < 64 * 1024);
+    ASSERT_TRUE(strlen(big) > (size_t)64 * 1024 && strlen(small) < (size_t)64 * 1024);
     struct http_resp r;
     http_post(d, INFER, "application/json", big, strlen(big), &r);
     bool parsed = r.status == 200 && http_parse_logits(r.body, got, ROWS * 10);
     bool has_id = r.body && strstr(r.body, "\"id\":\"big-1\"");
     http_resp_free(&r);
     ASSERT_TRUE(parsed && has_id);
-    ASSERT_LE(test_rel_error(got, want, ROWS * 10), 1e-5);
+    ASSERT_LE(test_rel_error(got, want, (int64_t)ROWS * 10), 1e-5);
 
     /* An input the model lacks: the same 400 and message from either path. */
     struct http_resp e[2];
