@@ -73,6 +73,36 @@ struct k_conv2d test_random_conv(bool big)
     }
 }
 
+struct k_conv2d test_random_depthwise(bool big)
+{
+    static const int KERNELS[] = {3, 3, 3, 5, 5, 1, 2, 4, 6, 7};
+    const int nk = (int)(sizeof(KERNELS) / sizeof(KERNELS[0]));
+    for (;;) {
+        struct k_conv2d p = {0};
+        p.n = test_rand_int(1, 3);
+        p.c = p.oc = p.groups = test_rand_int(1, big ? 40 : 12);
+        p.h = test_rand_int(1, big ? 70 : 24);
+        p.w = test_rand_int(1, big ? 70 : 24);
+        p.act = (enum k_act)test_rand_int(0, K_ACT_COUNT - 1);
+        p.kh = KERNELS[test_rand_int(0, nk - 1)];
+        p.kw = test_rand_int(0, 3) ? p.kh : KERNELS[test_rand_int(0, nk - 1)];
+        /* strides 1 and 2 as in the models, 3 now and then; dilation 3
+         * with stride 3 takes the plain expansion (stride + dilation > 5) */
+        p.stride_h = test_rand_int(0, 4) ? test_rand_int(1, 2) : 3;
+        p.stride_w = test_rand_int(0, 4) ? test_rand_int(1, 2) : 3;
+        p.dil_h = test_rand_int(0, 3) ? 1 : test_rand_int(2, 3);
+        p.dil_w = test_rand_int(0, 3) ? 1 : test_rand_int(2, 3);
+        p.pad_t = test_rand_int(0, p.kh);
+        p.pad_l = test_rand_int(0, p.kw);
+        int pad_b = test_rand_int(0, p.kh), pad_r = test_rand_int(0, p.kw);
+        p.oh = window_count(p.h, p.pad_t, pad_b, p.kh, p.dil_h, p.stride_h, false);
+        p.ow = window_count(p.w, p.pad_l, pad_r, p.kw, p.dil_w, p.stride_w, false);
+        if (p.oh >= 1 && p.ow >= 1 && windows_touch_input(p.h, p.pad_t, p.kh, p.dil_h, p.stride_h, p.oh) &&
+            windows_touch_input(p.w, p.pad_l, p.kw, p.dil_w, p.stride_w, p.ow))
+            return p;
+    }
+}
+
 void test_conv_trailing_pad(const struct k_conv2d *p, int *pad_b, int *pad_r)
 {
     int b = (p->oh - 1) * p->stride_h + p->dil_h * (p->kh - 1) + 1 - p->h - p->pad_t;

@@ -21,6 +21,13 @@
  * planes. Every output cell's window touches the input. */
 struct k_conv2d test_random_conv(bool big);
 
+/* A random depthwise convolution with channel multiplier 1 (groups == c
+ * == oc, the INT8 direct kernel's case): kernels 1-7 (3x3 and 5x5 most
+ * often, non-square now and then), strides 1-2 (3 now and then), dilation
+ * 1-3, asymmetric padding up to the kernel size, a random activation.
+ * `big` allows planes up to 70x70 and 40 channels. */
+struct k_conv2d test_random_depthwise(bool big);
+
 /* The trailing padding (bottom, right) that gives p's output size. */
 void test_conv_trailing_pad(const struct k_conv2d *p, int *pad_b, int *pad_r);
 

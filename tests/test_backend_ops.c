@@ -410,6 +410,8 @@ static const struct op_case CASES[] = {
     {"conv2d 3x3 s1 p1 odd", P_ALL, -1, 1, build_conv, {4, 7, 9, 6, 3, 1, 1, 1}},
     {"conv2d 3x3 s2 p1 g2", P_ALL, -1, 1, build_conv, {4, 9, 8, 6, 3, 2, 1, 2}},
     {"conv2d depthwise 3x3", P_ALL, -1, 1, build_conv, {8, 6, 6, 8, 3, 1, 1, 8}},
+    {"conv2d depthwise 5x5 s2 + add + relu", P_ALL, -1, 1, build_conv, {6, 19, 17, -6, 5, 2, 2, 6}},
+    {"conv2d depthwise 3x3 dilation 2", P_ALL, -1, 1, build_conv, {5, 21, 18, 5, -3, 1, 2, 5}},
     {"conv2d 3x3 dilation 2", P_ALL, -1, 1, build_conv, {3, 9, 9, 4, -3, 1, 2, 1}},
     {"conv2d 5x5 s2 + add + relu", P_ALL, -1, 1, build_conv, {5, 11, 10, -7, 5, 2, 2, 1}},
     {"conv2d 33 ch 1x1 + add + relu", P_ALL, -1, 1, build_conv, {33, 5, 3, -17, 1, 1, 0, 1}},
@@ -813,11 +815,12 @@ TEST(backend_ops_every_op_every_backend)
     return TEST_PASS;
 }
 
-/* Fresh random convolutions and pooling windows from the generator every
- * kernel test shares (op_shapes.h), through every backend. */
+/* Fresh random convolutions (the last DWS of them depthwise with channel
+ * multiplier 1) and pooling windows from the generator every kernel test
+ * shares (op_shapes.h), through every backend. */
 TEST(backend_ops_random_shapes)
 {
-    enum { CONVS = 16, POOLS = 12 };
+    enum { CONVS = 20, DWS = 4, POOLS = 12 };
     struct backends bs;
     bool opened = backends_open(&bs);
     if (opened && !bs.cuda && test_gpu_requested()) {
@@ -829,7 +832,7 @@ TEST(backend_ops_random_shapes)
         struct op_case c = {.precisions = P_ALL, .lo = -1, .hi = 1};
         char name[40];
         if (i < CONVS) {
-            random_conv = test_random_conv(i % 4 == 3);
+            random_conv = i < CONVS - DWS ? test_random_conv(i % 4 == 3) : test_random_depthwise(i % 2 == 1);
             c.build = build_conv_shape;
             c.a[0] = test_rand_int(0, 2) == 0;
             snprintf(name, sizeof(name), "random conv2d %d", i);

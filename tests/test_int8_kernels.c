@@ -138,6 +138,48 @@ TEST(int8_conv2d_model_shapes)
     return r;
 }
 
+/* Depthwise layers (channel multiplier 1) take the direct kernel: random
+ * shapes, small and large planes (vector tails, several rows per vector). */
+TEST(int8_conv2d_depthwise_random)
+{
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (int it = 0; it < 80 && r == TEST_PASS; it++) {
+        struct k_conv2d p = test_random_depthwise(it % 4 == 3);
+        r = conv_case(&(struct q8_layer){.conv = p}, &ps);
+    }
+    pools_close(&ps);
+    return r;
+}
+
+#define DW(c_, hw, k, s, ohw) \
+    {.n = 1, .c = (c_), .h = (hw), .w = (hw), .oc = (c_), .oh = (ohw), .ow = (ohw), .kh = (k), .kw = (k), \
+     .stride_h = (s), .stride_w = (s), .pad_t = (k) / 2, .pad_l = (k) / 2, .dil_h = 1, .dil_w = 1, .groups = (c_), \
+     .act = K_ACT_RELU6}
+
+/* MobileNetV2's depthwise layers (3x3, stride 1 and 2, 112x112 to 7x7)
+ * and 5x5 ones as in MNASNet / EfficientNet, each twice: the epilogue
+ * (residual, I32 output, clamp) is drawn per case. */
+TEST(int8_conv2d_depthwise_models)
+{
+    static const struct k_conv2d SHAPES[] = {
+        DW(32, 112, 3, 1, 112), DW(96, 112, 3, 2, 56), DW(144, 56, 3, 1, 56), DW(144, 56, 3, 2, 28),
+        DW(192, 28, 3, 1, 28),  DW(192, 28, 3, 2, 14), DW(384, 14, 3, 1, 14), DW(576, 14, 3, 2, 7),
+        DW(960, 7, 3, 1, 7),    DW(72, 56, 5, 2, 28),  DW(120, 28, 5, 1, 28), DW(480, 14, 5, 1, 14),
+    };
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (int i = 0; i < 2 * (int)(sizeof(SHAPES) / sizeof(SHAPES[0])) && r == TEST_PASS; i++) {
+        struct k_conv2d p = SHAPES[i / 2];
+        p.n = test_rand_int(1, 2);
+        r = conv_case(&(struct q8_layer){.conv = p}, &ps);
+    }
+    pools_close(&ps);
+    return r;
+}
+
 TEST(int8_linear_random)
 {
     struct pools ps;

@@ -6,13 +6,14 @@
  * Per depth quad the kernel loads two 64-byte B vectors (packed with their
  * sign bits flipped: vpdpbusd takes unsigned bytes, x + 128), broadcasts
  * eight weight quads and issues 16 vpdpbusd (1024 multiply-adds) into 16
- * accumulators; 128 * wsum[row] then removes the offset. The epilogue requantises in
- * 64-bit lanes (even and odd int32 lanes separately, vpmuldq + vpsraq),
- * exactly k_q8_apply, and stores each output run with a byte mask.
+ * accumulators; 128 * wsum[row] then removes the offset. The epilogue
+ * requantises with kcpu_q8_avx512.h, exactly k_q8_apply, and stores each
+ * output run with a byte mask.
  */
 #include <immintrin.h>
 #include <string.h>
 
+#include "kcpu_q8_avx512.h"
 #include "kcpu_q8_impl.h"
 
 static inline __m512i broadcast_quad(const int8_t *a)
@@ -50,74 +51,6 @@ tile(int64_t kq, const int8_t *a, const int8_t *b, const int32_t *wsum, int mr, 
         acc[2 * i] = _mm512_sub_epi32(c[2 * i], corr);
         acc[2 * i + 1] = _mm512_sub_epi32(c[2 * i + 1], corr);
     }
-}
-
-/* k_q8_apply on the even (odd) int32 lanes of v, as 64-bit lanes. */
-static inline __m512i apply_even(__m512i v, __m512i m, __m512i rnd, __m128i sh)
-{
-    return _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(v, m), rnd), sh);
-}
-
-static inline __m512i apply_odd(__m512i v, __m512i m, __m512i rnd, __m128i sh)
-{
-    return apply_even(_mm512_srli_epi64(v, 32), m, rnd, sh);
-}
-
-struct mult_v {
-    __m512i m, rnd;
-    __m128i sh;
-};
-
-static inline struct mult_v mult_vec(struct k_q8_mult q)
-{
-    struct mult_v v = {_mm512_set1_epi32(q.m), _mm512_set1_epi64((int64_t)1 << (q.shift - 1)),
-                       _mm_cvtsi32_si128(q.shift)};
-    return v;
-}
-
-/* The common case, in fewer operations: when the shift s is at least 32,
- * floor(t / 2^s) = floor(hi32(t) / 2^(s - 32)), hi32(t) being the high
- * dword of the 64-bit t (itself floor(t / 2^32)), so the even and odd
- * products meet in one vector and the rest is 32-bit. A small int8 operand
- * (the residual, |x * m| < 2^38) with 8 <= s < 32 is first shifted left by
- * 32 - s, which neither overflows nor changes the floor. */
-struct mult_hi {
-    __m512i m, rnd;
-    __m128i lsh, rsh;
-};
-
-static inline struct mult_hi mult_hi(struct k_q8_mult q)
-{
-    struct mult_hi v = {_mm512_set1_epi32(q.m), _mm512_set1_epi64((int64_t)1 << (q.shift - 1)),
-                        _mm_cvtsi32_si128(q.shift < 32 ? 32 - q.shift : 0),
-                        _mm_cvtsi32_si128(q.shift < 32 ? 0 : q.shift - 32)};
-    return v;
-}
-
-static inline __attribute__((always_inline)) __m512i apply_hi(__m512i x, const struct mult_hi *q, int lsh)
-{
-    __m512i e = _mm512_add_epi64(_mm512_mul_epi32(x, q->m), q->rnd);
-    __m512i o = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), q->m), q->rnd);
-    if (lsh) {
-        e = _mm512_sll_epi64(e, q->lsh);
-        o = _mm512_sll_epi64(o, q->lsh);
-    }
-    return _mm512_sra_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(e, 32), o), q->rsh);
-}
-
-/* 16 outputs, as int32 lanes, from 16 (acc + bias) lanes and 16 residual
- * lanes: the general 64-bit path. */
-static inline __m512i requant16(__m512i v, struct mult_v mv, int has_res, __m512i r, struct mult_v rv,
-                                __m512i lo, __m512i hi)
-{
-    __m512i ev = apply_even(v, mv.m, mv.rnd, mv.sh), od = apply_odd(v, mv.m, mv.rnd, mv.sh);
-    if (has_res) {
-        ev = _mm512_add_epi64(ev, apply_even(r, rv.m, rv.rnd, rv.sh));
-        od = _mm512_add_epi64(od, apply_odd(r, rv.m, rv.rnd, rv.sh));
-    }
-    ev = _mm512_min_epi64(_mm512_max_epi64(ev, lo), hi);
-    od = _mm512_min_epi64(_mm512_max_epi64(od, lo), hi);
-    return _mm512_mask_blend_epi32(0xAAAA, ev, _mm512_slli_epi64(od, 32));
 }
 
 static inline __mmask16 lanes_mask(int from, int to)
@@ -185,9 +118,8 @@ static void store_tile(const struct kq8_block *b, const __m512i *acc, int i0, in
     const __m512i lo32 = _mm512_set1_epi32(e->lo), hi32 = _mm512_set1_epi32(e->hi);
     /* the residual multiplier means nothing (may be zeroed) without a residual */
     const struct k_q8_mult res_mult = b->res ? e->res_mult : (struct k_q8_mult){0, 1};
-    const struct mult_v rv = mult_vec(res_mult);
-    const struct mult_hi rh = mult_hi(res_mult);
-    const int res_hi = e->res_mult.shift >= 8;
+    const struct kq8_mult512 rv = kq8_mult512_of(res_mult);
+    const struct kq8_mult512_hi rh = kq8_mult512_hi_of(res_mult);
     for (ptrdiff_t i = 0; i < mr; i++) {
         ptrdiff_t row = i0 + i;
         const int8_t *res = b->res ? b->res + row * b->ldc + off0 : NULL;
@@ -202,18 +134,18 @@ static void store_tile(const struct kq8_block *b, const __m512i *acc, int i0, in
                 r[segs[k].h] = _mm512_or_si512(r[segs[k].h], _mm512_maskz_expand_epi32(segs[k].src,
                                    _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(segs[k].dst, res + segs[k].off))));
         }
-        if (b->mult[row].shift >= 32 && (!res || res_hi)) {
-            struct mult_hi mh = mult_hi(b->mult[row]);
+        if (kq8_hi_path(b->mult[row], res != NULL, e->res_mult)) {
+            struct kq8_mult512_hi mh = kq8_mult512_hi_of(b->mult[row]);
             for (int h = 0; h < 2; h++) {
-                __m512i v = apply_hi(_mm512_add_epi32(acc[2 * i + h], bias), &mh, 0);
+                __m512i v = kq8_apply_hi512(_mm512_add_epi32(acc[2 * i + h], bias), &mh, 0);
                 if (res)
-                    v = _mm512_add_epi32(v, apply_hi(r[h], &rh, 1));
+                    v = _mm512_add_epi32(v, kq8_apply_hi512(r[h], &rh, 1));
                 q[h] = _mm512_min_epi32(_mm512_max_epi32(v, lo32), hi32);
             }
         } else {
-            struct mult_v mv = mult_vec(b->mult[row]);
-            q[0] = requant16(_mm512_add_epi32(acc[2 * i], bias), mv, res != NULL, r[0], rv, lo, hi);
-            q[1] = requant16(_mm512_add_epi32(acc[2 * i + 1], bias), mv, res != NULL, r[1], rv, lo, hi);
+            struct kq8_mult512 mv = kq8_mult512_of(b->mult[row]);
+            q[0] = kq8_requant16(_mm512_add_epi32(acc[2 * i], bias), &mv, res != NULL, r[0], &rv, lo, hi);
+            q[1] = kq8_requant16(_mm512_add_epi32(acc[2 * i + 1], bias), &mv, res != NULL, r[1], &rv, lo, hi);
         }
         if (contiguous) {
             _mm_mask_storeu_epi8(y, lanes_mask(0, n0), _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(m0, q[0])));

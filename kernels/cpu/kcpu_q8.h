@@ -4,7 +4,8 @@
  * instruction set.
  *
  * Convolution and linear run as one INT8 GEMM (int32 accumulation) with the
- * requantising epilogue of kernel_quant.h: AVX-512 VNNI (vpdpbusd) where the
+ * requantising epilogue of kernel_quant.h (depthwise convolution as a
+ * direct kernel of its own, same epilogue): AVX-512 VNNI (vpdpbusd) where the
  * CPU has it, else AVX2, else plain C, chosen per call from kcpu_isa() (so
  * kcpu_isa_set applies). Weights are packed
  * once by the *_pack functions into a layout every ISA shares; the caller
@@ -23,6 +24,10 @@
 /* Which INT8 GEMM kernel kcpu_isa() selects on this CPU: "scalar", "avx2"
  * or "avx512-vnni" (AVX-512 without VNNI uses the AVX2 kernel). */
 const char *kcpu_q8_kernel_name(void);
+
+/* How kcpu_conv2d_q8 computes p, for profiles: "gemm" or "depthwise
+ * direct" (groups == c == oc). Depends only on p's channels and groups. */
+const char *kcpu_conv2d_q8_method(const struct k_conv2d *p);
 
 /* Packed weights: kcpu_*_q8_packed_bytes() bytes, 64-byte aligned. */
 size_t kcpu_conv2d_q8_packed_bytes(const struct k_conv2d *p);

@@ -16,11 +16,15 @@
  * the 7x7 maps of the served ResNet, 1/29 for 28x28). A 1x1, stride-1,
  * unpadded convolution reads its input as the planes directly.
  *
+ * Depthwise layers (channel multiplier 1) go to the direct kernel of
+ * kcpu_q8_dw.h instead: as a GEMM their panels are one row of eight.
+ *
  * Linear is the same GEMM with the samples as columns: a B strip is 32 rows
  * of x transposed into depth quads.
  */
 #include <string.h>
 
+#include "kcpu_q8_dw.h"
 #include "kcpu_q8_impl.h"
 
 #define COL_BUDGET ((int64_t)160 * 1024)   /* bytes of packed B per task: stays in L2 */
@@ -84,13 +88,19 @@ static struct geom geom_of(const struct k_conv2d *p)
 
 static int64_t panel_bytes(int64_t panels, int64_t kq) { return panels * kq * KQ8_PANEL_QUAD; }
 
-size_t kcpu_conv2d_q8_packed_bytes(const struct k_conv2d *p)
+const char *kcpu_conv2d_q8_method(const struct k_conv2d *p)
+{
+    return kq8_dw_applies(p) ? "depthwise direct" : "gemm";
+}
+
+/* The GEMM's packed weights (linear's too, whatever its shape). */
+static size_t gemm_packed_bytes(const struct k_conv2d *p)
 {
     struct geom d = geom_of(p);
     return (size_t)(p->groups * panel_bytes(d.panels, d.kq) + (int64_t)p->oc * 4);
 }
 
-void kcpu_conv2d_q8_pack(const struct k_conv2d *p, const int8_t *w, void *packed)
+static void gemm_pack(const struct k_conv2d *p, const int8_t *w, void *packed)
 {
     struct geom d = geom_of(p);
     int8_t *a = packed;
@@ -112,6 +122,19 @@ void kcpu_conv2d_q8_pack(const struct k_conv2d *p, const int8_t *w, void *packed
             s += w[o * d.kg + k];
         wsum[o] = s;
     }
+}
+
+size_t kcpu_conv2d_q8_packed_bytes(const struct k_conv2d *p)
+{
+    return kq8_dw_applies(p) ? kq8_dw_packed_bytes(p) : gemm_packed_bytes(p);
+}
+
+void kcpu_conv2d_q8_pack(const struct k_conv2d *p, const int8_t *w, void *packed)
+{
+    if (kq8_dw_applies(p))
+        kq8_dw_pack(p, w, packed);
+    else
+        gemm_pack(p, w, packed);
 }
 
 static int64_t max_strips(int64_t kq)
@@ -137,6 +160,8 @@ static int64_t koff_bytes(const struct geom *d) { return (d->kg * 8 + 63) / 64 *
 
 size_t kcpu_conv2d_q8_scratch_bytes(const struct k_conv2d *p, int threads)
 {
+    if (kq8_dw_applies(p))
+        return kq8_dw_scratch_bytes(p, threads);
     struct geom d = geom_of(p);
     return (size_t)(planes_bytes(p, &d) + koff_bytes(&d) + threads * thread_bytes(d.kq) + 64);
 }
@@ -165,29 +190,6 @@ static int phase_used(int k, int dil, int stride, int phase)
             return 1;
     }
     return 0;
-}
-
-/* memcpy for the short rows of small feature maps, without a call: fixed-
- * size copies that GCC inlines, overlapping to cover any length. */
-static inline void copy_short(int8_t *dst, const int8_t *src, int64_t n)
-{
-    while (n > 32) {
-        memcpy(dst, src, 32);
-        dst += 32, src += 32, n -= 32;
-    }
-    if (n >= 16) {
-        memcpy(dst, src, 16);
-        memcpy(dst + n - 16, src + n - 16, 16);
-    } else if (n >= 8) {
-        memcpy(dst, src, 8);
-        memcpy(dst + n - 8, src + n - 8, 8);
-    } else if (n >= 4) {
-        memcpy(dst, src, 4);
-        memcpy(dst + n - 4, src + n - 4, 4);
-    } else {
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = src[i];
-    }
 }
 
 /* Copies image / channel `task` of the padded input into its phase planes. */
@@ -219,7 +221,7 @@ static void planes_task(void *arg, int64_t task, int thread)
             const int8_t *row = src + (r0 * sh + a - pt) * w + first * sw + b - pl;
             for (int64_t r = r0; r < r1; r++, dst += wq, row += sh * w) {
                 if (sw == 1) {
-                    copy_short(dst, row, n);
+                    kq8_copy_short(dst, row, n);
                 } else if (gather2) {
                     kq8_gather2_avx512(dst, row, n);
                 } else {
@@ -350,6 +352,10 @@ void kcpu_conv2d_q8(struct kcpu_threads *th, const struct k_conv2d *p, const int
                     const void *packed_w, const struct k_q8_epilogue *e, const int8_t *residual,
                     void *y, void *scratch)
 {
+    if (kq8_dw_applies(p)) {
+        kq8_dw_conv(th, p, x, packed_w, e, residual, y, scratch);
+        return;
+    }
     struct conv_job j = {.p = p, .d = geom_of(p), .x = x, .a = packed_w, .e = e, .res = residual, .y = y};
     if (j.d.strips <= 0 || p->oc <= 0)
         return;
@@ -393,13 +399,13 @@ static struct k_conv2d linear_as_conv(const struct k_linear *p)
 size_t kcpu_linear_q8_packed_bytes(const struct k_linear *p)
 {
     struct k_conv2d c = linear_as_conv(p);
-    return kcpu_conv2d_q8_packed_bytes(&c);
+    return gemm_packed_bytes(&c);
 }
 
 void kcpu_linear_q8_pack(const struct k_linear *p, const int8_t *w, void *packed)
 {
     struct k_conv2d c = linear_as_conv(p);
-    kcpu_conv2d_q8_pack(&c, w, packed);
+    gemm_pack(&c, w, packed);
 }
 
 size_t kcpu_linear_q8_scratch_bytes(const struct k_linear *p, int threads)

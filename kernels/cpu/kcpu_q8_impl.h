@@ -26,6 +26,7 @@
 #define KCPU_Q8_IMPL_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "kcpu_impl.h"
 #include "kcpu_q8.h"
@@ -94,6 +95,29 @@ void kq8_flip(int8_t *b, int64_t bytes);
 
 /* Depth quads of a reduction over k. */
 static inline int64_t kq8_quads(int64_t k) { return (k + 3) / 4; }
+
+/* memcpy for the short rows of small feature maps, without a call: fixed-
+ * size copies that GCC inlines, overlapping to cover any length. */
+static inline void kq8_copy_short(int8_t *dst, const int8_t *src, int64_t n)
+{
+    while (n > 32) {
+        memcpy(dst, src, 32);
+        dst += 32, src += 32, n -= 32;
+    }
+    if (n >= 16) {
+        memcpy(dst, src, 16);
+        memcpy(dst + n - 16, src + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(dst, src, 8);
+        memcpy(dst + n - 8, src + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(dst, src, 4);
+        memcpy(dst + n - 4, src + n - 4, 4);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = src[i];
+    }
+}
 
 /* Whether this CPU runs the VNNI kernel when kcpu_isa() is AVX-512. */
 int kq8_has_vnni(void);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/cpu/kcpu.h"
+#include "kernels/cpu/kcpu_q8.h"
 #include "runtime/backend/backend_cpu_impl.h"
 
 void rt_cpu_describe_step(struct rt_backend *b, const struct rt_plan *p, const struct rt_step *s, int batch,
@@ -17,6 +18,8 @@ void rt_cpu_describe_step(struct rt_backend *b, const struct rt_plan *p, const s
     union rt_step_params k = rt_step_params(s, batch);
     if (s->op == RT_OP_CONV2D && !s->q8)
         snprintf(out, cap, "%s, %s", kcpu_conv2d_method(&k.conv), isa);
+    else if (s->op == RT_OP_CONV2D)
+        snprintf(out, cap, "int8 %s, %s", kcpu_conv2d_q8_method(&k.conv), isa);
     else if (rt_op_has(s->op, RT_T_GEMM))
         snprintf(out, cap, "%sgemm, %s", s->q8 ? "int8 " : "", isa);
     else

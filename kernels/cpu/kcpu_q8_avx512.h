@@ -1,0 +1,94 @@
+/*
+ * kcpu_q8_avx512.h - k_q8_apply (kernel_quant.h) on 16 int32 lanes, shared
+ * by the INT8 kernels compiled for AVX-512 (gemm_q8_avx512.c,
+ * kcpu_q8_dw_avx512.c). Include only from *_avx512.c files: every function
+ * here is AVX-512 code.
+ *
+ * The general path works in 64-bit lanes (even and odd int32 lanes apart,
+ * vpmuldq + vpsraq), exactly k_q8_apply. The common case takes fewer
+ * operations: when the shift s is at least 32, floor(t / 2^s) =
+ * floor(hi32(t) / 2^(s - 32)), hi32(t) being the high dword of the 64-bit
+ * t (itself floor(t / 2^32)), so the even and odd products meet in one
+ * vector and the rest is 32-bit. A small int8 operand (the residual,
+ * |x * m| < 2^38) with 8 <= s < 32 is first shifted left by 32 - s, which
+ * neither overflows nor changes the floor.
+ */
+#ifndef KCPU_Q8_AVX512_H
+#define KCPU_Q8_AVX512_H
+
+#include <immintrin.h>
+
+#include "../kernel_quant.h"
+
+struct kq8_mult512 {
+    __m512i m, rnd;
+    __m128i sh;
+};
+
+static inline struct kq8_mult512 kq8_mult512_of(struct k_q8_mult q)
+{
+    struct kq8_mult512 v = {_mm512_set1_epi32(q.m), _mm512_set1_epi64((int64_t)1 << (q.shift - 1)),
+                            _mm_cvtsi32_si128(q.shift)};
+    return v;
+}
+
+/* k_q8_apply on the even (odd) int32 lanes of v, as 64-bit lanes. */
+static inline __m512i kq8_apply_even512(__m512i v, const struct kq8_mult512 *q)
+{
+    return _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(v, q->m), q->rnd), q->sh);
+}
+
+static inline __m512i kq8_apply_odd512(__m512i v, const struct kq8_mult512 *q)
+{
+    return kq8_apply_even512(_mm512_srli_epi64(v, 32), q);
+}
+
+/* The shift-of-at-least-32 form (see the top of the file). */
+struct kq8_mult512_hi {
+    __m512i m, rnd;
+    __m128i lsh, rsh;
+};
+
+static inline struct kq8_mult512_hi kq8_mult512_hi_of(struct k_q8_mult q)
+{
+    struct kq8_mult512_hi v = {_mm512_set1_epi32(q.m), _mm512_set1_epi64((int64_t)1 << (q.shift - 1)),
+                               _mm_cvtsi32_si128(q.shift < 32 ? 32 - q.shift : 0),
+                               _mm_cvtsi32_si128(q.shift < 32 ? 0 : q.shift - 32)};
+    return v;
+}
+
+/* Whether kq8_apply_hi512 serves a layer: the accumulator's shift is at
+ * least 32, and a residual's (if any) at least 8. */
+static inline int kq8_hi_path(struct k_q8_mult m, int has_res, struct k_q8_mult res_mult)
+{
+    return m.shift >= 32 && (!has_res || res_mult.shift >= 8);
+}
+
+static inline __attribute__((always_inline)) __m512i kq8_apply_hi512(__m512i x, const struct kq8_mult512_hi *q,
+                                                                     int lsh)
+{
+    __m512i e = _mm512_add_epi64(_mm512_mul_epi32(x, q->m), q->rnd);
+    __m512i o = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), q->m), q->rnd);
+    if (lsh) {
+        e = _mm512_sll_epi64(e, q->lsh);
+        o = _mm512_sll_epi64(o, q->lsh);
+    }
+    return _mm512_sra_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(e, 32), o), q->rsh);
+}
+
+/* 16 outputs, as int32 lanes, from 16 (acc + bias) lanes and 16 residual
+ * lanes: the general 64-bit path; lo and hi are the clamp as int64 lanes. */
+static inline __m512i kq8_requant16(__m512i v, const struct kq8_mult512 *mv, int has_res, __m512i r,
+                                    const struct kq8_mult512 *rv, __m512i lo, __m512i hi)
+{
+    __m512i ev = kq8_apply_even512(v, mv), od = kq8_apply_odd512(v, mv);
+    if (has_res) {
+        ev = _mm512_add_epi64(ev, kq8_apply_even512(r, rv));
+        od = _mm512_add_epi64(od, kq8_apply_odd512(r, rv));
+    }
+    ev = _mm512_min_epi64(_mm512_max_epi64(ev, lo), hi);
+    od = _mm512_min_epi64(_mm512_max_epi64(od, lo), hi);
+    return _mm512_mask_blend_epi32(0xAAAA, ev, _mm512_slli_epi64(od, 32));
+}
+
+#endif /* KCPU_Q8_AVX512_H */
