@@ -61,7 +61,7 @@ void kcpu_gemm_avx2(const struct kcpu_gemm *g)
     float tmp[KCPU_MR * KCPU_NR];
     for (int i0 = 0; i0 < g->m; i0 += KCPU_MR) {
         int mr = (int)kcpu_min64(KCPU_MR, g->m - i0);
-        const float *a = kcpu_gemm_panel(g, i0);
+        const float *a = g->a + (int64_t)i0 * g->k;
         for (int64_t t0 = 0; t0 < g->n; t0 += KCPU_NR) {
             int nr = (int)kcpu_min64(KCPU_NR, g->n - t0);
             const float *b = g->b + (t0 / KCPU_NR) * g->b_strip;

@@ -69,12 +69,10 @@ static void store_run(const struct kcpu_gemm *g, const __m512 *acc, int i0, int 
         __m512 v = acc[2 * i + h];
         if (lo)
             v = _mm512_maskz_compress_ps(src, v);
-        int64_t at = off + (int64_t)i * g->ldc;
-        if (g->accumulate)
-            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(dst, g->c + at));
         v = _mm512_add_ps(v, bc);
         if (g->bias_row)
             v = _mm512_add_ps(v, _mm512_set1_ps(g->bias_row[i0 + i]));
+        int64_t at = off + (int64_t)i * g->ldc;
         if (g->res)
             v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(dst, g->res + at));
         _mm512_mask_storeu_ps(g->c + at, dst, kv16_act(g->act, v));
@@ -153,7 +151,7 @@ void kcpu_gemm_avx512(const struct kcpu_gemm *g)
     struct tile_runs tr;
     for (int i0 = 0; i0 < g->m; i0 += KCPU_MR) {
         int mr = (int)kcpu_min64(KCPU_MR, g->m - i0);
-        const float *a = kcpu_gemm_panel(g, i0);
+        const float *a = g->a + (int64_t)i0 * g->k;
         for (int64_t t0 = 0; t0 < g->n; t0 += KCPU_NR) {
             int nr = (int)kcpu_min64(KCPU_NR, g->n - t0);
             const float *b = g->b + (t0 / KCPU_NR) * g->b_strip;

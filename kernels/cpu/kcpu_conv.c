@@ -33,24 +33,18 @@
 #include "kcpu_dwconv.h"
 #include "kcpu_impl.h"
 
-/* Bytes of B per task and k block: they should stay in L2 while every A
- * panel passes over them. */
+/* Bytes of B per task: with the group's packed weights they should stay
+ * in L2 while every A panel passes over them. */
 #define COL_BUDGET ((int64_t)192 * 1024)
 #define MAX_CHUNK 1024  /* columns */
 /* Grid floats one pad task writes at least: copying is cheap per float. */
 #define PAD_TASK_FLOATS ((int64_t)64 * 1024)
-/* Depth of a k block: an A panel of it (16 KB) stays in L1 while a task's
- * strips pass, and a task's B block in L2 while its panels pass, so deep
- * layers (ResNet-50's 2304 and 4608) no longer stream every weight from
- * L3 once per 32 columns. */
-#define K_BLOCK 512
 
 enum conv_path { PATH_DIRECT, PATH_IMPLICIT, PATH_IM2COL };
 
 struct conv_plan {
     int64_t cg, mg;            /* input and output channels per group */
     int64_t kg;                /* GEMM depth: cg * kh * kw */
-    int64_t kc;                /* depth of a k block (kg: not blocked) */
     int64_t panels;            /* KCPU_MR-row panels per group */
     int64_t pixels;            /* oh * ow */
     enum conv_path path;
@@ -91,7 +85,6 @@ static struct conv_plan plan(const struct k_conv2d *p)
     c.cg = p->c / p->groups;
     c.mg = p->oc / p->groups;
     c.kg = c.cg * p->kh * p->kw;
-    c.kc = kcpu_ceil_div(c.kg, kcpu_ceil_div(c.kg, K_BLOCK));   /* blocks of like depth */
     c.panels = kcpu_ceil_div(c.mg, KCPU_MR);
     c.pixels = (int64_t)p->oh * p->ow;
     c.cols = p->n * c.pixels;
@@ -134,7 +127,7 @@ static struct conv_plan plan(const struct k_conv2d *p)
 /* The most columns a task may take: a multiple of KCPU_NR. */
 static int64_t max_chunk(const struct conv_plan *c)
 {
-    int64_t cols = COL_BUDGET / (kcpu_max64(1, c->kc) * (int64_t)sizeof(float));
+    int64_t cols = COL_BUDGET / (kcpu_max64(1, c->kg) * (int64_t)sizeof(float));
     cols = cols / KCPU_NR * KCPU_NR;
     return kcpu_min64(MAX_CHUNK, kcpu_max64(KCPU_NR, cols));
 }
@@ -323,32 +316,6 @@ static void pad_task(void *arg, int64_t task, int thread)
         pad_plane(j, pl / j->p->n, pl % j->p->n);
 }
 
-/* Runs the task's GEMM in k blocks: B's rows and A's panels advance by the
- * block's depth, every block adds to the sums C holds, and only the last
- * one applies bias, residual and activation. A residual read in place of
- * the output would be overwritten by the partial sums: one block then. */
-static void conv_gemm_blocks(const struct kcpu_gemm *gm, const struct conv_plan *c, bool res_is_out)
-{
-    int64_t kc = res_is_out ? c->kg : c->kc;
-    for (int64_t k0 = 0; k0 < c->kg; k0 += kc) {
-        struct kcpu_gemm b = *gm;
-        b.k = kcpu_min64(kc, c->kg - k0);
-        b.a_panel = c->kg * KCPU_MR;
-        b.a = gm->a + k0 * KCPU_MR;
-        if (gm->boff)
-            b.boff = gm->boff + k0;
-        else
-            b.b = gm->b + k0 * gm->ldb;   /* im2col strips: ldb is KCPU_NR */
-        b.accumulate = k0 > 0;
-        if (k0 + kc < c->kg) {
-            b.bias_row = NULL;
-            b.res = NULL;
-            b.act = K_ACT_NONE;
-        }
-        kcpu_gemm_run(&b);
-    }
-}
-
 static void conv_task(void *arg, int64_t task, int thread)
 {
     const struct conv_job *j = arg;
@@ -398,7 +365,7 @@ static void conv_task(void *arg, int64_t task, int thread)
         gm.ldb = KCPU_NR;
         gm.b_strip = c->kg * KCPU_NR;
     }
-    conv_gemm_blocks(&gm, c, j->residual == j->y);
+    kcpu_gemm_run(&gm);
 }
 
 void kcpu_conv2d_f32(struct kcpu_threads *th, const struct k_conv2d *p,

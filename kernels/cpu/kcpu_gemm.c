@@ -39,7 +39,7 @@ void kcpu_gemm_store_tile(const struct kcpu_gemm *g, const float *tmp, int i0, i
             int64_t at = off + (int64_t)(i0 + i) * g->ldc;
             float *c = g->c + at;
             for (int64_t e = 0; e < len; e++) {
-                float v = t[e] + (g->accumulate ? c[e] : 0.0f) + bias_i;
+                float v = t[e] + bias_i;
                 if (g->bias_col)
                     v += g->bias_col[first + e];
                 if (g->res)
@@ -56,7 +56,7 @@ void kcpu_gemm_scalar(const struct kcpu_gemm *g)
     float tmp[KCPU_MR * KCPU_NR];
     for (int i0 = 0; i0 < g->m; i0 += KCPU_MR) {
         int mr = (int)kcpu_min64(KCPU_MR, g->m - i0);
-        const float *a = kcpu_gemm_panel(g, i0);
+        const float *a = g->a + (int64_t)i0 * g->k;
         for (int64_t t0 = 0; t0 < g->n; t0 += KCPU_NR) {
             int nr = (int)kcpu_min64(KCPU_NR, g->n - t0);
             const float *b = g->b + (t0 / KCPU_NR) * g->b_strip;

@@ -44,17 +44,11 @@
  * NCHW batch has seg_len = row_len = row_valid = oh * ow, rows_valid = 1;
  * the implicit path's columns cover a padded grid whose extra rows and
  * columns are computed and dropped. res, when set, has C's layout.
- * Epilogue: c = act(acc + bias_row[i] + bias_col[j] + res).
- *
- * A long reduction may be cut into k blocks, each one call: A's panels are
- * then a_panel floats apart (the whole depth) while k is the block's, and
- * every block but the first sets accumulate, adding the partial sums C
- * holds; all but the last leave out bias, res and act. */
+ * Epilogue: c = act(acc + bias_row[i] + bias_col[j] + res). */
 struct kcpu_gemm {
     int m;
     int64_t k;
     const float *a;        /* ceil(m / KCPU_MR) panels of [k][KCPU_MR] */
-    int64_t a_panel;       /* floats from one A panel to the next; 0: k * KCPU_MR */
     const float *b;
     const int64_t *boff;   /* [k] or NULL */
     int64_t ldb, b_strip;
@@ -65,15 +59,7 @@ struct kcpu_gemm {
     const float *bias_row; /* [m] or NULL */
     const float *bias_col; /* indexed by global column j, or NULL */
     enum k_act act;
-    bool accumulate;       /* c = epilogue(c + acc): C holds earlier k blocks' sums */
 };
-
-/* Where row i0's A panel starts (i0 a multiple of KCPU_MR). */
-static inline const float *kcpu_gemm_panel(const struct kcpu_gemm *g, int i0)
-{
-    int64_t stride = g->a_panel ? g->a_panel : g->k * KCPU_MR;
-    return g->a + (int64_t)(i0 / KCPU_MR) * stride;
-}
 
 /* The first run of real outputs in columns [j, end): returns its length
  * (0 if none) and sets *first to its first column and *off to that
