@@ -20,10 +20,13 @@
 #define KCPU_MR 8   /* rows of a packed A panel: element (i, kk) at kk * KCPU_MR + i */
 #define KCPU_NR 32  /* columns of a B strip */
 
-/* Least multiply-adds worth a task of their own: waking a sleeping worker
- * costs microseconds (far more on a loaded machine), so small layers, as
- * at batch 1, stay on the calling thread. */
-#define KCPU_MIN_TASK_MACS ((int64_t)256 * 1024)
+/* Least multiply-adds worth a task of their own (about half a microsecond
+ * on one AVX-512 core). A hot worker takes a task in well under that; a
+ * sleeping one is woken only for tasks that outlast a wake-up (the pool
+ * times the first, kcpu_threads.c). 256k before 2026-11-26: 64k gave
+ * MobileNetV2 +7% and resnet-mini +3% at batch 1 on two threads, the same
+ * at batch 64 and on lenet5 (docs/performance.md). */
+#define KCPU_MIN_TASK_MACS ((int64_t)64 * 1024)
 
 /* Elements per task of the memory-bound kernels (element-wise, softmax,
  * concat): large enough to amortise a task claim, small enough that a few
