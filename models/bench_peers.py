@@ -49,7 +49,12 @@ the exit status 1.
 Timing: after a warm-up (about 0.2 s per engine, which also sets each
 engine's iterations per window of --window seconds, at least one batch),
 R rounds each time one window of inferd, then onnxruntime, then OpenVINO,
-so all see the same machine load. Tables: the median images/s of each
+so all see the same machine load. Each window starts PAUSE_S after the
+last: all three engines are loaded at once, and an engine's idle threads
+keep spinning a while after its window (onnxruntime's intra-op pool;
+OpenVINO's TBB workers), which on two cores halved whichever engine ran
+next (inferd's MobileNetV2 b1: 90 images/s timed right after OpenVINO,
+170 alone; 2026-11-26). Tables: the median images/s of each
 engine and the median of the per-round ratios inferd / peer, with their
 geometric mean; the load average before and after.
 """
@@ -88,6 +93,7 @@ INT8_REL_MAX = {"fashion": 0.1, "imagenet": 0.8}
 INT8_TOP1_MIN = {"fashion": 0.90, "imagenet": 0.0}   # batches of more than one image
 FASHION_CALIB = 1000
 IMAGENET_CALIB = 32
+PAUSE_S = 0.05   # before each timed window: the previous engine's threads go idle
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
 
@@ -378,6 +384,7 @@ def interleaved(engines, batch, window, repeats):
     rates = [[] for _ in engines]
     for _ in range(repeats):
         for i, e in enumerate(engines):
+            time.sleep(PAUSE_S)
             rates[i].append(iters[i] * batch / e.run(iters[i]))
     medians = [statistics.median(r) for r in rates]
     ratios = [statistics.median(rates[0][k] / r[k] for k in range(repeats)) for r in rates]
@@ -431,7 +438,7 @@ def main():
     versions = {"onnxruntime": onnxruntime.__version__, "OpenVINO": openvino.__version__.split("-")[0]}
     load_before = os.getloadavg()
     log(f"onnxruntime {versions['onnxruntime']}, OpenVINO {versions['OpenVINO']}, {args.threads} threads each, "
-        f"{repeats} rounds of {window} s windows; load average {load_before[0]:.2f} {load_before[1]:.2f} "
+        f"{repeats} rounds of {window} s windows, {PAUSE_S} s apart; load average {load_before[0]:.2f} {load_before[1]:.2f} "
         f"{load_before[2]:.2f}")
 
     cells = [(m, b) for m in names for b in MODELS[m][0]]
@@ -469,7 +476,7 @@ def main():
     for precision in ("fp32", "int8"):
         print(table(precision, cells, results[precision], versions))
         print()
-    print(f"{args.threads} threads per engine; median of {repeats} interleaved windows of {window} s; ratios are "
+    print(f"{args.threads} threads per engine; median of {repeats} interleaved windows of {window} s, {PAUSE_S} s apart; ratios are "
           f"medians of per-round ratios. INT8: inferd's own INT8 models against onnxruntime quantize_static "
           f"(QDQ, per-channel, U8S8) run by onnxruntime and by OpenVINO.")
     print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}; "
