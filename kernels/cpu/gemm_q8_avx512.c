@@ -170,3 +170,48 @@ void kq8_block_avx512(const struct kq8_block *b)
         }
     }
 }
+
+/* Exact sums of the block's rows [i0, i0 + 8) against one sample's bytes
+ * x (k of them), lanes = rows: per depth quad one 8-row weight quad (32
+ * bytes of the panel) against the sample's quad, sign bits flipped and
+ * broadcast. Four chains over the quads hide vpdpbusd's latency. */
+static __m256i panel_dot(const int8_t *panel, int64_t kq, const int8_t *x, int64_t k)
+{
+    __m256i c[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                    _mm256_setzero_si256()};
+    int64_t full = k / 4;   /* quads wholly inside x; the rest is zero-padded */
+    for (int64_t q = 0; q < kq; q++) {
+        int32_t v = 0;
+        if (q < full)
+            memcpy(&v, x + 4 * q, sizeof(v));
+        else
+            memcpy(&v, x + 4 * q, (size_t)(k - 4 * q));   /* weights past k are zero */
+        __m256i xq = _mm256_set1_epi32((int32_t)((uint32_t)v ^ 0x80808080u));
+        c[q & 3] = _mm256_dpbusd_epi32(c[q & 3], xq, _mm256_loadu_si256((const __m256i *)(panel + q * KQ8_PANEL_QUAD)));
+    }
+    return _mm256_add_epi32(_mm256_add_epi32(c[0], c[1]), _mm256_add_epi32(c[2], c[3]));
+}
+
+void kq8_gemv_avx512(const struct kq8_block *b, const int8_t *x, int n, int64_t k)
+{
+    int32_t sums[KQ8_MR * KQ8_NR];   /* [row][lane], lane t = sample t */
+    __m512i acc[2 * KQ8_MR];
+    for (int i0 = 0; i0 < b->m; i0 += KQ8_MR) {
+        int mr = (int)kcpu_min64(KQ8_MR, b->m - i0);
+        const int8_t *panel = b->a + (int64_t)(i0 / KQ8_MR) * b->kq * KQ8_PANEL_QUAD;
+        memset(sums, 0, sizeof(sums));
+        __m256i corr = _mm256_mullo_epi32(_mm256_set1_epi32(128),
+                                          _mm256_maskz_loadu_epi32((__mmask8)((1u << mr) - 1), b->wsum + i0));
+        for (int t = 0; t < n; t++) {
+            int32_t rows[KQ8_MR];
+            _mm256_storeu_si256((__m256i *)rows, _mm256_sub_epi32(panel_dot(panel, b->kq, x + t * k, k), corr));
+            for (int i = 0; i < mr; i++)
+                sums[i * KQ8_NR + t] = rows[i];
+        }
+        for (int i = 0; i < mr; i++) {
+            acc[2 * i] = _mm512_loadu_si512(sums + i * KQ8_NR);
+            acc[2 * i + 1] = _mm512_loadu_si512(sums + i * KQ8_NR + 16);
+        }
+        store_tile(b, acc, i0, mr, &b->maps[0]);
+    }
+}

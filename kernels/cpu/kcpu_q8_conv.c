@@ -433,15 +433,6 @@ static void linear_task(void *arg, int64_t task, int thread)
     int lanes = (int)kcpu_min64(KQ8_NR, p->n - c0);
     int8_t *b = (int8_t *)(j->scratch + thread * thread_bytes(j->kq));
     struct kq8_strip *map = (struct kq8_strip *)(b + max_strips(j->kq) * j->kq * KQ8_STRIP_QUAD);
-    /* column t is sample c0 + t; its depth quads are 4 adjacent bytes of its row */
-    memset(b, 0, (size_t)(j->kq * KQ8_STRIP_QUAD));
-    for (int64_t t = 0; t < lanes; t++) {
-        const int8_t *row = j->x + (c0 + t) * p->k;
-        for (int64_t q = 0; q < j->kq; q++)
-            memcpy(b + q * KQ8_STRIP_QUAD + t * 4, row + 4 * q, (size_t)kcpu_min64(4, p->k - 4 * q));
-    }
-    if (kq8_b_flipped())
-        kq8_flip(b, j->kq * KQ8_STRIP_QUAD);
     map->nruns = lanes;
     for (int t = 0; t < lanes; t++)
         map->runs[t] = (struct kq8_run){t, t + 1, (c0 + t) * p->m + r0};
@@ -452,6 +443,19 @@ static void linear_task(void *arg, int64_t task, int thread)
         .bias = j->e->bias + r0, .mult = j->e->mult + r0, .e = j->e,
         .res = j->res, .y = j->y,
     };
+    if (lanes <= KQ8_GEMV_MAX_N && kq8_b_flipped()) {
+        kq8_gemv_avx512(&blk, j->x + c0 * p->k, lanes, p->k);
+        return;
+    }
+    /* column t is sample c0 + t; its depth quads are 4 adjacent bytes of its row */
+    memset(b, 0, (size_t)(j->kq * KQ8_STRIP_QUAD));
+    for (int64_t t = 0; t < lanes; t++) {
+        const int8_t *row = j->x + (c0 + t) * p->k;
+        for (int64_t q = 0; q < j->kq; q++)
+            memcpy(b + q * KQ8_STRIP_QUAD + t * 4, row + 4 * q, (size_t)kcpu_min64(4, p->k - 4 * q));
+    }
+    if (kq8_b_flipped())
+        kq8_flip(b, j->kq * KQ8_STRIP_QUAD);
     kq8_block_run(&blk);
 }
 

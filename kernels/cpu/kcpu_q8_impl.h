@@ -63,6 +63,13 @@ struct kq8_block {
     void *y;                        /* int8, or int32 with e->out_i32 */
 };
 
+/* The block for a few samples (linear at small batch, VNNI only): n
+ * samples of k bytes at x, k apart, one strip whose map sends lane t to
+ * sample t; B is not packed. A strip of 32 lanes would compute 32 columns
+ * for each of them. Same exact sums and epilogue as kq8_block_avx512. */
+#define KQ8_GEMV_MAX_N 4
+void kq8_gemv_avx512(const struct kq8_block *b, const int8_t *x, int n, int64_t k);
+
 /* Runs the block with the kernel kcpu_isa() selects. */
 void kq8_block_run(const struct kq8_block *b);
 void kq8_block_scalar(const struct kq8_block *b);
