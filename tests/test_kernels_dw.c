@@ -156,6 +156,37 @@ TEST(kernels_dw_grouped_random)
     return TEST_PASS;
 }
 
+/* The 3x3 stride-1/2 path that reads the input planes directly
+ * (kcpu_dw3x3_avx512): widths across the 16-column chunk edges, every
+ * padding up to 2 on either side, rows left over from its row bands, and
+ * every activation, with and without the residual. */
+TEST(kernels_dw_3x3_direct)
+{
+    static const int W[] = {1, 2, 3, 7, 8, 14, 15, 16, 17, 31, 32, 33, 34, 47, 56, 65};
+    struct pools ps;
+    pools_open(&ps);
+    double worst = 0;
+    for (int i = 0; i < 160 && worst <= TOL; i++) {
+        int s = 1 + i % 2;
+        struct k_conv2d p = {.n = test_rand_int(1, 2), .c = test_rand_int(1, 5), .kh = 3, .kw = 3, .stride_h = s,
+                             .stride_w = s, .dil_h = 1, .dil_w = 1, .act = (enum k_act)(i % K_ACT_COUNT)};
+        p.groups = p.oc = p.c;
+        do {
+            p.h = test_rand_int(1, 20);
+            p.w = W[test_rand_int(0, (int)(sizeof(W) / sizeof(W[0])) - 1)];
+            p.pad_t = test_rand_int(0, 2);
+            p.pad_l = test_rand_int(0, 2);
+            p.oh = conv_out(p.h, p.pad_t, test_rand_int(0, 2), 3, 1, s);
+            p.ow = conv_out(p.w, p.pad_l, test_rand_int(0, 2), 3, 1, s);
+        } while (p.oh < 1 || p.ow < 1);
+        worst = fmax(worst, check_dw(ps.p, &p, test_rand_int(0, 3) > 0, test_rand_int(0, 1)));
+    }
+    pools_close(&ps);
+    printf("  worst error %.2e\n", worst);
+    ASSERT_LE(worst, TOL);
+    return TEST_PASS;
+}
+
 /* MobileNetV2's depthwise layers at 224x224 input, batch 1 and 2. */
 TEST(kernels_dw_mobilenet_v2_shapes)
 {

@@ -13,6 +13,12 @@
  * (kj * dil_w) % stride_w) at row r + ki * dil_h / stride_h and column
  * col + kj * dil_w / stride_w: with flat index r * row_len + col, a fixed
  * offset per tap, shared by all units and computed once per call.
+ *
+ * Depthwise 3x3 layers at stride 1 or 2 (MobileNet's) skip both steps on
+ * AVX-512: kcpu_dw3x3_avx512 reads each channel's plane directly with
+ * masked loads and stores the finished rows (the grid copy, the
+ * accumulator pass and the per-row epilogue calls were more than half of
+ * their time).
  */
 #include <string.h>
 
@@ -152,6 +158,7 @@ struct dw_job {
     const float *x, *w, *bias, *residual;
     float *y;
     const int64_t *off;
+    int direct3x3;             /* kcpu_dw3x3_avx512 per channel instead of grid + block */
     float *thread_base;        /* thread t's grid at thread_base + t * d.thread_floats */
     int64_t units_per_task;
 };
@@ -167,6 +174,12 @@ static void dw_task(void *arg, int64_t task, int thread)
     enum kcpu_isa isa = kcpu_isa();
     for (int64_t u = task * j->units_per_task; u < kcpu_min64(units, (task + 1) * j->units_per_task); u++) {
         int64_t n = u / p->groups, g = u % p->groups;
+        if (j->direct3x3) {
+            int64_t out = (n * p->oc + g) * plane_out;
+            kcpu_dw3x3_avx512(p, j->x + (n * p->c + g) * plane_in, j->w + g * 9, j->bias ? j->bias[g] : 0.0f,
+                              j->residual ? j->residual + out : NULL, j->y + out);
+            continue;
+        }
         fill_grid(p, d, j->x + (n * p->c + g * d->cg) * plane_in, grid);
         for (int64_t o0 = 0; o0 < d->mg; o0 += KCPU_DW_MAX_MO) {
             int64_t oc = g * d->mg + o0;
@@ -194,6 +207,7 @@ void kcpu_dwconv_f32(struct kcpu_threads *th, const struct k_conv2d *p, const fl
 {
     struct dw_job j = {.p = p, .d = plan(p), .x = x, .w = packed_w, .bias = bias, .residual = residual, .y = y};
     const struct dw_plan *d = &j.d;
+    enum kcpu_isa isa = kcpu_isa();
     int64_t units = (int64_t)p->n * p->groups;
     if (units <= 0 || p->oh <= 0 || p->ow <= 0)
         return;
@@ -207,6 +221,9 @@ void kcpu_dwconv_f32(struct kcpu_threads *th, const struct k_conv2d *p, const fl
                 off[k++] = ci * d->chan + phase * d->phase + dy / p->stride_h * d->row_len + dx / p->stride_w;
             }
     j.off = off;
+    j.direct3x3 = isa == KCPU_ISA_AVX512 && d->cg == 1 && d->mg == 1 && p->kh == 3 && p->kw == 3 &&
+                  p->dil_h == 1 && p->dil_w == 1 && p->stride_h == p->stride_w &&
+                  (p->stride_h == 1 || p->stride_h == 2);
     j.thread_base = (float *)base + d->table_floats;
     /* Four tasks per thread, none below KCPU_MIN_TASK_MACS (waking a
      * worker costs more than a small unit's work). */

@@ -58,4 +58,11 @@ void kcpu_dw_block_scalar(const struct kcpu_dw_block *b);
 void kcpu_dw_block_avx2(const struct kcpu_dw_block *b);
 void kcpu_dw_block_avx512(const struct kcpu_dw_block *b);
 
+/* One channel of a depthwise 3x3 (dilation 1, stride 1 or 2 on both axes,
+ * any padding), straight from its input plane x [h][w] into y [oh][ow]:
+ * y = act(bias + sum w9[ki * 3 + kj] * x[..] (+ res)); res [oh][ow] or
+ * NULL. No grid, no scratch (AVX-512 only). */
+void kcpu_dw3x3_avx512(const struct k_conv2d *p, const float *x, const float *w9, float bias,
+                       const float *res, float *y);
+
 #endif /* KCPU_DWCONV_H */
