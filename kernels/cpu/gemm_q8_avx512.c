@@ -202,13 +202,13 @@ void kq8_gemv_avx512(const struct kq8_block *b, const int8_t *x, int n, int64_t 
         memset(sums, 0, sizeof(sums));
         __m256i corr = _mm256_mullo_epi32(_mm256_set1_epi32(128),
                                           _mm256_maskz_loadu_epi32((__mmask8)((1u << mr) - 1), b->wsum + i0));
-        for (int t = 0; t < n; t++) {
+        for (ptrdiff_t t = 0; t < n; t++) {
             int32_t rows[KQ8_MR];
             _mm256_storeu_si256((__m256i *)rows, _mm256_sub_epi32(panel_dot(panel, b->kq, x + t * k, k), corr));
-            for (int i = 0; i < mr; i++)
+            for (ptrdiff_t i = 0; i < mr; i++)
                 sums[i * KQ8_NR + t] = rows[i];
         }
-        for (int i = 0; i < mr; i++) {
+        for (ptrdiff_t i = 0; i < mr; i++) {
             acc[2 * i] = _mm512_loadu_si512(sums + i * KQ8_NR);
             acc[2 * i + 1] = _mm512_loadu_si512(sums + i * KQ8_NR + 16);
         }

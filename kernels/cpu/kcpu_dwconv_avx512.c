@@ -191,8 +191,8 @@ static inline __attribute__((always_inline)) __m512 epilogue(__m512 a, const flo
 #define DW_FEED(i)                                                                                        \
     if ((i) < (R - 1) * s + 3) {                                                                          \
         struct taps t = load_taps(p, x, r0 * s - p->pad_t + (i), &m, s, edge);                                 \
-        for (int ki = 0; ki < 3; ki++) {                                                                  \
-            int d = (i) - ki;                                                                             \
+        for (ptrdiff_t ki = 0; ki < 3; ki++) {                                                            \
+            ptrdiff_t d = (i) - ki;                                                                       \
             if (d < 0 || d % s || d / s >= R)                                                             \
                 continue;                                                                                 \
             switch (d / s) {                                                                              \
@@ -216,20 +216,20 @@ static inline __attribute__((always_inline)) void rows3x3(const struct k_conv2d 
     struct tap_masks m = tap_masks(p->w, c0, p->pad_l, s);
     __m512 a0 = bias, a1 = bias, a2 = bias, a3 = bias, a4 = bias, a5 = bias, a6 = bias;
     DW_FEED(0) DW_FEED(1) DW_FEED(2) DW_FEED(3) DW_FEED(4) DW_FEED(5) DW_FEED(6) DW_FEED(7) DW_FEED(8)
-    int64_t at = r0 * p->ow + c0;
+    int64_t ow = p->ow, at = r0 * ow + c0;
     _mm512_mask_storeu_ps(y + at, store, epilogue(a0, res, at, store, act));
     if (R > 1)
-        _mm512_mask_storeu_ps(y + at + p->ow, store, epilogue(a1, res, at + p->ow, store, act));
+        _mm512_mask_storeu_ps(y + at + ow, store, epilogue(a1, res, at + ow, store, act));
     if (R > 2)
-        _mm512_mask_storeu_ps(y + at + 2 * p->ow, store, epilogue(a2, res, at + 2 * p->ow, store, act));
+        _mm512_mask_storeu_ps(y + at + 2 * ow, store, epilogue(a2, res, at + 2 * ow, store, act));
     if (R > 3)
-        _mm512_mask_storeu_ps(y + at + 3 * p->ow, store, epilogue(a3, res, at + 3 * p->ow, store, act));
+        _mm512_mask_storeu_ps(y + at + 3 * ow, store, epilogue(a3, res, at + 3 * ow, store, act));
     if (R > 4)
-        _mm512_mask_storeu_ps(y + at + 4 * p->ow, store, epilogue(a4, res, at + 4 * p->ow, store, act));
+        _mm512_mask_storeu_ps(y + at + 4 * ow, store, epilogue(a4, res, at + 4 * ow, store, act));
     if (R > 5)
-        _mm512_mask_storeu_ps(y + at + 5 * p->ow, store, epilogue(a5, res, at + 5 * p->ow, store, act));
+        _mm512_mask_storeu_ps(y + at + 5 * ow, store, epilogue(a5, res, at + 5 * ow, store, act));
     if (R > 6)
-        _mm512_mask_storeu_ps(y + at + 6 * p->ow, store, epilogue(a6, res, at + 6 * p->ow, store, act));
+        _mm512_mask_storeu_ps(y + at + 6 * ow, store, epilogue(a6, res, at + 6 * ow, store, act));
 }
 #undef DW_FEED
 /* Every column chunk of output rows r0 .. r0+R-1. */
@@ -242,7 +242,7 @@ static inline __attribute__((always_inline)) void band3x3(const struct k_conv2d 
      * their chunks whose columns do too load unmasked (edge 2: masked loads
      * measured slower on 56x56 and 112x112 planes, where they cross cache
      * lines). */
-    int64_t first = r0 * s - p->pad_t, last = first + (R - 1) * s + 2;
+    int64_t first = r0 * s - p->pad_t, last = first + (int64_t)(R - 1) * s + 2;
     if (first >= 0 && last < p->h)
         for (int64_t c0 = 0; c0 < p->ow; c0 += 16) {
             int64_t base = s * c0 - p->pad_l;
