@@ -49,19 +49,23 @@ the exit status 1.
 Timing: after a warm-up (about 0.2 s per engine, which also sets each
 engine's iterations per window of --window seconds, at least one batch),
 R rounds each time one window of inferd, then onnxruntime, then OpenVINO,
-so all see the same machine load. Each window starts PAUSE_S after the
-last: all three engines are loaded at once, and an engine's idle threads
-keep spinning a while after its window (onnxruntime's intra-op pool;
-OpenVINO's TBB workers), which on two cores halved whichever engine ran
-next (inferd's MobileNetV2 b1: 90 images/s timed right after OpenVINO,
-170 alone; 2026-11-26). Tables: the median images/s of each
+so all see the same machine load. Each engine runs in its own process
+(inferd's bench_peer_inferd; onnxruntime and OpenVINO each in a spawned
+Python process), and while one is timed the others are stopped
+(SIGSTOP, SIGCONT after): all three are loaded at once, and an idle
+engine's threads kept spinning (onnxruntime's intra-op pool, through
+pauses of 0.3 s between windows), which on two cores halved some of the
+engine cells timed beside them (inferd's INT8 ResNet-50 b16: 40 images/s
+beside onnxruntime, 60 alone or with its spinning off; 2026-11-26). Tables: the median images/s of each
 engine and the median of the per-round ratios inferd / peer, with their
 geometric mean; the load average before and after.
 """
 
 import argparse
 import math
+import multiprocessing
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -93,7 +97,6 @@ INT8_REL_MAX = {"fashion": 0.1, "imagenet": 0.8}
 INT8_TOP1_MIN = {"fashion": 0.90, "imagenet": 0.0}   # batches of more than one image
 FASHION_CALIB = 1000
 IMAGENET_CALIB = 32
-PAUSE_S = 0.05   # before each timed window: the previous engine's threads go idle
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
 
@@ -266,6 +269,10 @@ class Inferd:
     def run(self, n):
         return float(self.ask(f"time {n}"))
 
+    @property
+    def pid(self):
+        return self.proc.pid
+
     def close(self):
         self.proc.stdin.close()
         self.proc.wait()
@@ -335,6 +342,58 @@ class OpenVino:
         pass
 
 
+def serve_engine(conn, cls, args):
+    """The loop of an Isolated engine's process: (method, args) in, result out."""
+    engine = cls(*args)
+    while True:
+        method, margs = conn.recv()
+        try:
+            conn.send(getattr(engine, method)(*margs))
+        except Exception as exc:  # noqa: BLE001 - the driver re-raises it
+            conn.send(exc)
+        if method == "close":
+            return
+
+
+class Isolated:
+    """A peer engine (OnnxRuntime, OpenVino) in a spawned process of its own,
+    so that interleaved() can stop it while another engine is timed."""
+
+    def __init__(self, cls, *args):
+        self.name = cls.name
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=serve_engine, args=(child, cls, args), daemon=True)
+        self.proc.start()
+
+    def call(self, method, *args):
+        self.conn.send((method, args))
+        result = self.conn.recv()
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def load(self, x):
+        return self.call("load", x)
+
+    def run(self, n):
+        return self.call("run", n)
+
+    def close(self):
+        self.call("close")
+        self.proc.join()
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+
+def alone(engines, i):
+    """Lets engine i run and stops the others (i None: lets all run)."""
+    for k, e in enumerate(engines):
+        os.kill(e.pid, signal.SIGCONT if i is None or k == i else signal.SIGSTOP)
+
+
 # ---------------------------------------------------------------------------
 # checks
 # ---------------------------------------------------------------------------
@@ -376,16 +435,20 @@ def check_cell(name, precision, logits, fp32_ref):
 def interleaved(engines, batch, window, repeats):
     """Median images/s per engine and the median per-round ratio inferd / engine."""
     iters = []
-    for e in engines:   # warm-up, and iterations per window
-        t0, per_run = time.perf_counter(), None
-        while time.perf_counter() - t0 < 0.2 or per_run is None:
-            per_run = e.run(1)
-        iters.append(max(1, round(window / max(per_run, 1e-9))))
-    rates = [[] for _ in engines]
-    for _ in range(repeats):
-        for i, e in enumerate(engines):
-            time.sleep(PAUSE_S)
-            rates[i].append(iters[i] * batch / e.run(iters[i]))
+    try:
+        for i, e in enumerate(engines):   # warm-up, and iterations per window
+            alone(engines, i)
+            t0, per_run = time.perf_counter(), None
+            while time.perf_counter() - t0 < 0.2 or per_run is None:
+                per_run = e.run(1)
+            iters.append(max(1, round(window / max(per_run, 1e-9))))
+        rates = [[] for _ in engines]
+        for _ in range(repeats):
+            for i, e in enumerate(engines):
+                alone(engines, i)
+                rates[i].append(iters[i] * batch / e.run(iters[i]))
+    finally:
+        alone(engines, None)
     medians = [statistics.median(r) for r in rates]
     ratios = [statistics.median(rates[0][k] / r[k] for k in range(repeats)) for r in rates]
     return medians, ratios
@@ -438,7 +501,7 @@ def main():
     versions = {"onnxruntime": onnxruntime.__version__, "OpenVINO": openvino.__version__.split("-")[0]}
     load_before = os.getloadavg()
     log(f"onnxruntime {versions['onnxruntime']}, OpenVINO {versions['OpenVINO']}, {args.threads} threads each, "
-        f"{repeats} rounds of {window} s windows, {PAUSE_S} s apart; load average {load_before[0]:.2f} {load_before[1]:.2f} "
+        f"{repeats} rounds of {window} s windows, each engine alone; load average {load_before[0]:.2f} {load_before[1]:.2f} "
         f"{load_before[2]:.2f}")
 
     cells = [(m, b) for m in names for b in MODELS[m][0]]
@@ -452,8 +515,8 @@ def main():
         fp32_ref = {}
         for precision in ("fp32", "int8"):
             inferd_dir, onnx_path = files[precision]
-            engines = [Inferd(inferd_dir, args.threads), OnnxRuntime(onnx_path, args.threads),
-                       OpenVino(onnx_path, args.threads)]
+            engines = [Inferd(inferd_dir, args.threads), Isolated(OnnxRuntime, onnx_path, args.threads),
+                       Isolated(OpenVino, onnx_path, args.threads)]
             for batch in MODELS[name][0]:
                 x = x_all[:batch]
                 logits = {e.name: e.load(x) for e in engines}
@@ -476,7 +539,7 @@ def main():
     for precision in ("fp32", "int8"):
         print(table(precision, cells, results[precision], versions))
         print()
-    print(f"{args.threads} threads per engine; median of {repeats} interleaved windows of {window} s, {PAUSE_S} s apart; ratios are "
+    print(f"{args.threads} threads per engine; median of {repeats} interleaved windows of {window} s, the other engines stopped; ratios are "
           f"medians of per-round ratios. INT8: inferd's own INT8 models against onnxruntime quantize_static "
           f"(QDQ, per-channel, U8S8) run by onnxruntime and by OpenVINO.")
     print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}; "
