@@ -689,6 +689,22 @@ char *http_infer_json(const float *x, int rows, const char *extra_fields)
     return b.p;
 }
 
+char *http_numbers_json(const char *head, int64_t numbers, const char *tail, size_t *len)
+{
+    size_t h = strlen(head), t = strlen(tail);
+    char *body = malloc(h + (size_t)numbers * 2 + t + 1);   /* NUL-terminated too */
+    if (!body)
+        return NULL;
+    memcpy(body, head, h + 1);
+    char *p = body + h;
+    for (int64_t i = 0; i < numbers; i++, p += 2)
+        p[0] = '1', p[1] = ',';
+    p--;   /* the last comma gives way to the tail */
+    memcpy(p, tail, t + 1);
+    *len = (size_t)(p - body) + t;
+    return body;
+}
+
 bool http_parse_logits(const char *body, float *out, int n)
 {
     cJSON *root = body ? cJSON_Parse(body) : NULL;

@@ -137,6 +137,10 @@ double http_metric(const char *text, const char *series);
 
 /* JSON infer request for the source model's input "input": rows x 784. */
 char *http_infer_json(const float *x, int rows, const char *extra_fields);
+/* head, then `numbers` (>= 1) ones separated by commas, then tail (a body of
+ * 2 * numbers bytes and more, for the memory and liveness attacks); its
+ * length in *len, NULL when out of memory. */
+char *http_numbers_json(const char *head, int64_t numbers, const char *tail, size_t *len);
 /* Parses outputs[0].data (FP32) of a JSON infer response into out
  * (n floats); false when the shape or count is off. */
 bool http_parse_logits(const char *body, float *out, int n);

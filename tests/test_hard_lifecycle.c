@@ -412,20 +412,17 @@ TEST(hard_disconnects_leak_nothing)
 static enum test_result disconnects_during_parses(struct http_daemon *d)
 {
     enum { TOTAL = 400, NUMBERS = 512 * 1024 };
-    static const char HEAD[] = "{\"junk\":[", TAIL[] = "1],\"inputs\":[]}";
-    char *junk = malloc((size_t)NUMBERS * 2 + sizeof(HEAD) + sizeof(TAIL));
+    size_t n;
+    char *junk = http_numbers_json("{\"junk\":[", NUMBERS, "],\"inputs\":[]}", &n);
     ASSERT_TRUE(junk != NULL);
-    size_t n = sizeof(HEAD) - 1;
-    memcpy(junk, HEAD, n);
-    for (int i = 0; i < NUMBERS - 1; i++, n += 2)
-        junk[n] = '1', junk[n + 1] = ',';
-    memcpy(junk + n, TAIL, sizeof(TAIL) - 1);
-    n += sizeof(TAIL) - 1;
     size_t len[2];
     char *req[2] = {raw_infer_request(16, &len[0]), raw_infer_post(junk, n, &len[1])};
     free(junk);
-    ASSERT_TRUE(req[0] != NULL && req[1] != NULL);
-    ASSERT_TRUE(len[0] > (size_t)64 * 1024);
+    if (!req[0] || !req[1] || len[0] <= (size_t)64 * 1024) {
+        free(req[0]);
+        free(req[1]);
+        TEST_FAIL_IF(true, "the requests: out of memory, or the 16-row one not over 64 KiB");
+    }
     double t0 = test_now_ms();
     for (int i = 0; i < TOTAL; i++)
         vanish(d, req[i % 2], len[i % 2], false);

@@ -54,24 +54,17 @@ static enum test_result json_memory(struct http_daemon *d)
         "{\"junk\":[",
         "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,1,28,28],\"data\":[",
     };
-    static const char *const TAILS[] = {"1],\"inputs\":[]}", "\"x\"]}]}"};
-    char *body = malloc((size_t)NUMBERS * 2 + 200);
-    ASSERT_TRUE(body != NULL);
+    /* the second ends in 1,"x": one number fewer than the first */
+    static const char *const TAILS[] = {"],\"inputs\":[]}", ",\"x\"]}]}"};
     long rss0 = proc_kb(d->pid, "VmRSS");
     for (int k = 0; k < 2; k++) {
-        size_t n = strlen(HEADS[k]);
-        memcpy(body, HEADS[k], n);
-        for (int i = 0; i < NUMBERS - 1; i++, n += 2)
-            body[n] = '1', body[n + 1] = ',';
-        memcpy(body + n, TAILS[k], strlen(TAILS[k]));
-        n += strlen(TAILS[k]);
+        size_t n;
+        char *body = http_numbers_json(HEADS[k], NUMBERS - k, TAILS[k], &n);
+        ASSERT_TRUE(body != NULL);
         long status = http_status(d, "POST", INFER, "application/json", body, n);
-        if (status != 413) {
-            free(body);
-            TEST_FAIL_IF(true, "case %d: status %ld, want 413", k, status);
-        }
+        free(body);
+        TEST_FAIL_IF(status != 413, "case %d: status %ld, want 413", k, status);
     }
-    free(body);
     /* The body is freed when libmicrohttpd reports the answer sent, just
      * after the client has it. */
     long peak = proc_kb(d->pid, "VmHWM"), rss1 = proc_kb(d->pid, "VmRSS");
@@ -189,6 +182,18 @@ static void *attacks_run(void *arg)
     return NULL;
 }
 
+/* Sends both attacks of s at once and probes liveness until both are
+ * answered: the slowest probe's milliseconds (see probe_liveness). */
+static double attacks_probed(const struct http_daemon *d, struct attacks *s, int *probes, bool *all_ok)
+{
+    atomic_init(&s->busy, true);
+    pthread_t t;
+    pthread_create(&t, NULL, attacks_run, s);
+    double worst = probe_liveness(d, &s->busy, probes, all_ok);
+    pthread_join(t, NULL);
+    return worst;
+}
+
 /* Two requests of 64 large PNGs each against one HTTP thread: decoding
  * used to run on it, and /v2/health/live waited seconds. */
 static enum test_result images_off_http_threads(struct http_daemon *d)
@@ -220,14 +225,10 @@ static enum test_result images_off_http_threads(struct http_daemon *d)
     for (int i = 0; i < 2; i++)
         s.a[i] = (struct attack){d, "/v2/models/lenet5/classify",
                                  "Content-Type: multipart/form-data; boundary=B0", body, len, 0};
-    atomic_init(&s.busy, true);
     double t0 = test_now_ms();
-    pthread_t t;
-    pthread_create(&t, NULL, attacks_run, &s);
     int probes;
     bool all_ok;
-    double worst = probe_liveness(d, &s.busy, &probes, &all_ok);
-    pthread_join(t, NULL);
+    double worst = attacks_probed(d, &s, &probes, &all_ok);
     free(body);
     printf("  2 x %d PNGs of %dx%d: %.0f ms; %d liveness probes, slowest %.1f ms\n", IMAGES, SIDE,
            SIDE, test_now_ms() - t0, probes, worst);
@@ -366,25 +367,15 @@ TEST(hard_large_json_parsed_off_http_threads_same_answers)
 static enum test_result liveness_under_attacks(struct http_daemon *d)
 {
     enum { NUMBERS = 16 << 20, HELD = 8 };
-    static const char HEAD[] = "{\"junk\":[", TAIL[] = "1],\"inputs\":[]}";
-    char *body = malloc((size_t)NUMBERS * 2 + sizeof(HEAD) + sizeof(TAIL));
+    size_t n;
+    char *body = http_numbers_json("{\"junk\":[", NUMBERS, "],\"inputs\":[]}", &n);
     ASSERT_TRUE(body != NULL);
-    size_t n = sizeof(HEAD) - 1;
-    memcpy(body, HEAD, n);
-    for (int i = 0; i < NUMBERS - 1; i++, n += 2)
-        body[n] = '1', body[n + 1] = ',';
-    memcpy(body + n, TAIL, sizeof(TAIL) - 1);
-    n += sizeof(TAIL) - 1;
     struct attacks s;
     for (int i = 0; i < 2; i++)
         s.a[i] = (struct attack){d, INFER, "Content-Type: application/json", body, n, 0};
-    atomic_init(&s.busy, true);
-    pthread_t t;
-    pthread_create(&t, NULL, attacks_run, &s);
     int probes;
     bool json_ok;
-    double json_worst = probe_liveness(d, &s.busy, &probes, &json_ok);
-    pthread_join(t, NULL);
+    double json_worst = attacks_probed(d, &s, &probes, &json_ok);
     free(body);
     printf("  two 32 MB JSON bodies: answered %ld and %ld; %d liveness probes, slowest %.1f ms\n",
            atomic_load(&s.a[0].status), atomic_load(&s.a[1].status), probes, json_worst);

@@ -58,8 +58,7 @@ static void peak_task(void *arg, int64_t task, int thread)
 
 double kcpu_peak_gflops(struct kcpu_threads *th)
 {
-    static struct peak_job j;   /* large; one measurement at a time (profiles) */
-    j.isa = kcpu_isa();
+    struct peak_job j = {.isa = kcpu_isa()};   /* 2 KB: callers may measure at once */
     int threads = (int)kcpu_min64(kcpu_threads_count(th), PEAK_MAX_TASKS);
     int lanes = j.isa == KCPU_ISA_AVX512 ? 16 : j.isa == KCPU_ISA_AVX2 ? 8 : 1;
     double flops = 2.0 * 12.0 * lanes * (double)PEAK_ITERS, best = 0.0;
