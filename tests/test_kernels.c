@@ -18,6 +18,7 @@
  */
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "kernels/cpu/kcpu.h"
@@ -278,6 +279,43 @@ TEST(kernels_conv2d_model_shapes)
         r = check_conv(&ps, &TEST_MODEL_CONVS[i], i < 2, i >= 3);
     pools_close(&ps);
     TEST_FAIL_IF(r != TEST_PASS, "convolution mismatch (case above)");
+    return TEST_PASS;
+}
+
+/* Which dense convolutions the pixel-tile kernel takes (kcpu_convpix.c):
+ * maps of up to 16x16 outputs with 48 or more output channels in vectors
+ * of 16, on AVX-512 only; the GEMM paths keep the rest. */
+TEST(kernels_conv2d_pixel_tile_dispatch)
+{
+    if (kcpu_isa_hardware() < KCPU_ISA_AVX512)
+        SKIP("this CPU has no AVX-512: the pixel-tile kernel is AVX-512 only");
+#define PIXEL_TILE(p) (strcmp(kcpu_conv2d_method(p), "pixel-tile gemm") == 0)
+    enum kcpu_isa before = kcpu_isa();
+    struct k_conv2d p = {.n = 1, .c = 64, .h = 7, .w = 7, .oc = 64, .oh = 7, .ow = 7, .kh = 3, .kw = 3,
+                         .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1,
+                         .groups = 1};
+    ASSERT_EQ_INT(kcpu_isa_set(KCPU_ISA_AVX512), 0);
+    ASSERT_TRUE(PIXEL_TILE(&p));
+    p.n = 16;   /* the batch does not change the choice */
+    ASSERT_TRUE(PIXEL_TILE(&p));
+    p.oc = 32;  /* two channel vectors */
+    ASSERT_FALSE(PIXEL_TILE(&p));
+    p.oc = 72;  /* not a multiple of 16 */
+    ASSERT_FALSE(PIXEL_TILE(&p));
+    p.oc = 64;
+    p.h = p.w = p.oh = p.ow = 28;   /* a 28x28 map */
+    ASSERT_FALSE(PIXEL_TILE(&p));
+    p.h = p.w = p.oh = p.ow = 7;
+    p.kh = p.kw = 1;
+    p.pad_t = p.pad_l = 0;          /* a plain 1x1 is the GEMM's */
+    ASSERT_FALSE(PIXEL_TILE(&p));
+    p.h = p.w = 14;
+    p.stride_h = p.stride_w = 2;    /* a strided 1x1 is not */
+    ASSERT_TRUE(PIXEL_TILE(&p));
+    ASSERT_EQ_INT(kcpu_isa_set(KCPU_ISA_AVX2), 0);
+    ASSERT_FALSE(PIXEL_TILE(&p));
+    ASSERT_EQ_INT(kcpu_isa_set(before), 0);
+#undef PIXEL_TILE
     return TEST_PASS;
 }
 

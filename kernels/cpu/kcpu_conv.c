@@ -26,10 +26,13 @@
  *
  * plan() picks implicit over im2col when its wasted columns cost less
  * than im2col would. Depthwise and grouped convolutions with few output
- * channels per group go to the direct kernel of kcpu_dwconv.c instead.
+ * channels per group go to the direct kernel of kcpu_dwconv.c instead, and
+ * dense ones on small maps (16x16 outputs or fewer) to the pixel-tile
+ * kernel of kcpu_convpix.c on AVX-512, which reads the same packed weights.
  */
 #include <string.h>
 
+#include "kcpu_convpix.h"
 #include "kcpu_dwconv.h"
 #include "kcpu_impl.h"
 
@@ -179,7 +182,9 @@ const char *kcpu_conv2d_method(const struct k_conv2d *p)
 {
     static const char *const NAMES[] = {[PATH_DIRECT] = "direct gemm", [PATH_IMPLICIT] = "implicit gemm",
                                         [PATH_IM2COL] = "im2col gemm"};
-    return kcpu_dwconv_applies(p) ? "depthwise direct" : NAMES[plan(p).path];
+    if (kcpu_dwconv_applies(p))
+        return "depthwise direct";
+    return kcpu_convpix_applies(p) ? "pixel-tile gemm" : NAMES[plan(p).path];
 }
 
 /* Grows with p->n: scratch sized for the largest batch serves every smaller
@@ -197,7 +202,8 @@ size_t kcpu_conv2d_scratch_bytes(const struct k_conv2d *p, int threads)
         c = plan(&q);
     }
     int64_t floats = threads * col_floats(&c) + table_floats(&c) + grid_floats(&q, &c);
-    return (size_t)floats * sizeof(float) + 64;
+    size_t gemm = (size_t)floats * sizeof(float) + 64, pix = kcpu_convpix_scratch_bytes(p, threads);
+    return gemm > pix ? gemm : pix;
 }
 
 struct conv_job {
@@ -374,6 +380,10 @@ void kcpu_conv2d_f32(struct kcpu_threads *th, const struct k_conv2d *p,
 {
     if (kcpu_dwconv_applies(p)) {
         kcpu_dwconv_f32(th, p, x, packed_w, bias, residual, y, scratch);
+        return;
+    }
+    if (kcpu_convpix_applies(p)) {
+        kcpu_convpix_f32(th, p, x, packed_w, bias, residual, y, scratch);
         return;
     }
     struct conv_job j = {.p = p, .c = plan(p), .x = x, .packed_w = packed_w, .bias = bias,

@@ -1,0 +1,68 @@
+/*
+ * kcpu_convpix.h - the pixel-tile convolution kernel (AVX-512; internal to
+ * kernels/cpu: kcpu_conv.c dispatches to it, the kernel tests call it).
+ *
+ * The GEMM paths of kcpu_conv.c put output pixels in 32-column strips: a
+ * 7x7 map fills 49 of 64 lanes, a padded grid computes columns it drops,
+ * and im2col copies every window. Here the roles are turned round: a tile
+ * is up to 16 output pixels (any pixels: across rows and images) by 16-64
+ * output channels, the channels in vectors. Per reduction step the kernel
+ * loads the weights of 16 channels once per vector and broadcasts one
+ * input value per pixel, read from that pixel's window origin plus the
+ * step's offset, so nothing is computed that is not an output. Inputs
+ * with padding are first copied into a zero-padded grid (no stride-phase
+ * split: each pixel has its own origin, so the stride costs nothing).
+ *
+ * The weights are the GEMM's packed panels (kcpu_conv2d_pack): the kernel
+ * joins two 8-row panels into one 16-channel vector, so the packed layout
+ * stays the same on every ISA.
+ */
+#ifndef KCPU_CONVPIX_H
+#define KCPU_CONVPIX_H
+
+#include "kcpu_impl.h"
+
+/* Whether kcpu_conv2d_f32 hands p to this kernel: AVX-512, one group,
+ * output channels a multiple of 16, not a plain 1x1 (the direct GEMM's). */
+int kcpu_convpix_applies(const struct k_conv2d *p);
+
+/* Same contracts as kcpu_conv2d_scratch_bytes and kcpu_conv2d_f32
+ * (kcpu.h), with kcpu_conv2d_pack's weights. */
+size_t kcpu_convpix_scratch_bytes(const struct k_conv2d *p, int threads);
+void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const float *x,
+                      const float *packed_w, const float *bias, const float *residual, float *y,
+                      void *scratch);
+
+#define KCPU_PIX_MAX 16    /* pixels of a tile: one vector of lanes */
+
+/* One tile: pixels output pixels by vecs * 16 output channels.
+ *     out[o][r] = act(bias[o] + sum_k w[o][k] * origin[r][boff[k]] + res[o][r])
+ * stored at y + yoff[r] + o * ldy (res likewise, when not NULL); w is
+ * KCPU_MR-row panels [k][KCPU_MR], panel_stride floats apart. */
+struct kcpu_pix_tile {
+    int vecs;                  /* 1 .. 4 */
+    int pixels;                /* 1 .. kcpu_pix_rows(vecs) */
+    int64_t k;
+    const float *w;
+    int64_t panel_stride;
+    const int64_t *boff;       /* [k] */
+    const float *origin[KCPU_PIX_MAX];
+    const float *bias;         /* [vecs * 16] or NULL */
+    int32_t yoff[KCPU_PIX_MAX];
+    int64_t ldy;
+    const float *res;          /* or NULL */
+    float *y;
+    enum k_act act;
+};
+
+/* Pixels a tile of vecs channel vectors holds (its accumulators fill the
+ * vector registers). */
+static inline int kcpu_pix_rows(int vecs)
+{
+    static const int ROWS[5] = {0, 16, 12, 8, 6};
+    return ROWS[vecs];
+}
+
+void kcpu_pix_tile_avx512(const struct kcpu_pix_tile *t);
+
+#endif /* KCPU_CONVPIX_H */
