@@ -53,8 +53,47 @@ struct q8_layer {
     struct k_linear fc;
 };
 
-/* Runs one conv (or linear) case under every ISA and pool. */
-static enum test_result conv_case(const struct q8_layer *layer, struct pools *ps)
+/* An edge multiplier of the shift >= 33 form: the smallest shift (33,
+ * where the rounding term is 1), the largest (62), both ends of m, and
+ * m = 2^30, whose outputs tie (x / 2^(shift - 30) exactly half-way) for
+ * one accumulator in 2^(shift - 30). */
+static struct k_q8_mult edge_mult(int shift_lo, int shift_hi)
+{
+    static const int32_t M[] = {1 << 30, 0x7fffffff, 3 << 29};
+    struct k_q8_mult q = {(int32_t)((1u << 30) + (uint32_t)(test_rand_u64() % (1u << 30))),
+                          test_rand_int(shift_lo, shift_hi)};
+    int r = test_rand_int(0, 9);
+    if (r < 3)
+        q.m = M[r];
+    else if (r == 3)
+        q.shift = shift_lo;
+    else if (r == 4)
+        q.shift = 62;
+    else if (r == 5)
+        q.m = 0;
+    return q;
+}
+
+/* The epilogue of the AVX-512 GEMM's shift >= 33 path (every row's
+ * shift at least 33, a residual's at least 8), at its edges: small
+ * biases, so that outputs land inside INT8 and ties are rounded rather
+ * than clamped, and residual multipliers from saturating (shift 8) to
+ * past 32. Small inputs (x_range) keep accumulators small enough to tie. */
+static void edge_epilogue(struct test_epilogue *t, int oc)
+{
+    for (int o = 0; o < oc; o++) {
+        t->mult[o] = edge_mult(33, 40);
+        int64_t unit = (int64_t)1 << (t->mult[o].shift - 30 < 20 ? t->mult[o].shift - 30 : 20);
+        t->bias[o] = (int32_t)(test_rand_int(-100, 100) * unit + test_rand_int(-1, 1) * (unit / 2));
+    }
+    static const int RES_SHIFTS[] = {8, 9, 29, 30, 31, 32, 33, 40};
+    int rs = RES_SHIFTS[test_rand_int(0, 7)];
+    t->e.res_mult = edge_mult(rs, rs);
+}
+
+/* Runs one conv (or linear) case under every ISA and pool; with edges,
+ * an int8 epilogue of edge_epilogue and small inputs half the time. */
+static enum test_result conv_case_with(const struct q8_layer *layer, struct pools *ps, bool edges)
 {
     const struct k_conv2d *p = &layer->conv;
     const struct k_linear *lin = layer->linear ? &layer->fc : NULL;
@@ -62,11 +101,17 @@ static enum test_result conv_case(const struct q8_layer *layer, struct pools *ps
     int64_t wn = lin ? (int64_t)lin->m * lin->k : (int64_t)p->oc * (p->c / p->groups) * p->kh * p->kw;
     int64_t yn = lin ? (int64_t)lin->n * lin->m : (int64_t)p->n * p->oc * p->oh * p->ow;
     int oc = lin ? lin->m : p->oc;
-    int out_i32 = test_rand_int(0, 4) == 0;
+    int out_i32 = !edges && test_rand_int(0, 4) == 0;
     int has_res = !out_i32 && test_rand_int(0, 2) == 0;
     int8_t *x = test_rand_q8(xn), *w = test_rand_q8(wn), *res = has_res ? test_rand_q8(yn) : NULL;
     struct test_epilogue ep;
     test_epilogue_init(&ep, oc, lin ? lin->k : (int64_t)(p->c / p->groups) * p->kh * p->kw, out_i32);
+    if (edges) {
+        edge_epilogue(&ep, oc);
+        int x_range = test_rand_int(0, 1) ? 127 : test_rand_int(1, 3);
+        for (int64_t i = 0; i < xn; i++)
+            x[i] = (int8_t)test_rand_int(-x_range, x_range);
+    }
     size_t esize = out_i32 ? 4 : 1, ybytes = (size_t)yn * esize;
     void *want = poisoned(ybytes), *got = poisoned(ybytes);
     size_t pbytes = lin ? kcpu_linear_q8_packed_bytes(lin) : kcpu_conv2d_q8_packed_bytes(p);
@@ -111,6 +156,11 @@ static enum test_result conv_case(const struct q8_layer *layer, struct pools *ps
     free(x), free(w), free(res), free(want), free(got), free(packed), free(scratch);
     test_epilogue_free(&ep);
     return r;
+}
+
+static enum test_result conv_case(const struct q8_layer *layer, struct pools *ps)
+{
+    return conv_case_with(layer, ps, false);
 }
 
 TEST(int8_conv2d_random)
@@ -175,6 +225,37 @@ TEST(int8_conv2d_depthwise_models)
         struct k_conv2d p = SHAPES[i / 2];
         p.n = test_rand_int(1, 2);
         r = conv_case(&(struct q8_layer){.conv = p}, &ps);
+    }
+    pools_close(&ps);
+    return r;
+}
+
+#define GEMM_CONV(n_, c_, hw, oc_, k, s, ohw) \
+    {.n = (n_), .c = (c_), .h = (hw), .w = (hw), .oc = (oc_), .oh = (ohw), .ow = (ohw), .kh = (k), .kw = (k), \
+     .stride_h = (s), .stride_w = (s), .pad_t = (k) / 2, .pad_l = (k) / 2, .dil_h = 1, .dil_w = 1, .groups = 1}
+
+/* The GEMM epilogue's rounding at its edges (edge_epilogue): 1x1 layers
+ * whose strips store whole rows of lanes (56x56, 112x112) or end part-way
+ * (7x7, 14x14, 28x28; MobileNetV2's depths of 16-96 channels), 3x3 layers
+ * with dropped columns, linear ones from 1 sample (matrix-vector) to 70,
+ * and row counts that leave a panel's last row alone. */
+TEST(int8_gemm_requant_edges)
+{
+    static const struct k_conv2d SHAPES[] = {
+        GEMM_CONV(1, 16, 56, 96, 1, 1, 56), GEMM_CONV(1, 24, 28, 144, 1, 1, 28), GEMM_CONV(2, 96, 14, 24, 1, 1, 14),
+        GEMM_CONV(1, 40, 7, 17, 1, 1, 7),   GEMM_CONV(1, 3, 112, 9, 1, 1, 112),  GEMM_CONV(2, 8, 5, 1, 1, 1, 5),
+        GEMM_CONV(1, 8, 7, 24, 3, 1, 7),    GEMM_CONV(2, 5, 9, 11, 3, 2, 5),
+    };
+    const int nshapes = (int)(sizeof(SHAPES) / sizeof(SHAPES[0]));
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (int it = 0; it < 3 * nshapes && r == TEST_PASS; it++)
+        r = conv_case_with(&(struct q8_layer){.conv = SHAPES[it % nshapes]}, &ps, true);
+    for (int it = 0; it < 16 && r == TEST_PASS; it++) {
+        struct k_linear l = {.n = it < 4 ? it + 1 : test_rand_int(5, 70), .k = test_rand_int(1, 200),
+                             .m = test_rand_int(1, 40)};
+        r = conv_case_with(&(struct q8_layer){.linear = true, .fc = l}, &ps, true);
     }
     pools_close(&ps);
     return r;

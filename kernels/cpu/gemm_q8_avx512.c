@@ -6,9 +6,12 @@
  * Per depth quad the kernel loads two 64-byte B vectors (packed with their
  * sign bits flipped: vpdpbusd takes unsigned bytes, x + 128), broadcasts
  * eight weight quads and issues 16 vpdpbusd (1024 multiply-adds) into 16
- * accumulators; 128 * wsum[row] then removes the offset. The epilogue
- * requantises with kcpu_q8_avx512.h, exactly k_q8_apply, and stores each
- * output run with a byte mask.
+ * accumulators, which start at bias[row] - 128 * wsum[row] (the offset
+ * undone). The epilogue requantises them where they are, in registers,
+ * with kcpu_q8_avx512.h (exactly k_q8_apply), packs two rows to bytes at
+ * a time and stores each output run with a byte mask. MobileNetV2's 1x1
+ * layers reduce over 4-24 depth quads, so the epilogue's cost is of the
+ * order of the multiply-adds'.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -23,14 +26,73 @@ static inline __m512i broadcast_quad(const int8_t *a)
     return _mm512_set1_epi32(v);
 }
 
-/* acc[2 * i + h] = exact sums of row i, lanes 16h .. 16h + 15. The 16
+/* The epilogue's forms, each compiled apart (no per-row branches): int32
+ * output, or int8 through the shift >= 33 form (every row of the block) or
+ * the general one, with or without a residual (kcpu_q8_avx512.h). */
+enum { EPI_I32, EPI_HI33, EPI_HI33_RES, EPI_GEN, EPI_GEN_RES };
+
+static int epi_kind(const struct kq8_block *b)
+{
+    if (b->e->out_i32)
+        return EPI_I32;
+    int hi33 = !b->res || b->e->res_mult.shift >= 8;   /* the residual's hi form */
+    for (int i = 0; i < b->m && hi33; i++)
+        hi33 = kq8_hi33_path(b->mult[i]);
+    if (hi33)
+        return b->res ? EPI_HI33_RES : EPI_HI33;
+    return b->res ? EPI_GEN_RES : EPI_GEN;
+}
+
+/* The block's epilogue constants. */
+struct epi {
+    struct kq8_mult512_hi rh;   /* the residual's, hi forms */
+    struct kq8_mult512 rv;      /* the residual's, general form */
+    __m512i lo64, hi64, lo8, hi8;
+};
+
+static struct epi epi_of(const struct kq8_block *b)
+{
+    const struct k_q8_epilogue *e = b->e;
+    /* the residual multiplier means nothing (may be zeroed) without a residual */
+    const struct k_q8_mult rm = b->res ? e->res_mult : (struct k_q8_mult){0, 1};
+    struct epi ep = {.rh = kq8_mult512_hi_of(rm), .rv = kq8_mult512_of(rm),
+                     .lo64 = _mm512_set1_epi64(e->lo), .hi64 = _mm512_set1_epi64(e->hi),
+                     .lo8 = _mm512_set1_epi8((char)e->lo), .hi8 = _mm512_set1_epi8((char)e->hi)};
+    return ep;
+}
+
+/* A panel's rows: where their accumulators start and their multipliers
+ * (rows past the block's get harmless ones; their results are dropped). */
+struct panel {
+    int32_t init[KQ8_MR];   /* bias - 128 * wsum: vpdpbusd's offset undone, the bias added */
+    struct kq8_mult512_hi33 mh[KQ8_MR];
+    struct kq8_mult512 mv[KQ8_MR];
+};
+
+static inline __attribute__((always_inline)) void panel_of(const struct kq8_block *b, int i0, int mr,
+                                                           const int kind, struct panel *pn)
+{
+    for (int i = 0; i < KQ8_MR; i++) {
+        const struct k_q8_mult m = i < mr ? b->mult[i0 + i] : (struct k_q8_mult){0, 33};
+        /* unsigned: the sum may wrap on the way, the final value fits */
+        pn->init[i] = i < mr ? (int32_t)((uint32_t)b->bias[i0 + i] - 128u * (uint32_t)b->wsum[i0 + i]) : 0;
+        if (kind == EPI_HI33 || kind == EPI_HI33_RES)
+            pn->mh[i] = kq8_mult512_hi33_of(m);
+        else if (kind != EPI_I32)
+            pn->mv[i] = kq8_mult512_of(m);
+    }
+}
+
+/* acc[2 * i + h] = acc + bias of row i, lanes 16h .. 16h + 15. The 16
  * accumulators are named variables: as an array GCC shuffled them between
  * registers on every depth step. */
 static inline __attribute__((always_inline)) void
-tile(int64_t kq, const int8_t *a, const int8_t *b, const int32_t *wsum, int mr, __m512i *acc)
+tile(int64_t kq, const int8_t *a, const int8_t *b, const int32_t *init, __m512i *acc)
 {
-    __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
-            c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+    __m512i c00 = _mm512_set1_epi32(init[0]), c01 = c00, c10 = _mm512_set1_epi32(init[1]), c11 = c10,
+            c20 = _mm512_set1_epi32(init[2]), c21 = c20, c30 = _mm512_set1_epi32(init[3]), c31 = c30,
+            c40 = _mm512_set1_epi32(init[4]), c41 = c40, c50 = _mm512_set1_epi32(init[5]), c51 = c50,
+            c60 = _mm512_set1_epi32(init[6]), c61 = c60, c70 = _mm512_set1_epi32(init[7]), c71 = c70;
     for (int64_t q = 0; q < kq; q++) {
         __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
 #define ROW(i, x0, x1)                                      \
@@ -45,12 +107,9 @@ tile(int64_t kq, const int8_t *a, const int8_t *b, const int32_t *wsum, int mr, 
         a += KQ8_PANEL_QUAD;
         b += KQ8_STRIP_QUAD;
     }
-    __m512i c[2 * KQ8_MR] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71};
-    for (ptrdiff_t i = 0; i < mr; i++) {
-        __m512i corr = _mm512_set1_epi32(128 * wsum[i]);
-        acc[2 * i] = _mm512_sub_epi32(c[2 * i], corr);
-        acc[2 * i + 1] = _mm512_sub_epi32(c[2 * i + 1], corr);
-    }
+    acc[0] = c00, acc[1] = c01, acc[2] = c10, acc[3] = c11, acc[4] = c20, acc[5] = c21, acc[6] = c30, acc[7] = c31;
+    acc[8] = c40, acc[9] = c41, acc[10] = c50, acc[11] = c51, acc[12] = c60, acc[13] = c61, acc[14] = c70,
+    acc[15] = c71;
 }
 
 static inline __mmask16 lanes_mask(int from, int to)
@@ -66,108 +125,183 @@ struct seg {
     int64_t off;
 };
 
-/* The map's runs cut at the halves: computed once per tile, used per row. */
-static int segments(const struct kq8_strip *map, struct seg *out)
+/* Where a tile's lanes go, read off its strip map once per tile; no
+ * address before a run's start is ever formed. In a convolution the valid
+ * lanes' outputs follow one another in memory (row after row of one
+ * channel): each half's valid lanes are compressed down and stored as one
+ * piece, and the residual loaded as one piece and expanded into them; when
+ * they are lanes [0, n) (no dropped columns: a 1x1 convolution) nothing
+ * needs compressing and a row is one 32-byte masked store. Otherwise
+ * (linear) each run's share of each half is a segment of its own. */
+struct layout {
+    int contiguous, prefix;
+    __mmask16 m0, m1;   /* valid lanes of each half */
+    int n0, n1;
+    int64_t off;        /* of the first run when contiguous, else 0 */
+    int nseg;
+    struct seg segs[2 * KQ8_NR];
+};
+
+static void layout_of(const struct kq8_strip *map, struct layout *l)
 {
-    int n = 0;
+    uint32_t valid = 0;
+    l->contiguous = 1;
+    for (int k = 0; k < map->nruns; k++) {
+        const struct kq8_run *run = &map->runs[k];
+        valid |= (uint32_t)(((uint64_t)1 << run->l1) - ((uint64_t)1 << run->l0));
+        if (k && run->off != map->runs[k - 1].off + (map->runs[k - 1].l1 - map->runs[k - 1].l0))
+            l->contiguous = 0;
+    }
+    l->prefix = l->contiguous && (valid & (valid + 1)) == 0;
+    l->m0 = (__mmask16)valid, l->m1 = (__mmask16)(valid >> 16);
+    l->n0 = __builtin_popcount(l->m0), l->n1 = __builtin_popcount(l->m1);
+    l->off = l->contiguous && map->nruns ? map->runs[0].off : 0;
+    l->nseg = 0;
+    if (l->contiguous)
+        return;
     for (int k = 0; k < map->nruns; k++) {
         const struct kq8_run *run = &map->runs[k];
         for (int h = 0; h < 2; h++) {
             int a = run->l0 > 16 * h ? run->l0 : 16 * h, b = run->l1 < 16 * h + 16 ? run->l1 : 16 * h + 16;
             if (a < b)
-                out[n++] = (struct seg){lanes_mask(a - 16 * h, b - 16 * h), lanes_mask(0, b - a), h,
-                                        run->off + (a - run->l0)};
+                l->segs[l->nseg++] = (struct seg){lanes_mask(a - 16 * h, b - 16 * h), lanes_mask(0, b - a), h,
+                                                  run->off + (a - run->l0)};
         }
     }
-    return n;
 }
 
-static void store_tile(const struct kq8_block *b, const __m512i *acc, int i0, int mr,
-                       const struct kq8_strip *map)
+/* Residual bytes of one row (res: the row's, plus l->off) into int32 lanes. */
+static inline __attribute__((always_inline)) void load_res(const struct layout *l, const int8_t *res, __m512i *r)
 {
-    const struct k_q8_epilogue *e = b->e;
-    if (e->out_i32) {   /* the last layer only: not worth a vector path */
-        int32_t tmp[KQ8_MR * KQ8_NR];
-        for (ptrdiff_t i = 0; i < mr; i++) {
-            _mm512_storeu_si512(tmp + i * KQ8_NR, acc[2 * i]);
-            _mm512_storeu_si512(tmp + i * KQ8_NR + 16, acc[2 * i + 1]);
+    if (l->prefix) {
+        __m256i v = _mm256_maskz_loadu_epi8(l->m0 | (__mmask32)l->m1 << 16, res);
+        r[0] = _mm512_cvtepi8_epi32(_mm256_castsi256_si128(v));
+        r[1] = _mm512_cvtepi8_epi32(_mm256_extracti128_si256(v, 1));
+    } else if (l->contiguous) {
+        r[0] = _mm512_maskz_expand_epi32(l->m0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(lanes_mask(0, l->n0), res)));
+        r[1] = _mm512_maskz_expand_epi32(l->m1,
+                                         _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(lanes_mask(0, l->n1), res + l->n0)));
+    } else {
+        r[0] = r[1] = _mm512_setzero_si512();
+        for (int k = 0; k < l->nseg; k++) {
+            const struct seg *g = &l->segs[k];
+            r[g->h] = _mm512_or_si512(r[g->h], _mm512_maskz_expand_epi32(g->src,
+                                          _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(g->dst, res + g->off))));
         }
-        kq8_store_tile(b, tmp, i0, mr, map);
+    }
+}
+
+/* One row's 32 int8 results (lane order) to y (the row's, plus l->off). */
+static inline __attribute__((always_inline)) void store_row(const struct layout *l, int8_t *y, __m256i q)
+{
+    if (l->prefix) {
+        _mm256_mask_storeu_epi8(y, l->m0 | (__mmask32)l->m1 << 16, q);
         return;
     }
-    /* Outputs go where the map says, and no address before a run's start
-     * is ever formed. In a convolution the valid lanes' outputs follow one
-     * another in memory (row after row of one channel): each half's valid
-     * lanes are compressed down and stored as one piece, and the residual
-     * loaded as one piece and expanded into them. Otherwise (linear) each
-     * run's share of each half is a segment of its own. */
-    uint32_t valid = 0;
-    int contiguous = 1;
-    for (int k = 0; k < map->nruns; k++) {
-        const struct kq8_run *run = &map->runs[k];
-        valid |= (uint32_t)(((uint64_t)1 << run->l1) - ((uint64_t)1 << run->l0));
-        if (k && run->off != map->runs[k - 1].off + (map->runs[k - 1].l1 - map->runs[k - 1].l0))
-            contiguous = 0;
+    const __m512i h[2] = {_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q)),
+                          _mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1))};
+    if (l->contiguous) {
+        _mm_mask_storeu_epi8(y, lanes_mask(0, l->n0), _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(l->m0, h[0])));
+        _mm_mask_storeu_epi8(y + l->n0, lanes_mask(0, l->n1),
+                             _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(l->m1, h[1])));
+        return;
     }
-    const __mmask16 m0 = (__mmask16)valid, m1 = (__mmask16)(valid >> 16);
-    const int n0 = __builtin_popcount(m0), n1 = __builtin_popcount(m1);
-    struct seg segs[2 * KQ8_NR];
-    const int nseg = contiguous ? 0 : segments(map, segs);
-    const int64_t off0 = contiguous && map->nruns ? map->runs[0].off : 0;
-    const __m512i lo = _mm512_set1_epi64(e->lo), hi = _mm512_set1_epi64(e->hi);
-    const __m512i lo32 = _mm512_set1_epi32(e->lo), hi32 = _mm512_set1_epi32(e->hi);
-    /* the residual multiplier means nothing (may be zeroed) without a residual */
-    const struct k_q8_mult res_mult = b->res ? e->res_mult : (struct k_q8_mult){0, 1};
-    const struct kq8_mult512 rv = kq8_mult512_of(res_mult);
-    const struct kq8_mult512_hi rh = kq8_mult512_hi_of(res_mult);
-    for (ptrdiff_t i = 0; i < mr; i++) {
-        ptrdiff_t row = i0 + i;
-        const int8_t *res = b->res ? b->res + row * b->ldc + off0 : NULL;
-        int8_t *y = (int8_t *)b->y + row * b->ldc + off0;
-        __m512i bias = _mm512_set1_epi32(b->bias[row]), r[2] = {bias, bias}, q[2];
-        if (res && contiguous) {
-            r[0] = _mm512_maskz_expand_epi32(m0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(lanes_mask(0, n0), res)));
-            r[1] = _mm512_maskz_expand_epi32(m1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(lanes_mask(0, n1), res + n0)));
-        } else if (res) {
-            r[0] = r[1] = _mm512_setzero_si512();
-            for (int k = 0; k < nseg; k++)
-                r[segs[k].h] = _mm512_or_si512(r[segs[k].h], _mm512_maskz_expand_epi32(segs[k].src,
-                                   _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(segs[k].dst, res + segs[k].off))));
+    for (int k = 0; k < l->nseg; k++)
+        _mm_mask_storeu_epi8(y + l->segs[k].off, l->segs[k].dst,
+                             _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(l->segs[k].src, h[l->segs[k].h])));
+}
+
+/* The same for one row of int32 results (the last layer only). */
+static void store_row_i32(const struct layout *l, int32_t *y, __m512i v0, __m512i v1)
+{
+    if (l->contiguous) {
+        _mm512_mask_storeu_epi32(y, lanes_mask(0, l->n0), _mm512_maskz_compress_epi32(l->m0, v0));
+        _mm512_mask_storeu_epi32(y + l->n0, lanes_mask(0, l->n1), _mm512_maskz_compress_epi32(l->m1, v1));
+        return;
+    }
+    for (int k = 0; k < l->nseg; k++)
+        _mm512_mask_storeu_epi32(y + l->segs[k].off, l->segs[k].dst,
+                                 _mm512_maskz_compress_epi32(l->segs[k].src, l->segs[k].h ? v1 : v0));
+}
+
+/* 16 outputs of row i from their acc + bias lanes and residual lanes: in
+ * [lo, hi] (general form) or any int32 (hi33, clamped after packing). */
+static inline __attribute__((always_inline)) __m512i requant(const struct epi *ep, const struct panel *pn, ptrdiff_t i,
+                                                             __m512i v, __m512i r, const int kind)
+{
+    if (kind == EPI_HI33 || kind == EPI_HI33_RES) {
+        __m512i q = kq8_apply_hi33_512(v, &pn->mh[i]);
+        return kind == EPI_HI33_RES ? _mm512_add_epi32(q, kq8_apply_hi512(r, &ep->rh, 1)) : q;
+    }
+    return kq8_requant16(v, &pn->mv[i], kind == EPI_GEN_RES, r, &ep->rv, ep->lo64, ep->hi64);
+}
+
+/* The epilogue of one tile (rows i0 .. i0 + mr - 1), two rows at a time:
+ * their four vectors packed to bytes with saturation (which keeps the
+ * clamp's result: lo and hi lie within int8), clamped, and one dword
+ * permute puts each row's 32 bytes in lane order (vpmovdb to memory is
+ * slow on Zen 4). */
+static inline __attribute__((always_inline)) void store_tile(const struct kq8_block *b, const struct epi *ep,
+                                                             const struct panel *pn, const __m512i *acc, int i0,
+                                                             int mr, const struct kq8_strip *map, const int kind)
+{
+    struct layout l;
+    layout_of(map, &l);
+    if (kind == EPI_I32) {
+        for (ptrdiff_t i = 0; i < mr; i++)
+            store_row_i32(&l, (int32_t *)b->y + (i0 + i) * b->ldc + l.off, acc[2 * i], acc[2 * i + 1]);
+        return;
+    }
+    const int has_res = kind == EPI_HI33_RES || kind == EPI_GEN_RES;
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+#pragma GCC unroll 4
+    for (ptrdiff_t i = 0; i < KQ8_MR; i += 2) {
+        if (i >= mr)
+            break;
+        const int64_t at = (i0 + i) * b->ldc + l.off;
+        __m512i r[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                        _mm512_setzero_si512()};
+        if (has_res) {
+            load_res(&l, b->res + at, r);
+            if (i + 1 < mr)
+                load_res(&l, b->res + at + b->ldc, r + 2);
         }
-        if (kq8_hi_path(b->mult[row], res != NULL, e->res_mult)) {
-            struct kq8_mult512_hi mh = kq8_mult512_hi_of(b->mult[row]);
-            for (int h = 0; h < 2; h++) {
-                __m512i v = kq8_apply_hi512(_mm512_add_epi32(acc[2 * i + h], bias), &mh, 0);
-                if (res)
-                    v = _mm512_add_epi32(v, kq8_apply_hi512(r[h], &rh, 1));
-                q[h] = _mm512_min_epi32(_mm512_max_epi32(v, lo32), hi32);
-            }
-        } else {
-            struct kq8_mult512 mv = kq8_mult512_of(b->mult[row]);
-            q[0] = kq8_requant16(_mm512_add_epi32(acc[2 * i], bias), &mv, res != NULL, r[0], &rv, lo, hi);
-            q[1] = kq8_requant16(_mm512_add_epi32(acc[2 * i + 1], bias), &mv, res != NULL, r[1], &rv, lo, hi);
+        __m512i p = _mm512_packs_epi16(_mm512_packs_epi32(requant(ep, pn, i, acc[2 * i], r[0], kind),
+                                                          requant(ep, pn, i, acc[2 * i + 1], r[1], kind)),
+                                       _mm512_packs_epi32(requant(ep, pn, i + 1, acc[2 * i + 2], r[2], kind),
+                                                          requant(ep, pn, i + 1, acc[2 * i + 3], r[3], kind)));
+        p = _mm512_permutexvar_epi32(order, _mm512_min_epi8(_mm512_max_epi8(p, ep->lo8), ep->hi8));
+        int8_t *y = (int8_t *)b->y + at;
+        store_row(&l, y, _mm512_castsi512_si256(p));
+        if (i + 1 < mr)
+            store_row(&l, y + b->ldc, _mm512_extracti64x4_epi64(p, 1));
+    }
+}
+
+static inline __attribute__((always_inline)) void block(const struct kq8_block *b, const int kind)
+{
+    const struct epi ep = epi_of(b);
+    struct panel pn;
+    __m512i acc[2 * KQ8_MR];
+    for (int i0 = 0; i0 < b->m; i0 += KQ8_MR) {
+        int mr = (int)kcpu_min64(KQ8_MR, b->m - i0);
+        const int8_t *a = b->a + (int64_t)(i0 / KQ8_MR) * b->kq * KQ8_PANEL_QUAD;
+        panel_of(b, i0, mr, kind, &pn);
+        for (int s = 0; s < b->nstrips; s++) {
+            tile(b->kq, a, b->b + (int64_t)s * b->kq * KQ8_STRIP_QUAD, pn.init, acc);
+            store_tile(b, &ep, &pn, acc, i0, mr, &b->maps[s], kind);
         }
-        if (contiguous) {
-            _mm_mask_storeu_epi8(y, lanes_mask(0, n0), _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(m0, q[0])));
-            _mm_mask_storeu_epi8(y + n0, lanes_mask(0, n1), _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(m1, q[1])));
-            continue;
-        }
-        for (int k = 0; k < nseg; k++)
-            _mm_mask_storeu_epi8(y + segs[k].off, segs[k].dst,
-                                 _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(segs[k].src, q[segs[k].h])));
     }
 }
 
 void kq8_block_avx512(const struct kq8_block *b)
 {
-    __m512i acc[2 * KQ8_MR];
-    for (int i0 = 0; i0 < b->m; i0 += KQ8_MR) {
-        int mr = (int)kcpu_min64(KQ8_MR, b->m - i0);
-        const int8_t *a = b->a + (int64_t)(i0 / KQ8_MR) * b->kq * KQ8_PANEL_QUAD;
-        for (int s = 0; s < b->nstrips; s++) {
-            tile(b->kq, a, b->b + (int64_t)s * b->kq * KQ8_STRIP_QUAD, b->wsum + i0, mr, acc);
-            store_tile(b, acc, i0, mr, &b->maps[s]);
-        }
+    switch (epi_kind(b)) {
+    case EPI_I32: block(b, EPI_I32); break;
+    case EPI_HI33: block(b, EPI_HI33); break;
+    case EPI_HI33_RES: block(b, EPI_HI33_RES); break;
+    case EPI_GEN: block(b, EPI_GEN); break;
+    default: block(b, EPI_GEN_RES); break;
     }
 }
 
@@ -192,26 +326,40 @@ static __m256i panel_dot(const int8_t *panel, int64_t kq, const int8_t *x, int64
     return _mm256_add_epi32(_mm256_add_epi32(c[0], c[1]), _mm256_add_epi32(c[2], c[3]));
 }
 
-void kq8_gemv_avx512(const struct kq8_block *b, const int8_t *x, int n, int64_t k)
+static inline __attribute__((always_inline)) void gemv(const struct kq8_block *b, const int8_t *x, int n,
+                                                       int64_t k, const int kind)
 {
+    const struct epi ep = epi_of(b);
+    struct panel pn;
     int32_t sums[KQ8_MR * KQ8_NR];   /* [row][lane], lane t = sample t */
     __m512i acc[2 * KQ8_MR];
     for (int i0 = 0; i0 < b->m; i0 += KQ8_MR) {
         int mr = (int)kcpu_min64(KQ8_MR, b->m - i0);
         const int8_t *panel = b->a + (int64_t)(i0 / KQ8_MR) * b->kq * KQ8_PANEL_QUAD;
+        panel_of(b, i0, mr, kind, &pn);
         memset(sums, 0, sizeof(sums));
-        __m256i corr = _mm256_mullo_epi32(_mm256_set1_epi32(128),
-                                          _mm256_maskz_loadu_epi32((__mmask8)((1u << mr) - 1), b->wsum + i0));
+        __m256i init = _mm256_loadu_si256((const __m256i *)pn.init);
         for (ptrdiff_t t = 0; t < n; t++) {
             int32_t rows[KQ8_MR];
-            _mm256_storeu_si256((__m256i *)rows, _mm256_sub_epi32(panel_dot(panel, b->kq, x + t * k, k), corr));
+            _mm256_storeu_si256((__m256i *)rows, _mm256_add_epi32(panel_dot(panel, b->kq, x + t * k, k), init));
             for (ptrdiff_t i = 0; i < mr; i++)
                 sums[i * KQ8_NR + t] = rows[i];
         }
-        for (ptrdiff_t i = 0; i < mr; i++) {
+        for (ptrdiff_t i = 0; i < KQ8_MR; i++) {
             acc[2 * i] = _mm512_loadu_si512(sums + i * KQ8_NR);
             acc[2 * i + 1] = _mm512_loadu_si512(sums + i * KQ8_NR + 16);
         }
-        store_tile(b, acc, i0, mr, &b->maps[0]);
+        store_tile(b, &ep, &pn, acc, i0, mr, &b->maps[0], kind);
+    }
+}
+
+void kq8_gemv_avx512(const struct kq8_block *b, const int8_t *x, int n, int64_t k)
+{
+    switch (epi_kind(b)) {
+    case EPI_I32: gemv(b, x, n, k, EPI_I32); break;
+    case EPI_HI33: gemv(b, x, n, k, EPI_HI33); break;
+    case EPI_HI33_RES: gemv(b, x, n, k, EPI_HI33_RES); break;
+    case EPI_GEN: gemv(b, x, n, k, EPI_GEN); break;
+    default: gemv(b, x, n, k, EPI_GEN_RES); break;
     }
 }

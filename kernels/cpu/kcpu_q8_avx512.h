@@ -11,7 +11,10 @@
  * t (itself floor(t / 2^32)), so the even and odd products meet in one
  * vector and the rest is 32-bit. A small int8 operand (the residual,
  * |x * m| < 2^38) with 8 <= s < 32 is first shifted left by 32 - s, which
- * neither overflows nor changes the floor.
+ * neither overflows nor changes the floor. With s = 32 + r, r >= 1 (every
+ * conv layer of the served models: M < 1/4), the rounding term joins after
+ * the products meet, in 32 bits: floor((t + 2^(s-1)) / 2^s) =
+ * floor((hi32(t) + 2^(r-1)) / 2^r), a floor of a floor by powers of two.
  */
 #ifndef KCPU_Q8_AVX512_H
 #define KCPU_Q8_AVX512_H
@@ -64,6 +67,13 @@ static inline int kq8_hi_path(struct k_q8_mult m, int has_res, struct k_q8_mult 
     return m.shift >= 32 && (!has_res || res_mult.shift >= 8);
 }
 
+/* The high dwords of the 64-bit lanes e (even products) and o (odd ones)
+ * as one vector of 16: one in-lane shuffle moves e's down beside o's. */
+static inline __m512i kq8_hi32_512(__m512i e, __m512i o)
+{
+    return _mm512_mask_shuffle_epi32(o, 0x5555, e, _MM_PERM_CDAB);
+}
+
 static inline __attribute__((always_inline)) __m512i kq8_apply_hi512(__m512i x, const struct kq8_mult512_hi *q,
                                                                      int lsh)
 {
@@ -73,7 +83,33 @@ static inline __attribute__((always_inline)) __m512i kq8_apply_hi512(__m512i x, 
         e = _mm512_sll_epi64(e, q->lsh);
         o = _mm512_sll_epi64(o, q->lsh);
     }
-    return _mm512_sra_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(e, 32), o), q->rsh);
+    return _mm512_sra_epi32(kq8_hi32_512(e, o), q->rsh);
+}
+
+/* The shift-of-at-least-33 form (see the top of the file): rnd holds
+ * 2^(s - 33) in 32-bit lanes, sh s - 32. |hi32(t)| <= 2^30 and
+ * rnd <= 2^29, so the sum fits. */
+struct kq8_mult512_hi33 {
+    __m512i m, rnd;
+    __m128i sh;
+};
+
+static inline int kq8_hi33_path(struct k_q8_mult m)
+{
+    return m.shift >= 33;
+}
+
+static inline struct kq8_mult512_hi33 kq8_mult512_hi33_of(struct k_q8_mult q)
+{
+    struct kq8_mult512_hi33 v = {_mm512_set1_epi32(q.m), _mm512_set1_epi32(1 << (q.shift - 33)),
+                                 _mm_cvtsi32_si128(q.shift - 32)};
+    return v;
+}
+
+static inline __attribute__((always_inline)) __m512i kq8_apply_hi33_512(__m512i x, const struct kq8_mult512_hi33 *q)
+{
+    __m512i e = _mm512_mul_epi32(x, q->m), o = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), q->m);
+    return _mm512_sra_epi32(_mm512_add_epi32(kq8_hi32_512(e, o), q->rnd), q->sh);
 }
 
 /* 16 outputs, as int32 lanes, from 16 (acc + bias) lanes and 16 residual
