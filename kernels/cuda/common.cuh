@@ -1,7 +1,7 @@
 /*
  * common.cuh - what every kernels/cuda file shares: element types and their
- * conversions, the activations (the formulas of kernels/ref, in float), and
- * launch sizing for grid-stride loops.
+ * conversions, the activations (the formulas of kernels/ref, in float),
+ * launch sizing for grid-stride loops, and cp.async.
  */
 #pragma once
 
@@ -59,6 +59,33 @@ static inline unsigned grid_for(int64_t count, int threads)
     int64_t blocks = (count + threads - 1) / threads;
     const int64_t cap = 65536;
     return (unsigned)(blocks < 1 ? 1 : blocks > cap ? cap : blocks);
+}
+
+/* cp.async (sm_80 and later) copies 16 bytes global -> shared without
+ * registers, zero-filling when src_bytes is 0; before sm_80 (T4: sm_75) the
+ * same copy is an ordinary load and store, done before the commit, so the
+ * pipeline's waits have nothing left to wait for. */
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes)
+{
+#if __CUDA_ARCH__ >= 800
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes)
+                 : "memory");
+#else
+    *(int4 *)smem = src_bytes ? *(const int4 *)gmem : make_int4(0, 0, 0, 0);
+#endif
+}
+__device__ __forceinline__ void cp_async_commit()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
 }
 
 /* Calls f(T *tag) with T = float or __half from a run-time dtype; the

@@ -77,33 +77,6 @@ template <typename T, ALoad AL, class TL> struct Smem {
     static_assert(A_ELEMS * sizeof(T) % 32 == 0 && B_ELEMS * sizeof(T) % 32 == 0, "stage alignment");
 };
 
-/* cp.async (sm_80 and later) copies 16 bytes global -> shared without
- * registers, zero-filling when src_bytes is 0; before sm_80 (T4: sm_75) the
- * same copy is an ordinary load and store, done before the commit, so the
- * pipeline's waits have nothing left to wait for. */
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes)
-{
-#if __CUDA_ARCH__ >= 800
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes)
-                 : "memory");
-#else
-    *(int4 *)smem = src_bytes ? *(const int4 *)gmem : make_int4(0, 0, 0, 0);
-#endif
-}
-__device__ __forceinline__ void cp_async_commit()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-template <int N> __device__ __forceinline__ void cp_async_wait()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
-
 /* Loads of A for one stage that go through registers (conv gather, and
  * linear rows that cannot be copied 16 bytes at a time). */
 template <typename T, ALoad AL, class TL> struct ARegs {

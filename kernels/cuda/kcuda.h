@@ -29,6 +29,7 @@
 #define KCUDA_H
 
 #include <cuda_runtime_api.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -109,17 +110,38 @@ cudaError_t kcuda_convert(int64_t count, enum kcuda_dtype from, const void *x, e
  * Bit-identical to kernels/ref/kref_q8.h (same contracts, same integer
  * rules from kernel_quant.h). Conv2d / linear weights are packed once on the
  * host with kcuda_q8_pack (rows [oc] or [m] of c / groups * kh * kw or k
- * int8 values, zero padded to a multiple of 4), then uploaded. An epilogue's
- * bias and mult, avg pooling's count_mult and dequantize_i32's scale are
- * device pointers; everything else is passed by value from the host. */
+ * int8 values, each row zero padded to a multiple of KCUDA_Q8_K_TILE, zero
+ * rows appended up to a multiple of KCUDA_Q8_ROW_TILE), then uploaded; both
+ * kernel sets below read that one layout. An epilogue's bias and mult, avg
+ * pooling's count_mult and dequantize_i32's scale are device pointers;
+ * everything else is passed by value from the host. */
+
+#define KCUDA_Q8_K_TILE 32     /* the k of one IMMA m16n8k32 step */
+#define KCUDA_Q8_ROW_TILE 64   /* output channels per IMMA thread block */
 
 size_t kcuda_q8_packed_bytes(int64_t rows, int64_t k);
+/* packed: kcuda_q8_packed_bytes(rows, k) bytes, 16-byte aligned once uploaded. */
 void kcuda_q8_pack(int64_t rows, int64_t k, const int8_t *w, int8_t *packed);
-/* y is int8, or int32 when e->out_i32 (residual then ignored). */
+/* The baseline conv2d / linear kernels (q8.cu: dp4a, untiled; any device,
+ * any groups). y is int8, or int32 when e->out_i32 (residual then ignored). */
 cudaError_t kcuda_conv2d_q8(const struct k_conv2d *p, const int8_t *x, const int8_t *packed_w,
                             const struct k_q8_epilogue *e, const int8_t *residual, void *y, cudaStream_t stream);
 cudaError_t kcuda_linear_q8(const struct k_linear *p, const int8_t *x, const int8_t *packed_w,
                             const struct k_q8_epilogue *e, const int8_t *residual, void *y, cudaStream_t stream);
+/* The same on tensor cores (q8_mma.cu: IMMA mma.sync m16n8k32), same
+ * arguments, same bits. Only on a device of compute capability
+ * KCUDA_Q8_MMA_MIN_SM or newer (major * 10 + minor), and only for
+ * convolutions with groups == 1: kcuda_q8_mma_takes says which; launched
+ * elsewhere the kernel traps. The caller (the CUDA backend, in one place)
+ * picks between the two sets. */
+#define KCUDA_Q8_MMA_MIN_SM 80
+bool kcuda_q8_mma_takes(int sm, const struct k_conv2d *conv);   /* conv NULL: linear */
+cudaError_t kcuda_conv2d_q8_mma(const struct k_conv2d *p, const int8_t *x, const int8_t *packed_w,
+                                const struct k_q8_epilogue *e, const int8_t *residual, void *y,
+                                cudaStream_t stream);
+cudaError_t kcuda_linear_q8_mma(const struct k_linear *p, const int8_t *x, const int8_t *packed_w,
+                                const struct k_q8_epilogue *e, const int8_t *residual, void *y,
+                                cudaStream_t stream);
 cudaError_t kcuda_max_pool2d_q8(const struct k_pool2d *p, const int8_t *x, int8_t *y, cudaStream_t stream);
 cudaError_t kcuda_avg_pool2d_q8(const struct k_pool2d *p, const struct k_q8_mult *count_mult, const int8_t *x,
                                 int8_t *y, cudaStream_t stream);

@@ -9,13 +9,14 @@
  * output channel, the reduction (c / groups, kh, kw) gathered four int8
  * values at a time and multiplied with __dp4a against weights packed as
  * rows of int8x4 words (zero padded). Linear is one warp per output, lanes
- * striding over k with __dp4a, reduced with shuffles. Correctness first:
- * no shared-memory tiling yet.
+ * striding over k with __dp4a, reduced with shuffles. No shared-memory
+ * tiling: these are the baseline, and the fallback before sm_80, of the
+ * IMMA kernels of q8_mma.cu, which read the same packed weights (rows of
+ * KCUDA_Q8_K_TILE-padded k, the row count padded to KCUDA_Q8_ROW_TILE).
  */
 #include <string.h>
 
-#include "../kernel_quant.h"
-#include "common.cuh"
+#include "q8.cuh"
 
 namespace kcuda {
 namespace {
@@ -39,19 +40,6 @@ __device__ __forceinline__ int8_t q8_quantize(float x, float inv_scale)
     else if (frac <= -0.5f)
         t--;
     return (int8_t)t;
-}
-
-__device__ __forceinline__ void q8_store(const struct k_q8_epilogue &e, int oc, int32_t acc,
-                                         const int8_t *__restrict__ residual, int64_t yi, void *y)
-{
-    if (e.out_i32) {
-        ((int32_t *)y)[yi] = acc + e.bias[oc];
-        return;
-    }
-    if (residual)
-        ((int8_t *)y)[yi] = k_q8_requant_res(acc, e.bias[oc], e.mult[oc], residual[yi], e.res_mult, e.lo, e.hi);
-    else
-        ((int8_t *)y)[yi] = k_q8_requant(acc, e.bias[oc], e.mult[oc], e.lo, e.hi);
 }
 
 __global__ void __launch_bounds__(Q8_THREADS)
@@ -266,18 +254,22 @@ using namespace kcuda;
 
 extern "C" {
 
+/* Row stride of the packed weights: k padded to the IMMA kernels' k tile
+ * (a multiple of 4, the dp4a word, too). */
+static int64_t q8_kpad(int64_t k) { return (k + KCUDA_Q8_K_TILE - 1) / KCUDA_Q8_K_TILE * KCUDA_Q8_K_TILE; }
+
 size_t kcuda_q8_packed_bytes(int64_t rows, int64_t k)
 {
-    return (size_t)rows * (size_t)((k + 3) / 4 * 4);
+    const int64_t rp = (rows + KCUDA_Q8_ROW_TILE - 1) / KCUDA_Q8_ROW_TILE * KCUDA_Q8_ROW_TILE;
+    return (size_t)rp * (size_t)q8_kpad(k);
 }
 
 void kcuda_q8_pack(int64_t rows, int64_t k, const int8_t *w, int8_t *packed)
 {
-    const int64_t kp = (k + 3) / 4 * 4;
-    for (int64_t r = 0; r < rows; r++) {
+    const int64_t kp = q8_kpad(k);
+    memset(packed, 0, kcuda_q8_packed_bytes(rows, k));
+    for (int64_t r = 0; r < rows; r++)
         memcpy(packed + r * kp, w + r * k, (size_t)k);
-        memset(packed + r * kp + k, 0, (size_t)(kp - k));
-    }
 }
 
 cudaError_t kcuda_conv2d_q8(const struct k_conv2d *p, const int8_t *x, const int8_t *packed_w,
@@ -288,7 +280,7 @@ cudaError_t kcuda_conv2d_q8(const struct k_conv2d *p, const int8_t *x, const int
     if (npix <= 0 || p->oc <= 0)
         return cudaSuccess;
     dim3 grid(grid_for(npix, Q8_THREADS), (unsigned)(p->oc < 65535 ? p->oc : 65535));
-    conv2d_q8_kernel<<<grid, Q8_THREADS, 0, stream>>>(*p, x, (const int *)packed_w, (K + 3) / 4, *e,
+    conv2d_q8_kernel<<<grid, Q8_THREADS, 0, stream>>>(*p, x, (const int *)packed_w, (int)(q8_kpad(K) / 4), *e,
                                                        e->out_i32 ? nullptr : residual, y);
     return cudaGetLastError();
 }
@@ -300,7 +292,7 @@ cudaError_t kcuda_linear_q8(const struct k_linear *p, const int8_t *x, const int
     if (total <= 0)
         return cudaSuccess;
     linear_q8_kernel<<<grid_for(total * 32, Q8_THREADS), Q8_THREADS, 0, stream>>>(
-        *p, x, (const int *)packed_w, (p->k + 3) / 4, *e, e->out_i32 ? nullptr : residual, y);
+        *p, x, (const int *)packed_w, (int)(q8_kpad(p->k) / 4), *e, e->out_i32 ? nullptr : residual, y);
     return cudaGetLastError();
 }
 
