@@ -44,10 +44,16 @@ enum rt_backend_kind { RT_BACKEND_AUTO = 0, RT_BACKEND_CPU, RT_BACKEND_CUDA, RT_
 /* Whether the CUDA backend captures one CUDA graph per batch size. */
 enum rt_cuda_graphs { RT_CUDA_GRAPHS_AUTO = 0, RT_CUDA_GRAPHS_ON, RT_CUDA_GRAPHS_OFF };
 
-/* Zero-initialised fields take their defaults; the three tuning knobs below
+/* Which CUDA kernel set runs: NEW the newest the device can run (INT8
+ * conv / linear on tensor cores from sm_80), BASELINE the older kernels they
+ * replace (INT8: dp4a), kept for comparison and as the fallback; AUTO is
+ * $INFERD_CUDA_KERNELS when set, else NEW. */
+enum rt_cuda_kernels { RT_CUDA_KERNELS_AUTO = 0, RT_CUDA_KERNELS_NEW, RT_CUDA_KERNELS_BASELINE, RT_CUDA_KERNELS_COUNT };
+
+/* Zero-initialised fields take their defaults; the four tuning knobs below
  * then fall back to the environment variables that predate them
- * ($INFERD_CPU_BATCH_CHUNK, $INFERD_CPU_ISA, $INFERD_CUDA_GRAPHS=0), read in
- * rt_backend_create only. */
+ * ($INFERD_CPU_BATCH_CHUNK, $INFERD_CPU_ISA, $INFERD_CUDA_GRAPHS=0,
+ * $INFERD_CUDA_KERNELS=baseline), read in rt_backend_create only. */
 struct rt_backend_options {
     int threads;      /* CPU threads per session; 0 = number of cores */
     int device;       /* CUDA device index; -1 = any */
@@ -57,6 +63,7 @@ struct rt_backend_options {
      * the last CPU backend created with a cpu_isa sets it for all. */
     const char *cpu_isa;
     enum rt_cuda_graphs cuda_graphs;   /* AUTO = on */
+    enum rt_cuda_kernels cuda_kernels; /* AUTO = NEW unless $INFERD_CUDA_KERNELS says otherwise */
 };
 
 /* AUTO picks CUDA when it is compiled in and a device is usable, else the

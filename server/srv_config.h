@@ -29,6 +29,7 @@ struct srv_config {
     int64_t cpu_batch_chunk;      /* rt_backend_options.cpu_batch_chunk */
     char cpu_isa[SRV_CONFIG_STR_MAX]; /* rt_backend_options.cpu_isa; "": default */
     int cuda_graphs;              /* enum rt_cuda_graphs */
+    int cuda_kernels;             /* enum rt_cuda_kernels */
     int64_t http_threads;         /* libmicrohttpd thread pool; 0 = cores */
     int log_level;                /* enum srv_log_level */
     bool enable_model_control;

@@ -128,7 +128,8 @@ int main(int argc, char **argv)
                                             .device = -1,
                                             .cpu_batch_chunk = (int)cfg->cpu_batch_chunk,
                                             .cpu_isa = cfg->cpu_isa,
-                                            .cuda_graphs = (enum rt_cuda_graphs)cfg->cuda_graphs};
+                                            .cuda_graphs = (enum rt_cuda_graphs)cfg->cuda_graphs,
+                                            .cuda_kernels = (enum rt_cuda_kernels)cfg->cuda_kernels};
     if (rt_backend_create((enum rt_backend_kind)cfg->backend, &bopt, &server.backend, &err) != RT_OK) {
         srv_log_error("backend: %s", err.msg);
         return 1;

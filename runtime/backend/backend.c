@@ -48,6 +48,17 @@ static enum rt_status complete_options(struct rt_backend_options *o, struct rt_e
         o->cpu_isa = v;
     if (o->cuda_graphs == RT_CUDA_GRAPHS_AUTO && (v = getenv("INFERD_CUDA_GRAPHS")) && *v)
         o->cuda_graphs = strcmp(v, "0") == 0 ? RT_CUDA_GRAPHS_OFF : RT_CUDA_GRAPHS_ON;
+    if (o->cuda_kernels == RT_CUDA_KERNELS_AUTO && (v = getenv("INFERD_CUDA_KERNELS")) && *v) {
+        if (strcmp(v, "baseline") == 0)
+            o->cuda_kernels = RT_CUDA_KERNELS_BASELINE;
+        else if (strcmp(v, "new") == 0)
+            o->cuda_kernels = RT_CUDA_KERNELS_NEW;
+        else if (strcmp(v, "auto") != 0)
+            return rt_error_set(err, RT_ERR_INVALID, "INFERD_CUDA_KERNELS '%.32s' is not auto, new or baseline", v);
+    }
+    if ((unsigned)o->cuda_kernels >= RT_CUDA_KERNELS_COUNT)
+        return rt_error_set(err, RT_ERR_INVALID, "CUDA kernel set %d is not auto, new or baseline",
+                            (int)o->cuda_kernels);
 
     if (o->cpu_batch_chunk < 0 || o->cpu_batch_chunk > RT_MAX_BATCH)
         return rt_error_set(err, RT_ERR_INVALID, "CPU batch chunk %d is not in 0..%d", o->cpu_batch_chunk,

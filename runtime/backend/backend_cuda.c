@@ -414,6 +414,7 @@ enum rt_status rt_backend_cuda_create(const struct rt_backend_options *opt, stru
             continue;
         if (cb->n_dev == 0)
             first = prop;
+        cb->sm[cb->n_dev] = prop.major * 10 + prop.minor;
         cb->dev[cb->n_dev++] = d;
     }
     if (cb->n_dev == 0) {
@@ -422,12 +423,13 @@ enum rt_status rt_backend_cuda_create(const struct rt_backend_options *opt, stru
         return rt_error_set(err, RT_ERR_UNAVAILABLE, "%s", why);
     }
     cb->graphs = opt->cuda_graphs != RT_CUDA_GRAPHS_OFF;
+    cb->baseline = opt->cuda_kernels == RT_CUDA_KERNELS_BASELINE;
     pthread_mutex_init(&cb->dnn_lock, NULL);
     b->iface = &CUDA_IFACE;
     b->ctx = cb;
-    snprintf(b->description, sizeof(b->description), "cuda (%.60s, sm_%d%d, %d device%s%s)", first.name,
+    snprintf(b->description, sizeof(b->description), "cuda (%.60s, sm_%d%d, %d device%s%s%s)", first.name,
              first.major, first.minor, cb->n_dev, cb->n_dev > 1 ? "s" : "",
-             cb->graphs ? "" : ", graphs off");
+             cb->graphs ? "" : ", graphs off", cb->baseline ? ", baseline kernels" : "");
     *out = b;
     return RT_OK;
 }

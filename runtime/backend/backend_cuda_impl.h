@@ -50,6 +50,8 @@ struct cuda_backend {
     unsigned next_slot;             /* round-robin of sessions over dev[] (atomic) */
     int poisoned;                   /* a sticky CUDA error was seen (atomic) */
     bool graphs;                    /* rt_backend_options.cuda_graphs: OFF turns capture off */
+    bool baseline;                  /* rt_backend_options.cuda_kernels: BASELINE (see cuda_q8_mma) */
+    int sm[CUDA_MAX_DEVICES];       /* compute capability of dev[i], major * 10 + minor */
     pthread_mutex_t dnn_lock;       /* guards the three below */
     bool dnn_tried;                 /* cuDNN is loaded on first use, once */
     struct cuda_dnn *dnn;           /* NULL until then, or when it could not be loaded */
@@ -152,6 +154,10 @@ bool cuda_q8_supports(const struct rt_step *s, char *why, size_t why_len);
 enum rt_status cuda_q8_prepare(struct cuda_backend *cb, const struct rt_plan *p, const struct rt_step *s,
                                struct cuda_step_prep *pr, struct rt_error *err);
 void cuda_q8_release_host(struct cuda_step_prep *pr);
+/* The one place that picks the INT8 conv / linear kernels: true for the
+ * tensor-core ones (kernels/cuda/q8_mma.cu) on device slot `slot`, false for
+ * q8.cu's dp4a ones. k: the step's parameters (any batch). */
+bool cuda_q8_mma(const struct cuda_backend *cb, int slot, const struct rt_step *s, const union rt_step_params *k);
 enum rt_status cuda_q8_enqueue(struct cuda_session *cs, const struct rt_step *s, const struct rt_step_io *io,
                                struct rt_error *err);
 

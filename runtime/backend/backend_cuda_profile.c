@@ -90,8 +90,9 @@ void cuda_describe_step(struct rt_backend *b, const struct rt_plan *p, const str
     const struct cuda_step_prep *pr = s->prep;
     union rt_step_params k = rt_step_params(s, batch);
     const char *dt = p->cfg && p->cfg->precision == RT_PRECISION_FP16 ? "fp16" : "fp32";
-    if (s->q8)
-        snprintf(out, cap, "int8%s", rt_op_has(s->op, RT_T_GEMM) ? " dp4a gemm" : "");
+    if (s->q8)   /* (the first device's choice) */
+        snprintf(out, cap, "int8%s",
+                 !rt_op_has(s->op, RT_T_GEMM) ? "" : cuda_q8_mma(b->ctx, 0, s, &k) ? " imma gemm" : " dp4a gemm");
     else if (pr && pr->cudnn)
         snprintf(out, cap, "cudnn + bias_act, %s", dt);
     else if (s->op == RT_OP_CONV2D)

@@ -3,8 +3,11 @@
  * numbers of rt_q8_step_prepare (the same call, hence the same integers, as
  * the CPU backend), packs conv2d / linear weights with kcuda_q8_pack and
  * uploads weights, biases, multipliers and per-channel scales as one buffer
- * per device; enqueue dispatches a step to kernels/cuda/q8.cu, mirroring
- * rt_cpu_q8_run op for op, so outputs are bit-identical to the CPU's.
+ * per device; enqueue dispatches a step to kernels/cuda/q8.cu (or, for
+ * conv2d and linear, q8_mma.cu: see cuda_q8_mma), mirroring rt_cpu_q8_run
+ * op for op, so outputs are bit-identical to the CPU's. Both conv / linear
+ * kernel sets read the one packed weight layout of kcuda_q8_pack, so the
+ * choice is made per launch and needs nothing at prepare.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -119,20 +122,34 @@ static struct k_q8_epilogue epi_of(const struct cuda_session *cs, const struct r
     return epi;
 }
 
+/* IMMA (mma.sync m16n8k32, sm_80 and later) unless the backend was made
+ * with the baseline kernel set; grouped and depthwise convolutions always
+ * run dp4a (kcuda_q8_mma_takes). */
+bool cuda_q8_mma(const struct cuda_backend *cb, int slot, const struct rt_step *s, const union rt_step_params *k)
+{
+    if (cb->baseline || (s->op != RT_OP_CONV2D && s->op != RT_OP_LINEAR))
+        return false;
+    return kcuda_q8_mma_takes(cb->sm[slot], s->op == RT_OP_CONV2D ? &k->conv : NULL);
+}
+
 static cudaError_t conv2d_q8(struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
                              const struct rt_step_io *io)
 {
     struct k_q8_epilogue epi = epi_of(cs, s);
-    return kcuda_conv2d_q8(&k->conv, io->in[0], (const int8_t *)dev_of(cs, s), &epi, io->residual, io->out,
-                           cs->stream);
+    const int8_t *w = (const int8_t *)dev_of(cs, s);
+    if (cuda_q8_mma(cs->cb, cs->slot, s, k))
+        return kcuda_conv2d_q8_mma(&k->conv, io->in[0], w, &epi, io->residual, io->out, cs->stream);
+    return kcuda_conv2d_q8(&k->conv, io->in[0], w, &epi, io->residual, io->out, cs->stream);
 }
 
 static cudaError_t linear_q8(struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
                              const struct rt_step_io *io)
 {
     struct k_q8_epilogue epi = epi_of(cs, s);
-    return kcuda_linear_q8(&k->linear, io->in[0], (const int8_t *)dev_of(cs, s), &epi, io->residual, io->out,
-                           cs->stream);
+    const int8_t *w = (const int8_t *)dev_of(cs, s);
+    if (cuda_q8_mma(cs->cb, cs->slot, s, k))
+        return kcuda_linear_q8_mma(&k->linear, io->in[0], w, &epi, io->residual, io->out, cs->stream);
+    return kcuda_linear_q8(&k->linear, io->in[0], w, &epi, io->residual, io->out, cs->stream);
 }
 
 static cudaError_t quantize_q8(struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
