@@ -50,6 +50,10 @@ mkdir -p "$logs"
 tests="$bin/run-tests"
 
 # The kernel-level tests: what the sanitizers run (never the 10k-image model checks).
+# Both CUDA kernel sets are covered where they differ (INT8 conv2d / linear:
+# IMMA on sm_80+, dp4a baseline): cuda_q8_conv2d / cuda_q8_linear run every
+# case through each, backend_ops_ runs a "cuda" and a "cuda-baseline"
+# backend, and cuda_q8_model_ compares the models under both with the CPU.
 KERNEL_TESTS="backend_ops_ cuda_op_ cuda_pack_ cuda_q8_conv2d cuda_q8_linear cuda_q8_pool cuda_q8_elementwise cuda_q8_concat cuda_session_"
 GEMM_TESTS="cuda_op_linear_f16 cuda_op_conv2d_f16 cuda_op_linear_f32 cuda_q8_linear cuda_q8_conv2d"
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)

@@ -192,3 +192,34 @@ TEST(backend_cpu_isa_option)
     ASSERT_EQ_INT(kcpu_isa(), kcpu_isa_hardware());
     return TEST_PASS;
 }
+
+/* The cuda_kernels option and $INFERD_CUDA_KERNELS, its fallback: checked
+ * whatever backend the kind picks (no GPU needed). */
+TEST(backend_cuda_kernels_option)
+{
+    struct rt_error err = {0};
+    struct rt_backend *b = NULL;
+    setenv("INFERD_CUDA_KERNELS", "fastest", 1);
+    enum rt_status bad_env = rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 1}, &b, &err);
+    char bad_env_msg[RT_ERROR_MSG_MAX];
+    snprintf(bad_env_msg, sizeof(bad_env_msg), "%s", err.msg);
+    /* the option wins over the variable: a bad variable is not read */
+    enum rt_status opt_wins = rt_backend_create(
+        RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 1, .cuda_kernels = RT_CUDA_KERNELS_BASELINE}, &b, &err);
+    if (opt_wins == RT_OK)
+        rt_backend_free(b);
+    setenv("INFERD_CUDA_KERNELS", "baseline", 1);
+    enum rt_status good_env = rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 1}, &b, &err);
+    if (good_env == RT_OK)
+        rt_backend_free(b);
+    unsetenv("INFERD_CUDA_KERNELS");
+    enum rt_status bad_opt = rt_backend_create(
+        RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 1, .cuda_kernels = RT_CUDA_KERNELS_COUNT}, &b, &err);
+    ASSERT_EQ_INT(bad_env, RT_ERR_INVALID);
+    ASSERT_STR_CONTAINS(bad_env_msg, "INFERD_CUDA_KERNELS 'fastest' is not auto, new or baseline");
+    ASSERT_EQ_INT(opt_wins, RT_OK);
+    ASSERT_EQ_INT(good_env, RT_OK);
+    ASSERT_EQ_INT(bad_opt, RT_ERR_INVALID);
+    ASSERT_STR_CONTAINS(err.msg, "CUDA kernel set 3 is not auto, new or baseline");
+    return TEST_PASS;
+}

@@ -12,7 +12,9 @@
  * no kernel for a case says so in the table ("lacks") instead of failing;
  * the CPU backend must run every case. Every op of the table must appear in
  * some case (or the test fails, naming it). The CPU backend runs once per
- * instruction set the CPU has; backend_ops_random_shapes adds fresh random
+ * instruction set the CPU has, the CUDA backend once per kernel set (new:
+ * INT8 on tensor cores where the GPU has them; baseline: the kernels they
+ * replace); backend_ops_random_shapes adds fresh random
  * convolutions and pooling windows from tests/op_shapes.c. Under run-tests
  * --gpu (tests/gpu_check.sh) a missing CUDA backend is a skip, not a pass.
  */
@@ -470,9 +472,9 @@ struct backend_slot {
 };
 
 struct backends {
-    struct backend_slot s[2 + KCPU_ISA_AVX512 + 1];
+    struct backend_slot s[3 + KCPU_ISA_AVX512 + 1];
     int n;
-    struct rt_backend *cpu, *cuda;
+    struct rt_backend *cpu, *cuda, *cuda_base;
     char cuda_why[160];               /* why there is no CUDA slot */
 };
 
@@ -755,10 +757,22 @@ static bool backends_open(struct backends *bs)
         s->must_run = true;
     }
 #ifdef INFERD_CUDA
-    if (rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, &bs->cuda, &err) == RT_OK) {
+    if (rt_backend_create(RT_BACKEND_CUDA,
+                          &(struct rt_backend_options){.device = -1, .cuda_kernels = RT_CUDA_KERNELS_NEW},
+                          &bs->cuda, &err) == RT_OK) {
         struct backend_slot *s = &bs->s[bs->n++];
         snprintf(s->name, sizeof(s->name), "cuda");
         s->b = bs->cuda;
+        if (rt_backend_create(RT_BACKEND_CUDA,
+                              &(struct rt_backend_options){.device = -1, .cuda_kernels = RT_CUDA_KERNELS_BASELINE},
+                              &bs->cuda_base, &err) == RT_OK) {
+            s = &bs->s[bs->n++];
+            snprintf(s->name, sizeof(s->name), "cuda-baseline");
+            s->b = bs->cuda_base;
+        } else {   /* a second backend on a GPU that opened one must open too */
+            printf("  cuda-baseline: %s\n", err.msg);
+            return false;
+        }
     } else {
         snprintf(bs->cuda_why, sizeof(bs->cuda_why), "%s", err.msg);
     }
@@ -778,6 +792,8 @@ static void backends_close(struct backends *bs)
         rt_backend_free(bs->cpu);
     if (bs->cuda)
         rt_backend_free(bs->cuda);
+    if (bs->cuda_base)
+        rt_backend_free(bs->cuda_base);
     kcpu_isa_set(kcpu_isa_hardware());
 }
 

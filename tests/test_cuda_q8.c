@@ -1,10 +1,13 @@
-/* test_cuda_q8.c - the INT8 CUDA kernels (kernels/cuda/q8.cu) against the
- * reference INT8 kernels (kernels/ref/kref_q8.h) on fresh random shapes,
- * data and requantisation parameters, asserting exact (bitwise) equality:
- * outputs poisoned and followed by guard bytes, checked to be unchanged past
- * the end. Then the shipped INT8 models on the CUDA backend against the CPU
- * backend over the Fashion-MNIST test set, outputs compared bit for bit.
- * Every test SKIPs when no usable CUDA device is present. */
+/* test_cuda_q8.c - the INT8 CUDA kernels (kernels/cuda/q8.cu, and the
+ * tensor-core conv2d / linear of q8_mma.cu where the GPU is sm_80 or newer)
+ * against the reference INT8 kernels (kernels/ref/kref_q8.h) on fresh random
+ * shapes, data and requantisation parameters, asserting exact (bitwise)
+ * equality: outputs poisoned and followed by guard bytes, checked to be
+ * unchanged past the end; every conv2d / linear case runs both kernel sets.
+ * Then the shipped INT8 models on the CUDA backend (both kernel sets, graphs
+ * on and off) against the CPU backend over the Fashion-MNIST test set,
+ * outputs compared bit for bit. Every test SKIPs when no usable CUDA device
+ * is present. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -65,6 +68,21 @@ static bool dcheck(const char *what, cudaError_t e, const void *dev, const void 
 
 /* ------------------------------------------------------------------ conv2d, linear */
 
+/* The current device's compute capability, major * 10 + minor. */
+static int device_sm(void)
+{
+    int dev = 0, major = 0, minor = 0;
+    RT_ASSERT(cudaGetDevice(&dev) == cudaSuccess);
+    RT_ASSERT(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess);
+    RT_ASSERT(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess);
+    return major * 10 + minor;
+}
+
+/* The kernel sets a conv2d / linear case runs: baseline (dp4a), and IMMA
+ * where the device and the shape take it. */
+enum { KSET_BASELINE, KSET_MMA, KSET_COUNT };
+static const char *const KSET_NAME[KSET_COUNT] = {"dp4a", "imma"};
+
 /* Device copies of bias and mult in e (host pointers replaced). */
 static struct k_q8_epilogue epi_upload(const struct test_epilogue *h, int oc, void **db, void **dm)
 {
@@ -91,15 +109,24 @@ static bool conv_case(const struct k_conv2d *p, bool use_res)
     RT_ASSERT(packed);
     kcuda_q8_pack(p->oc, depth, w, packed);
     void *db, *dm, *dx = dput(x, (size_t)nx), *dw = dput(packed, kcuda_q8_packed_bytes(p->oc, depth));
-    void *dr = dput(r, (size_t)ny), *dy = dput(NULL, (size_t)ny * ysize);
+    void *dr = dput(r, (size_t)ny);
     struct k_q8_epilogue e = epi_upload(&eh, p->oc, &db, &dm);
-    cudaError_t err = kcuda_conv2d_q8(p, dx, dw, &e, use_res ? dr : NULL, dy, 0);
-    char what[200];
-    snprintf(what, sizeof(what), "conv q8 n%d c%d %dx%d oc%d k%dx%d s%d,%d p%d,%d d%d,%d g%d lo%d hi%d%s%s", p->n,
-             p->c, p->h, p->w, p->oc, p->kh, p->kw, p->stride_h, p->stride_w, p->pad_t, p->pad_l, p->dil_h, p->dil_w,
-             p->groups, eh.e.lo, eh.e.hi, eh.e.out_i32 ? " i32" : "", use_res ? " res" : "");
-    bool ok = dcheck(what, err, dy, ref, (size_t)ny * ysize);
-    cudaFree(db), cudaFree(dm), cudaFree(dx), cudaFree(dw), cudaFree(dr), cudaFree(dy);
+    bool ok = true;
+    for (int ks = 0; ks < KSET_COUNT; ks++) {
+        if (ks == KSET_MMA && !kcuda_q8_mma_takes(device_sm(), p))
+            continue;
+        void *dy = dput(NULL, (size_t)ny * ysize);
+        cudaError_t err = ks == KSET_MMA ? kcuda_conv2d_q8_mma(p, dx, dw, &e, use_res ? dr : NULL, dy, 0)
+                                         : kcuda_conv2d_q8(p, dx, dw, &e, use_res ? dr : NULL, dy, 0);
+        char what[220];
+        snprintf(what, sizeof(what), "%s conv q8 n%d c%d %dx%d oc%d k%dx%d s%d,%d p%d,%d d%d,%d g%d lo%d hi%d%s%s",
+                 KSET_NAME[ks], p->n, p->c, p->h, p->w, p->oc, p->kh, p->kw, p->stride_h, p->stride_w, p->pad_t,
+                 p->pad_l, p->dil_h, p->dil_w, p->groups, eh.e.lo, eh.e.hi, eh.e.out_i32 ? " i32" : "",
+                 use_res ? " res" : "");
+        ok &= dcheck(what, err, dy, ref, (size_t)ny * ysize);
+        cudaFree(dy);
+    }
+    cudaFree(db), cudaFree(dm), cudaFree(dx), cudaFree(dw), cudaFree(dr);
     free(x), free(w), free(r), free(ref), free(packed), test_epilogue_free(&eh);
     return ok;
 }
@@ -107,16 +134,54 @@ static bool conv_case(const struct k_conv2d *p, bool use_res)
 TEST(cuda_q8_conv2d)
 {
     CUDA_REQUIRE();
+    if (!kcuda_q8_mma_takes(device_sm(), NULL))
+        printf("  imma: not run, the device is sm_%d (needs sm_%d)\n", device_sm(), KCUDA_Q8_MMA_MIN_SM);
     int failed = 0;
     for (int i = 0; i < 60; i++) {
-        struct k_conv2d p = test_random_conv(false);
+        struct k_conv2d p = test_random_conv(i % 3 == 2);
         failed += !conv_case(&p, test_rand_int(0, 1));
     }
-    /* a long reduction (many dp4a words, a tail of 1..3 values) */
+    /* a long reduction (many dp4a words, a tail of 1..3 values; 19 IMMA k
+     * tiles, more than the pipeline's stages) */
     struct k_conv2d big = {.n = 2, .c = 67, .h = 9, .w = 9, .oc = 33, .oh = 9, .ow = 9, .kh = 3, .kw = 3,
                            .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1, .groups = 1};
     failed += !conv_case(&big, true);
+    /* several IMMA tiles both ways (oc 130: three row tiles, the last
+     * partial; 3 x 13 x 13 pixels: eight column tiles spanning images),
+     * strided and padded */
+    struct k_conv2d tiles = {.n = 3, .c = 20, .h = 25, .w = 25, .oc = 130, .oh = 13, .ow = 13, .kh = 3, .kw = 3,
+                             .stride_h = 2, .stride_w = 2, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1,
+                             .groups = 1};
+    failed += !conv_case(&tiles, true);
+    failed += !conv_case(&tiles, false);
     TEST_FAIL_IF(failed, "%d INT8 conv2d cases differ from the reference", failed);
+    return TEST_PASS;
+}
+
+/* The packed layout both kernel sets read (host code, no GPU): rows of k
+ * padded to KCUDA_Q8_K_TILE, the row count to KCUDA_Q8_ROW_TILE, zeros in
+ * every pad. */
+TEST(cuda_pack_q8_layout)
+{
+    static const int64_t SHAPES[][2] = {{1, 1}, {6, 25}, {64, 32}, {65, 33}, {130, 400}};
+    for (size_t i = 0; i < sizeof(SHAPES) / sizeof(SHAPES[0]); i++) {
+        const int64_t rows = SHAPES[i][0], k = SHAPES[i][1];
+        const int64_t kp = (k + KCUDA_Q8_K_TILE - 1) / KCUDA_Q8_K_TILE * KCUDA_Q8_K_TILE;
+        const int64_t rp = (rows + KCUDA_Q8_ROW_TILE - 1) / KCUDA_Q8_ROW_TILE * KCUDA_Q8_ROW_TILE;
+        ASSERT_EQ_INT((long long)kcuda_q8_packed_bytes(rows, k), (long long)(rp * kp));
+        int8_t *w = test_rand_q8(rows * k), *packed = malloc((size_t)(rp * kp));
+        RT_ASSERT(packed);
+        memset(packed, 0x5a, (size_t)(rp * kp));
+        kcuda_q8_pack(rows, k, w, packed);
+        int64_t bad = -1;
+        for (int64_t r = 0; r < rp && bad < 0; r++)
+            for (int64_t j = 0; j < kp && bad < 0; j++)
+                if (packed[r * kp + j] != (r < rows && j < k ? w[r * k + j] : 0))
+                    bad = r * kp + j;
+        free(w), free(packed);
+        TEST_FAIL_IF(bad >= 0, "rows %lld k %lld: packed byte %lld is wrong", (long long)rows, (long long)k,
+                     (long long)bad);
+    }
     return TEST_PASS;
 }
 
@@ -133,14 +198,22 @@ static bool linear_case(const struct k_linear *p, bool use_res)
     kref_linear_q8(p, x, w, &eh.e, use_res && !eh.e.out_i32 ? r : NULL, ref);
     kcuda_q8_pack(p->m, p->k, w, packed);
     void *db, *dm, *dx = dput(x, (size_t)nx), *dw = dput(packed, kcuda_q8_packed_bytes(p->m, p->k));
-    void *dr = dput(r, (size_t)ny), *dy = dput(NULL, (size_t)ny * ysize);
+    void *dr = dput(r, (size_t)ny);
     struct k_q8_epilogue e = epi_upload(&eh, p->m, &db, &dm);
-    cudaError_t err = kcuda_linear_q8(p, dx, dw, &e, use_res ? dr : NULL, dy, 0);
-    char what[160];
-    snprintf(what, sizeof(what), "linear q8 n%d k%d m%d lo%d hi%d%s%s", p->n, p->k, p->m, eh.e.lo, eh.e.hi,
-             eh.e.out_i32 ? " i32" : "", use_res ? " res" : "");
-    bool ok = dcheck(what, err, dy, ref, (size_t)ny * ysize);
-    cudaFree(db), cudaFree(dm), cudaFree(dx), cudaFree(dw), cudaFree(dr), cudaFree(dy);
+    bool ok = true;
+    for (int ks = 0; ks < KSET_COUNT; ks++) {
+        if (ks == KSET_MMA && !kcuda_q8_mma_takes(device_sm(), NULL))
+            continue;
+        void *dy = dput(NULL, (size_t)ny * ysize);
+        cudaError_t err = ks == KSET_MMA ? kcuda_linear_q8_mma(p, dx, dw, &e, use_res ? dr : NULL, dy, 0)
+                                         : kcuda_linear_q8(p, dx, dw, &e, use_res ? dr : NULL, dy, 0);
+        char what[160];
+        snprintf(what, sizeof(what), "%s linear q8 n%d k%d m%d lo%d hi%d%s%s", KSET_NAME[ks], p->n, p->k, p->m,
+                 eh.e.lo, eh.e.hi, eh.e.out_i32 ? " i32" : "", use_res ? " res" : "");
+        ok &= dcheck(what, err, dy, ref, (size_t)ny * ysize);
+        cudaFree(dy);
+    }
+    cudaFree(db), cudaFree(dm), cudaFree(dx), cudaFree(dw), cudaFree(dr);
     free(x), free(w), free(r), free(ref), free(packed), test_epilogue_free(&eh);
     return ok;
 }
@@ -154,6 +227,12 @@ TEST(cuda_q8_linear)
                              .m = test_rand_int(1, 130)};
         failed += !linear_case(&p, test_rand_int(0, 1));
     }
+    /* several IMMA tiles both ways, k a multiple of 16 (16-byte loads of x)
+     * and not (byte loads), and lenet5's fc1 at batch 1 */
+    static const struct k_linear SHAPES[] = {{.n = 130, .k = 1024, .m = 200}, {.n = 67, .k = 999, .m = 129},
+                                             {.n = 1, .k = 400, .m = 120}};
+    for (size_t i = 0; i < sizeof(SHAPES) / sizeof(SHAPES[0]); i++)
+        failed += !linear_case(&SHAPES[i], i != 1);
     TEST_FAIL_IF(failed, "%d INT8 linear cases differ from the reference", failed);
     return TEST_PASS;
 }
@@ -348,8 +427,9 @@ static bool run_model(const char *dir, struct rt_backend *b, int count, int in_e
     return ok;
 }
 
-/* The model's outputs over the test set on the CUDA backend (graphs on,
- * then off) against the CPU backend's, bit for bit. */
+/* The model's outputs over the test set on the CUDA backend (new kernels
+ * with graphs on, then off; baseline kernels) against the CPU backend's, bit
+ * for bit. */
 static enum test_result int8_model_vs_cpu(const char *name)
 {
     CUDA_REQUIRE();
@@ -383,12 +463,20 @@ static enum test_result int8_model_vs_cpu(const char *name)
     bool cpu_ok = run_model(src, cpu, ds.count, in_elems, x, classes, ref, &err);
     size_t count = (size_t)ds.count * (size_t)classes;
     int failed = 0;
-    for (int graphs = 1; cpu_ok && graphs >= 0; graphs--) {
-        const struct rt_backend_options opt = {.device = -1,
-                                               .cuda_graphs = graphs ? RT_CUDA_GRAPHS_ON : RT_CUDA_GRAPHS_OFF};
+    static const struct {
+        enum rt_cuda_graphs graphs;
+        enum rt_cuda_kernels kernels;
+        const char *name;
+    } RUNS[] = {{RT_CUDA_GRAPHS_ON, RT_CUDA_KERNELS_NEW, "graphs on, new kernels"},
+                {RT_CUDA_GRAPHS_OFF, RT_CUDA_KERNELS_NEW, "graphs off, new kernels"},
+                {RT_CUDA_GRAPHS_ON, RT_CUDA_KERNELS_BASELINE, "graphs on, baseline kernels"}};
+    for (size_t run = 0; cpu_ok && run < sizeof(RUNS) / sizeof(RUNS[0]); run++) {
+        const struct rt_backend_options opt = {.device = -1, .cuda_graphs = RUNS[run].graphs,
+                                               .cuda_kernels = RUNS[run].kernels};
+        const char *how = RUNS[run].name;
         enum rt_status st = rt_backend_create(RT_BACKEND_CUDA, &opt, &gpu, &err);
         if (st != RT_OK) {
-            printf("  %s graphs %d: CUDA backend: %s\n", name, graphs, err.msg);
+            printf("  %s, %s: CUDA backend: %s\n", name, how, err.msg);
             failed++;
             continue;
         }
@@ -396,7 +484,7 @@ static enum test_result int8_model_vs_cpu(const char *name)
         bool ran = run_model(src, gpu, ds.count, in_elems, x, classes, y, &err);
         rt_backend_free(gpu);
         if (!ran) {
-            printf("  %s graphs %d: %s\n", name, graphs, err.msg);
+            printf("  %s, %s: %s\n", name, how, err.msg);
             failed++;
             continue;
         }
@@ -404,7 +492,7 @@ static enum test_result int8_model_vs_cpu(const char *name)
         while (i < count && test_same_bits(&y[i], &ref[i], sizeof(float)))
             i++;
         if (i < count) {
-            printf("  %s graphs %d: output %zu (sample %zu) is %.9g on CUDA, %.9g on the CPU\n", name, graphs, i,
+            printf("  %s, %s: output %zu (sample %zu) is %.9g on CUDA, %.9g on the CPU\n", name, how, i,
                    i / (size_t)classes, y[i], ref[i]);
             failed++;
         }

@@ -584,6 +584,8 @@ TEST(http_backend_flags)
     ASSERT_STR_CONTAINS(out, "--cpu-isa NAME");
     ASSERT_STR_CONTAINS(out, "--cuda-graphs WHEN");
     ASSERT_STR_CONTAINS(out, "{auto|on|off}");
+    ASSERT_STR_CONTAINS(out, "--cuda-kernels SET");
+    ASSERT_STR_CONTAINS(out, "{auto|new|baseline}");
     ASSERT_EQ_INT(http_run_inferd((const char *const[]){"--backend=tpu", NULL}, out, sizeof(out)), 2);
     ASSERT_STR_CONTAINS(out, "--backend: unknown backend 'tpu' (valid: auto, cpu, cuda)");
     ASSERT_EQ_INT(http_run_inferd((const char *const[]){"--cuda-graphs", "sometimes", NULL}, out, sizeof(out)), 2);
