@@ -2,8 +2,8 @@
 # Reads the machine code of the built CUDA kernels, no GPU needed (make
 # cuda-sass, and make test in CUDA builds): every object holds SASS for every target of CUDA_ARCHS,
 # the kernels meant for tensor cores use them, the FP32 ones do not (that
-# would be TF32, outside FP32's 1e-5 contract). Prints per kernel the
-# tensor-core and dot-product instructions it holds.
+# would be TF32, outside FP32's 1e-5 contract). Prints per kernel and target
+# the tensor-core and dot-product instructions it holds.
 #
 #   tests/cuda_sass_check.sh TOOLS_DIR OBJECT...
 #
@@ -16,9 +16,13 @@ shift
 WHEELS="nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37"
 
 # kernel (mangled name, extended regex) | rule: INSTR must be there, !INSTR must not | why
+# [| the oldest target the rule holds for (e.g. 80: sm_80 and later); all when absent]
 RULES=(
   'igemm_kernelI6__half|HMMA|FP16 GEMM and convolution run on tensor cores'
   'igemm_kernelIf|!HMMA|FP32 GEMM and convolution never use tensor cores (TF32)'
+  'q8_mma_kernel|IMMA|INT8 convolution and linear run on tensor cores (IMMA m16n8k32) from sm_80|80'
+  'conv2d_q8_kernel|IDP4A|the baseline INT8 convolution (the fallback) uses dp4a'
+  'linear_q8_kernel|IDP4A|the baseline INT8 linear (the fallback) uses dp4a'
 )
 
 if ! command -v cuobjdump >/dev/null || ! command -v nvdisasm >/dev/null; then
@@ -48,24 +52,29 @@ for obj in "$@"; do
   for arch in ${CUDA_ARCHS:-90}; do   # the fat binary's every target (mk/build.mk)
     grep -q "arch = sm_$arch" <<<"$sass" || { echo "FAIL: $obj holds no sm_$arch SASS"; failed=1; }
   done
-  # one line per kernel: name, then its instruction counts
+  # one line per kernel and target: its name, then its instruction counts
   awk -v obj="$(basename "$obj")" '
-    /Function :/ { if (name) print obj, name, h, i, d; name = $3; h = i = d = 0 }
+    function flush() { if (name) print obj, farch, name, h, i, d; name = "" }
+    /arch = sm_/ { flush(); arch = $3; sub(/^sm_/, "", arch) }
+    /Function :/ { flush(); name = $3; farch = arch; h = i = d = 0 }
     /HMMA/ { h++ } /IMMA/ { i++ } /IDP\.?4A/ { d++ }
-    END { if (name) print obj, name, h, i, d }' <<<"$sass" >> "$table"
+    END { flush() }' <<<"$sass" >> "$table"
 done
-kernels=$(wc -l < "$table")
-printf '%-16s %5s %5s %5s  %s\n' object HMMA IMMA IDP4A kernel
-sort -u "$table" | while read -r obj name h i d; do
-  printf '%-16s %5d %5d %5d  %s\n' "$obj" "$h" "$i" "$d" "$(c++filt "$name" 2>/dev/null || echo "$name")"
+kernels=$(awk '{print $1, $3}' "$table" | sort -u | wc -l)
+printf '%-16s %4s %5s %5s %5s  %s\n' object sm HMMA IMMA IDP4A kernel
+sort -u "$table" | while read -r obj arch name h i d; do
+  printf '%-16s %4s %5d %5d %5d  %s\n' "$obj" "$arch" "$h" "$i" "$d" "$(c++filt "$name" 2>/dev/null || echo "$name")"
 done
 
 for rule in "${RULES[@]}"; do
-  IFS='|' read -r pattern instr why <<<"$rule"
+  IFS='|' read -r pattern instr why min_sm <<<"$rule"
   want=1; [ "${instr:0:1}" = '!' ] && { want=0; instr=${instr:1}; }
-  col=$(case $instr in HMMA) echo 3 ;; IMMA) echo 4 ;; IDP4A) echo 5 ;; esac)
-  matched=$(awk -v p="$pattern" '$2 ~ p' "$table" | wc -l)
-  bad=$(awk -v p="$pattern" -v c="$col" -v w="$want" '$2 ~ p && (($c > 0) != (w == 1)) {print $2}' "$table" | sort -u)
+  col=$(case $instr in HMMA) echo 4 ;; IMMA) echo 5 ;; IDP4A) echo 6 ;; esac)
+  # (a target's number, 90a included, compared as its digits)
+  sel='$3 ~ p && (m == "" || substr($2, 1, 2) + 0 >= m + 0)'
+  matched=$(awk -v p="$pattern" -v m="$min_sm" "$sel" "$table" | wc -l)
+  bad=$(awk -v p="$pattern" -v m="$min_sm" -v c="$col" -v w="$want" \
+    "$sel"' && (($c > 0) != (w == 1)) {print $3 " (sm_" $2 ")"}' "$table" | sort -u)
   if [ "$matched" -eq 0 ]; then
     echo "FAIL: no kernel matches '$pattern' ($why)"; failed=1
   elif [ -n "$bad" ]; then
