@@ -7,6 +7,11 @@
  *      models' layers at batch 256: TFLOP/s from CUDA events, median of
  *      --repeats timed loops after a warm-up, operands rotated through more
  *      memory than L2 holds;
+ *   1b. INT8 GEMM at the same shapes: our IMMA kernel (kcuda_linear_q8_mma,
+ *      sm_80 and later) against our dp4a baseline (kcuda_linear_q8), cuBLAS
+ *      INT8 (cublasGemmEx, s8 in, s32 out, TN: IMMA where cuBLAS supports
+ *      the shape) and our FP16 GEMM of 1. TOP/s; the int32 outputs (zero
+ *      bias, out_i32) of all three compared bit for bit;
  *   2. the shipped models through the CUDA backend (rt_session_run, host
  *      memory to host memory, CUDA graphs on) at batch 1, 8, 64, 256 and
  *      1024, FP32 and FP16, our convolutions and cuDNN's: images/s and
@@ -181,8 +186,9 @@ static double compare_outputs(struct gemm_ctx *g, size_t n)
     return diff / mx;
 }
 
-/* Returns our TFLOP/s divided by cuBLAS's. */
-static double bench_gemm(const struct gemm_shape *s, size_t l2_bytes, cudaStream_t st, cublasHandle_t h)
+/* Returns our TFLOP/s divided by cuBLAS's; *ours_tflops: ours. */
+static double bench_gemm(const struct gemm_shape *s, size_t l2_bytes, cudaStream_t st, cublasHandle_t h,
+                         double *ours_tflops)
 {
     struct gemm_ctx g = {.p = {s->m, s->k, s->n, K_ACT_NONE}, .st = st, .h = h};
     size_t nx = (size_t)s->m * s->k, nw = (size_t)s->n * s->k, np = kcuda_linear_packed_elems(&g.p);
@@ -213,6 +219,7 @@ static double bench_gemm(const struct gemm_shape *s, size_t l2_bytes, cudaStream
     double err = compare_outputs(&g, (size_t)s->m * s->n);
     double ours = time_ms(run_ours, &g, rot, iters, st), theirs = time_ms(run_cublas, &g, rot, iters, st);
     double r = theirs / ours;
+    *ours_tflops = flop / ours * 1e-9;
     printf("%-22s %6d %6d %6d %9.1f %9.1f %7.2f   %.1e\n", s->name, s->m, s->n, s->k, flop / ours * 1e-9,
            flop / theirs * 1e-9, r, err);
     for (int i = 0; i < rot; i++) {
@@ -223,6 +230,128 @@ static double bench_gemm(const struct gemm_shape *s, size_t l2_bytes, cudaStream
     CHECK(cudaFree(g.y));
     free(g.x), free(g.wp), free(g.wt), free(hx), free(hw), free(hp);
     return r;
+}
+
+/* ------------------------------------------------------------------ INT8 GEMM */
+
+struct q8_ctx {
+    struct k_linear p;
+    void **x, **wp, **wt;           /* per rotation: int8 input, packed weights, plain weights (cuBLAS) */
+    void *y;                        /* int32 [p.n, p.m] */
+    struct k_q8_epilogue e;         /* out_i32 with zero bias: y holds the accumulators */
+    cudaStream_t st;
+    cublasHandle_t h;
+};
+
+static cudaError_t run_q8_mma(void *c, int r)
+{
+    struct q8_ctx *g = c;
+    return kcuda_linear_q8_mma(&g->p, g->x[r], g->wp[r], &g->e, NULL, g->y, g->st);
+}
+
+static cudaError_t run_q8_dp4a(void *c, int r)
+{
+    struct q8_ctx *g = c;
+    return kcuda_linear_q8(&g->p, g->x[r], g->wp[r], &g->e, NULL, g->y, g->st);
+}
+
+static cudaError_t run_cublas_q8(void *c, int r)
+{
+    struct q8_ctx *g = c;
+    const int32_t one = 1, zero = 0;
+    cublasStatus_t s = blas.gemm(g->h, CUBLAS_OP_T, CUBLAS_OP_N, g->p.m, g->p.n, g->p.k, &one, g->wt[r], CUDA_R_8I,
+                                 g->p.k, g->x[r], CUDA_R_8I, g->p.k, &zero, g->y, CUDA_R_32I, g->p.m,
+                                 CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
+    return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorNotSupported;
+}
+
+static void *upload_bytes(const void *h, size_t n)
+{
+    void *d;
+    CHECK(cudaMalloc(&d, n + 16));
+    CHECK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* y of f(ctx, 0) into host out (n int32); false when f fails (cuBLAS: the
+ * shape unsupported). */
+static bool q8_output(gemm_fn f, struct q8_ctx *g, int32_t *out, size_t n)
+{
+    CHECK(cudaMemsetAsync(g->y, 0xa5, n * 4, g->st));
+    if (f(g, 0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    CHECK(cudaStreamSynchronize(g->st));
+    CHECK(cudaMemcpy(out, g->y, n * 4, cudaMemcpyDeviceToHost));
+    return true;
+}
+
+/* One row of the INT8 table; fp16_tflops is our FP16 GEMM's at the shape (0: not measured). */
+static void bench_q8(const struct gemm_shape *s, size_t l2_bytes, bool mma, cudaStream_t st, cublasHandle_t h,
+                     double fp16_tflops)
+{
+    struct q8_ctx g = {.p = {s->m, s->k, s->n, K_ACT_NONE}, .st = st, .h = h, .e = {.out_i32 = 1}};
+    size_t nx = (size_t)s->m * s->k, nw = (size_t)s->n * s->k, np = kcuda_q8_packed_bytes(s->n, s->k);
+    size_t ny = (size_t)s->m * s->n, set_bytes = nx + nw + np;
+    int rot = (int)((2 * l2_bytes) / set_bytes) + 1;
+    rot = rot > 32 ? 32 : rot;
+    g.x = calloc((size_t)rot, sizeof(void *));
+    g.wp = calloc((size_t)rot, sizeof(void *));
+    g.wt = calloc((size_t)rot, sizeof(void *));
+    int8_t *hx = malloc(nx), *hw = malloc(nw), *hp = malloc(np);
+    int32_t *bias = calloc((size_t)s->n, sizeof(int32_t));
+    struct k_q8_mult *mult = calloc((size_t)s->n, sizeof(*mult));
+    int32_t *y_mma = malloc(ny * 4), *y_dp4a = malloc(ny * 4), *y_blas = malloc(ny * 4);
+    if (!g.x || !g.wp || !g.wt || !hx || !hw || !hp || !bias || !mult || !y_mma || !y_dp4a || !y_blas)
+        abort();
+    srand(11); // NOLINT(cert-msc32-c,cert-msc51-cpp): the same inputs every run
+    for (size_t i = 0; i < nx; i++)
+        hx[i] = (int8_t)(rand() % 255 - 127); // NOLINT(cert-msc30-c,cert-msc50-cpp): any numbers do for benchmark inputs
+    for (size_t i = 0; i < nw; i++)
+        hw[i] = (int8_t)(rand() % 255 - 127); // NOLINT(cert-msc30-c,cert-msc50-cpp): any numbers do for benchmark inputs
+    kcuda_q8_pack(s->n, s->k, hw, hp);
+    for (int r = 0; r < rot; r++) {
+        g.x[r] = upload_bytes(hx, nx);
+        g.wp[r] = upload_bytes(hp, np);
+        g.wt[r] = upload_bytes(hw, nw);
+    }
+    g.e.bias = upload_bytes(bias, (size_t)s->n * sizeof(int32_t));
+    g.e.mult = upload_bytes(mult, (size_t)s->n * sizeof(*mult));
+    CHECK(cudaMalloc(&g.y, ny * 4));
+
+    double ops = 2.0 * s->m * s->n * s->k;
+    int iters = (int)(2e11 / ops);
+    iters = iters < 10 ? 10 : iters > 2000 ? 2000 : iters;
+    bool have_blas = q8_output(run_cublas_q8, &g, y_blas, ny);
+    bool have_mma = mma && q8_output(run_q8_mma, &g, y_mma, ny);
+    if (!q8_output(run_q8_dp4a, &g, y_dp4a, ny)) {
+        fprintf(stderr, "%s: the dp4a kernel failed\n", s->name);
+        exit(1);
+    }
+    const char *same = "same";
+    if (have_mma && memcmp(y_mma, y_dp4a, ny * 4) != 0)
+        same = "DIFFER (imma vs dp4a)";
+    else if (have_blas && memcmp(y_blas, y_dp4a, ny * 4) != 0)
+        same = "DIFFER (cuBLAS vs dp4a)";
+    double t_dp4a = time_ms(run_q8_dp4a, &g, rot, iters, st);
+    double t_mma = have_mma ? time_ms(run_q8_mma, &g, rot, iters, st) : 0;
+    double t_blas = have_blas ? time_ms(run_cublas_q8, &g, rot, iters, st) : 0;
+    double top_mma = t_mma > 0 ? ops / t_mma * 1e-9 : 0, top_dp4a = ops / t_dp4a * 1e-9;
+    double top_blas = t_blas > 0 ? ops / t_blas * 1e-9 : 0;
+    printf("%-22s %9.1f %9.1f %9.1f %9.1f %8.2f %8.2f %8.2f   %s\n", s->name, top_mma, top_dp4a, top_blas, fp16_tflops,
+           top_dp4a > 0 ? top_mma / top_dp4a : 0, top_blas > 0 ? top_mma / top_blas : 0,
+           fp16_tflops > 0 ? top_mma / fp16_tflops : 0, same);
+    for (int i = 0; i < rot; i++) {
+        CHECK(cudaFree(g.x[i]));
+        CHECK(cudaFree(g.wp[i]));
+        CHECK(cudaFree(g.wt[i]));
+    }
+    CHECK(cudaFree((void *)g.e.bias));
+    CHECK(cudaFree((void *)g.e.mult));
+    CHECK(cudaFree(g.y));
+    free(g.x), free(g.wp), free(g.wt), free(hx), free(hw), free(hp), free(bias), free(mult);
+    free(y_mma), free(y_dp4a), free(y_blas);
 }
 
 /* ------------------------------------------------------------------ models */
@@ -404,11 +533,20 @@ int main(int argc, char **argv)
             {"resnet fc b256", 256, 10, 64}};
         printf("\nFP16 GEMM (y[m,n] = x[m,k] w[n,k]^T), TFLOP/s\n%-22s %6s %6s %6s %9s %9s %7s   %s\n", "shape", "m",
                "n", "k", "ours", "cuBLAS", "ratio", "rel diff");
-        for (size_t i = 0; i < sizeof(SHAPES) / sizeof(SHAPES[0]); i++) {
-            double r = bench_gemm(&SHAPES[i], (size_t)prop.l2CacheSize, st, h);
+        enum { N_SHAPES = sizeof(SHAPES) / sizeof(SHAPES[0]) };
+        double fp16[N_SHAPES];
+        for (size_t i = 0; i < N_SHAPES; i++) {
+            double r = bench_gemm(&SHAPES[i], (size_t)prop.l2CacheSize, st, h, &fp16[i]);
             if (i == 0)
                 gemm_ratio = r;
         }
+        bool mma = kcuda_q8_mma_takes(prop.major * 10 + prop.minor, NULL);
+        printf("\nINT8 GEMM (int32 out), TOP/s: ours on tensor cores (imma%s), our dp4a baseline, cuBLAS INT8 "
+               "(0: shape unsupported); our FP16 (TFLOP/s) from above\n%-22s %9s %9s %9s %9s %8s %8s %8s   %s\n",
+               mma ? "" : ": not on this sm", "shape", "imma", "dp4a", "cuBLAS", "fp16", "/dp4a", "/cuBLAS", "/fp16",
+               "outputs");
+        for (size_t i = 0; i < N_SHAPES; i++)
+            bench_q8(&SHAPES[i], (size_t)prop.l2CacheSize, mma, st, h, fp16[i]);
     }
     if (models)
         bench_models();
