@@ -155,6 +155,7 @@ struct k_pool2d test_random_pool(bool max_pool)
 const struct k_conv2d TEST_MODEL_CONVS[] = {
     CONV(3, 1, 28, 6, 5, 1, 2, 28),    /* LeNet-5 conv1 */
     CONV(2, 6, 14, 16, 5, 1, 0, 10),   /* LeNet-5 conv2 */
+    CONV(9, 6, 14, 16, 5, 1, 0, 10),   /* the same from 8 images on (im2col) */
     CONV(2, 1, 28, 16, 3, 1, 1, 28),   /* ResNet-mini stem */
     CONV(2, 16, 28, 16, 3, 1, 1, 28),  /* 16-channel 3x3 */
     CONV(3, 16, 28, 32, 3, 2, 1, 14),  /* stride-2 3x3 */

@@ -282,6 +282,23 @@ TEST(kernels_conv2d_model_shapes)
     return TEST_PASS;
 }
 
+/* Scratch sized for a batch serves every smaller one (the runtime sizes it
+ * once for its largest pass), though smaller batches may take other paths. */
+TEST(kernels_conv2d_scratch_grows_with_batch)
+{
+    for (int i = 0; i < TEST_MODEL_CONV_COUNT; i++) {
+        struct k_conv2d p = TEST_MODEL_CONVS[i];
+        size_t last = 0;
+        for (p.n = 1; p.n <= 20; p.n++) {
+            size_t bytes = kcpu_conv2d_scratch_bytes(&p, 2);
+            TEST_FAIL_IF(bytes < last, "model conv %d: %zu scratch bytes at batch %d, %zu at %d", i, bytes,
+                         p.n, last, p.n - 1);
+            last = bytes;
+        }
+    }
+    return TEST_PASS;
+}
+
 /* Which dense convolutions the pixel-tile kernel takes (kcpu_convpix.c):
  * maps of up to 16x16 outputs with 48 or more output channels in vectors
  * of 16, on AVX-512 only; the GEMM paths keep the rest. */
