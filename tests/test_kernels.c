@@ -300,8 +300,9 @@ TEST(kernels_conv2d_scratch_grows_with_batch)
 }
 
 /* Which dense convolutions the pixel-tile kernel takes (kcpu_convpix.c):
- * maps of up to 16x16 outputs with 48 or more output channels in vectors
- * of 16, on AVX-512 only; the GEMM paths keep the rest. */
+ * with 48 or more output channels in vectors of 16 maps of up to 16x16
+ * outputs, with 16 or 32 strides of 1 or 2 across and at least 64 taps;
+ * on AVX-512 only. The GEMM paths keep the rest. */
 TEST(kernels_conv2d_pixel_tile_dispatch)
 {
     if (kcpu_isa_hardware() < KCPU_ISA_AVX512)
@@ -315,13 +316,22 @@ TEST(kernels_conv2d_pixel_tile_dispatch)
     ASSERT_TRUE(PIXEL_TILE(&p));
     p.n = 16;   /* the batch does not change the choice */
     ASSERT_TRUE(PIXEL_TILE(&p));
-    p.oc = 32;  /* two channel vectors */
-    ASSERT_FALSE(PIXEL_TILE(&p));
     p.oc = 72;  /* not a multiple of 16 */
     ASSERT_FALSE(PIXEL_TILE(&p));
     p.oc = 64;
-    p.h = p.w = p.oh = p.ow = 28;   /* a 28x28 map */
+    p.h = p.w = p.oh = p.ow = 28;   /* a 28x28 map with 4 channel vectors */
     ASSERT_FALSE(PIXEL_TILE(&p));
+    p.oc = 32;                      /* with 2: row tiles */
+    ASSERT_TRUE(PIXEL_TILE(&p));
+    p.stride_w = 3;
+    p.ow = 10;                      /* a stride no row tile has */
+    ASSERT_FALSE(PIXEL_TILE(&p));
+    p.stride_w = 1;
+    p.ow = 28;
+    p.c = 4;                        /* 36 taps */
+    ASSERT_FALSE(PIXEL_TILE(&p));
+    p.c = 64;
+    p.oc = 64;
     p.h = p.w = p.oh = p.ow = 7;
     p.kh = p.kw = 1;
     p.pad_t = p.pad_l = 0;          /* a plain 1x1 is the GEMM's */

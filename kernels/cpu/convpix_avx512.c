@@ -5,17 +5,22 @@
  *
  * Per reduction step: one 16-channel weight vector per channel vector
  * (two 8-row panel rows joined), one broadcast per pixel, vecs * rows FMAs
- * into as many accumulators (24 or 16 of the 32 registers); at 6 x 4 that
- * is 14 loads per 24 FMAs. The epilogue turns the tile round, one output
- * channel at a time, with a gather from the stored accumulators, so each
- * channel's pixels leave in one vector: a masked store where they are
- * consecutive in the output (one image), else a scatter.
+ * into as many accumulators (up to 28 of the 32 registers); at 6 x 4 that
+ * is 14 loads per 24 FMAs. The epilogue turns the tile round, 16 channels
+ * at a time, with an in-register transpose, so each channel's pixels leave
+ * in one vector: a masked store where they are consecutive in the output
+ * (one image), else a scatter.
  */
 #include "kcpu_convpix.h"
 #include "kcpu_math_avx512.h"
 
+/* The tile's input values for reduction step off: general tiles read
+ * each pixel's own origin; a row tile's pixels are one output row, so
+ * pixel r reads the first pixel's origin plus r * stride (compile-time
+ * stride, one pointer, no per-pixel registers). */
 static inline __attribute__((always_inline)) void
-accumulate(const int vecs, const int rows, const struct kcpu_pix_tile *t, float *out /* [rows][vecs * 16] */)
+accumulate(const int vecs, const int rows, const int stride, const struct kcpu_pix_tile *t,
+           float *out /* [rows][vecs * 16] */)
 {
     __m512 acc[4][KCPU_PIX_MAX];
 #pragma GCC unroll 16
@@ -27,7 +32,7 @@ accumulate(const int vecs, const int rows, const struct kcpu_pix_tile *t, float 
     const float *o[KCPU_PIX_MAX];
 #pragma GCC unroll 16
     for (int r = 0; r < rows; r++)
-        o[r] = t->origin[r < t->pixels ? r : 0];
+        o[r] = stride ? t->origin[0] + r * stride : t->origin[r < t->pixels ? r : 0];
     const float *w = t->w;
     const int64_t ps = t->panel_stride;
     for (int64_t k = 0; k < t->k; k++, w += KCPU_MR) {
@@ -37,9 +42,10 @@ accumulate(const int vecs, const int rows, const struct kcpu_pix_tile *t, float 
         for (int v = 0; v < vecs; v++)
             wv[v] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(w + 2 * v * ps)),
                                        _mm256_loadu_ps(w + (2 * v + 1) * ps), 1);
+        const float *row = t->origin[0] + off;
 #pragma GCC unroll 16
         for (int r = 0; r < rows; r++) {
-            __m512 b = _mm512_set1_ps(o[r][off]);
+            __m512 b = _mm512_set1_ps(stride ? row[r * stride] : o[r][off]);
 #pragma GCC unroll 4
             for (int v = 0; v < vecs; v++)
                 acc[v][r] = _mm512_fmadd_ps(wv[v], b, acc[v][r]);
@@ -52,51 +58,122 @@ accumulate(const int vecs, const int rows, const struct kcpu_pix_tile *t, float 
             _mm512_storeu_ps(out + r * vecs * 16 + v * 16, acc[v][r]);
 }
 
-static void store(const struct kcpu_pix_tile *t, const float *acc)
+/* Row tiles: one function per (vectors, pixels, stride), for the pixel
+ * counts a row splits into. */
+typedef void (*row_fn)(const struct kcpu_pix_tile *t, float *out);
+#define ROW_FN(V, R, S) \
+    static void row_##V##_##R##_##S(const struct kcpu_pix_tile *t, float *out) { accumulate(V, R, S, t, out); }
+#define ROWS_UP_TO_14(X, V, S) \
+    X(V, 1, S) X(V, 2, S) X(V, 3, S) X(V, 4, S) X(V, 5, S) X(V, 6, S) X(V, 7, S) X(V, 8, S) X(V, 9, S) \
+    X(V, 10, S) X(V, 11, S) X(V, 12, S) X(V, 13, S) X(V, 14, S)
+#define ROWS_UP_TO_16(X, V, S) ROWS_UP_TO_14(X, V, S) X(V, 15, S) X(V, 16, S)
+ROWS_UP_TO_16(ROW_FN, 1, 1)
+ROWS_UP_TO_16(ROW_FN, 1, 2)
+ROWS_UP_TO_14(ROW_FN, 2, 1)
+ROWS_UP_TO_14(ROW_FN, 2, 2)
+#define ROW_ENTRY(V, R, S) row_##V##_##R##_##S,
+static const row_fn ROW_FNS[2][2][KCPU_PIX_MAX + 1] = {
+    {{NULL, ROWS_UP_TO_16(ROW_ENTRY, 1, 1)}, {NULL, ROWS_UP_TO_16(ROW_ENTRY, 1, 2)}},
+    {{NULL, ROWS_UP_TO_14(ROW_ENTRY, 2, 1)}, {NULL, ROWS_UP_TO_14(ROW_ENTRY, 2, 2)}},
+};
+
+/* r[i] lane j <- r[j] lane i: unpacks, then in-lane and cross-lane
+ * shuffles (64 shuffles where 16 gathers from memory cost several times
+ * that, measured). */
+static inline __attribute__((always_inline)) void transpose16(__m512 r[16])
+{
+    __m512 t[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        r[4 * k] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
+        r[4 * k + 1] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0xEE);
+        r[4 * k + 2] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
+        r[4 * k + 3] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xEE);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        int k = i / 4 * 8 + i % 4;
+        t[k] = _mm512_shuffle_f32x4(r[k], r[k + 4], 0x88);
+        t[k + 4] = _mm512_shuffle_f32x4(r[k], r[k + 4], 0xDD);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    }
+}
+
+/* The activation over n vectors, its choice made once. */
+static void act_vectors(enum k_act act, __m512 *v, int n)
+{
+    if (act == K_ACT_NONE)
+        return;
+    if (act == K_ACT_RELU) {
+        for (int i = 0; i < n; i++)
+            v[i] = _mm512_max_ps(v[i], _mm512_setzero_ps());
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        v[i] = kv16_act(act, v[i]);
+}
+
+/* Per channel vector: the tile's rows (pixels) turned into channels'
+ * rows, then bias, residual, activation and one store per channel: a
+ * masked store where the pixels are consecutive in the output (one
+ * image), else a scatter. */
+static void store(const struct kcpu_pix_tile *t, const float *acc /* [pixels][vecs * 16] */)
 {
     const int ch = t->vecs * 16;
     const __mmask16 m = (__mmask16)((1u << t->pixels) - 1);
-    const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    const __m512i from = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(ch));
     const __m512i to = _mm512_maskz_loadu_epi32(m, t->yoff);
-    /* One image's pixels in order are consecutive in the output. */
     int consecutive = 1;
     for (int r = 1; r < t->pixels; r++)
         consecutive &= t->yoff[r] == t->yoff[0] + r;
-    for (int o = 0; o < ch; o++) {
-        __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, from, acc + o, 4);
-        if (t->bias)
-            v = _mm512_add_ps(v, _mm512_set1_ps(t->bias[o]));
-        float *y = t->y + o * t->ldy;
-        const float *res = t->res ? t->res + o * t->ldy : NULL;
-        if (consecutive) {
-            if (res)
-                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res + t->yoff[0]));
-            _mm512_mask_storeu_ps(y + t->yoff[0], m, kv16_act(t->act, v));
-        } else {
-            if (res)
-                v = _mm512_add_ps(v, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, to, res, 4));
-            _mm512_mask_i32scatter_ps(y, m, to, kv16_act(t->act, v), 4);
+    for (int v = 0; v < t->vecs; v++) {
+        __m512 c[16];
+        for (int r = 0; r < 16; r++)
+            c[r] = r < t->pixels ? _mm512_load_ps(acc + r * ch + v * 16) : _mm512_setzero_ps();
+        transpose16(c);
+        for (int i = 0; i < 16; i++) {
+            int o = v * 16 + i;
+            if (t->bias)
+                c[i] = _mm512_add_ps(c[i], _mm512_set1_ps(t->bias[o]));
+            if (t->res) {
+                const float *res = t->res + o * t->ldy;
+                c[i] = _mm512_add_ps(c[i], consecutive ? _mm512_maskz_loadu_ps(m, res + t->yoff[0])
+                                                       : _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, to, res, 4));
+            }
+        }
+        act_vectors(t->act, c, 16);
+        for (int i = 0; i < 16; i++) {
+            float *y = t->y + (v * 16 + i) * t->ldy;
+            if (consecutive)
+                _mm512_mask_storeu_ps(y + t->yoff[0], m, c[i]);
+            else
+                _mm512_mask_i32scatter_ps(y, m, to, c[i], 4);
         }
     }
 }
 
 void kcpu_pix_tile_avx512(const struct kcpu_pix_tile *t)
 {
-    float out[24 * 16] __attribute__((aligned(64)));  /* rows * vecs <= 24 vectors */
-    switch (t->vecs) {
-    case 1:
-        accumulate(1, 16, t, out);
-        break;
-    case 2:
-        accumulate(2, 12, t, out);
-        break;
-    case 3:
-        accumulate(3, 8, t, out);
-        break;
-    default:
-        accumulate(4, 6, t, out);
-        break;
+    float out[28 * 16] __attribute__((aligned(64)));  /* rows * vecs <= 28 vectors */
+    if (t->row_stride) {
+        ROW_FNS[t->vecs - 1][t->row_stride - 1][t->pixels](t, out);
+    } else {
+        switch (t->vecs) {
+        case 3:
+            accumulate(3, 8, 0, t, out);
+            break;
+        default:
+            accumulate(4, 6, 0, t, out);
+            break;
+        }
     }
     store(t, out);
 }

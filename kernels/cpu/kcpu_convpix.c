@@ -4,15 +4,19 @@
  *
  * A call first copies a padded input into the grid (one task per few
  * (image, channel) planes), then runs tasks of consecutive tiles of one
- * channel block. Tile q holds flat output pixels q * rows .. q * rows +
- * rows - 1 over the whole batch, so only the batch's last tile is short.
+ * channel block. A general tile q holds flat output pixels q * rows ..
+ * q * rows + rows - 1 over the whole batch, so only the batch's last tile
+ * is short; row tiles split each output row into runs of near-equal
+ * length.
  */
 #include <string.h>
 
 #include "kcpu_convpix.h"
 
 struct pix_plan {
-    int vecs, rows;            /* channel vectors per block, pixels per tile */
+    int vecs, rows;            /* channel vectors per block, pixels per (full) tile */
+    int row_tiles;             /* tiles are runs of one output row (1-2 vectors) */
+    int64_t row_segs;          /* row tiles: tiles per output row */
     int64_t kg;                /* reduction: c * kh * kw */
     int64_t pixels;            /* oh * ow */
     int64_t tiles, blocks;
@@ -30,16 +34,20 @@ static int block_vecs(const struct k_conv2d *p)
 
 /* Shapes the kernel computes, on any ISA (scratch is sized for them so
  * that the ISA may change after sizing). Measured against the GEMM paths
- * (docs/performance.md): it wins on maps of up to 16x16 outputs, whose
- * strips the GEMM leaves part empty, and loses on larger ones; with fewer
- * than 3 channel vectors its pixel pointers no longer fit the registers. */
+ * (docs/performance.md): general tiles win on maps of up to 16x16 outputs,
+ * whose strips the GEMM leaves part empty, and lose on larger ones; row
+ * tiles (16 or 32 channels) win or tie on ResNet-mini's 28x28 and 14x14
+ * layers, and lose where the reduction is a few taps (its 1-channel stem). */
 static int shape_fits(const struct k_conv2d *p)
 {
     int plain_1x1 = p->kh == 1 && p->kw == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_t == 0 &&
                     p->pad_l == 0 && p->oh == p->h && p->ow == p->w;
     int64_t out = (int64_t)p->n * p->oc * p->oh * p->ow;
-    return p->groups == 1 && p->oc > 0 && p->oc % 16 == 0 && block_vecs(p) >= 3 && !plain_1x1 &&
-           (int64_t)p->oh * p->ow <= 256 && out < INT32_MAX;
+    if (p->groups != 1 || p->oc <= 0 || p->oc % 16 != 0 || plain_1x1 || out >= INT32_MAX)
+        return 0;
+    if (block_vecs(p) <= 2)   /* row tiles: the strides instantiated; a few taps cost less as GEMM */
+        return p->stride_w <= 2 && (int64_t)p->c * p->kh * p->kw >= 64;
+    return (int64_t)p->oh * p->ow <= 256;
 }
 
 int kcpu_convpix_applies(const struct k_conv2d *p)
@@ -54,7 +62,16 @@ static struct pix_plan plan(const struct k_conv2d *p)
     c.rows = kcpu_pix_rows(c.vecs);
     c.kg = (int64_t)p->c * p->kh * p->kw;
     c.pixels = (int64_t)p->oh * p->ow;
-    c.tiles = kcpu_ceil_div(p->n * c.pixels, c.rows);
+    c.row_tiles = c.vecs <= 2;
+    if (c.row_tiles) {
+        /* Each output row in runs of near-equal length. */
+        c.rows = (int)kcpu_ceil_div(p->ow, kcpu_ceil_div(p->ow, c.rows));
+        c.row_segs = kcpu_ceil_div(p->ow, c.rows);
+        c.tiles = p->n * p->oh * c.row_segs;
+    } else {
+        c.row_segs = 0;
+        c.tiles = kcpu_ceil_div(p->n * c.pixels, c.rows);
+    }
     c.blocks = p->oc / (16 * c.vecs);
     /* The rows and columns the windows reach, from the padded origin. */
     c.gh = (int64_t)(p->oh - 1) * p->stride_h + (int64_t)(p->kh - 1) * p->dil_h + 1;
@@ -94,24 +111,21 @@ struct pix_job {
     int64_t tiles_per_task, groups;
 };
 
-/* One (image, channel) plane of the grid: the input at (-pad_t, -pad_l). */
+/* One (image, channel) plane of the grid: the input at (-pad_t, -pad_l).
+ * Rows are a few dozen floats: the AVX-512 row copy pads them in one
+ * masked pass (three libc calls a row cost more than the copy). */
 static void pad_plane(const struct pix_job *j, int64_t plane)
 {
     const struct k_conv2d *p = j->p;
     const struct pix_plan *c = &j->c;
     const float *src = j->x + plane * p->h * p->w;
     float *dst = j->grid + plane * c->gh * c->gw;
-    int64_t left = kcpu_min64(c->gw, p->pad_l);
-    int64_t copy = kcpu_max64(0, kcpu_min64(c->gw, (int64_t)p->pad_l + p->w) - left);
     for (int64_t r = 0; r < c->gh; r++, dst += c->gw) {
         int64_t ih = r - p->pad_t;
-        if (ih < 0 || ih >= p->h) {
+        if (ih < 0 || ih >= p->h)
             memset(dst, 0, (size_t)c->gw * sizeof(float));
-            continue;
-        }
-        memset(dst, 0, (size_t)left * sizeof(float));
-        memcpy(dst + left, src + ih * p->w + (left - p->pad_l), (size_t)copy * sizeof(float));
-        memset(dst + left + copy, 0, (size_t)(c->gw - left - copy) * sizeof(float));
+        else
+            kcpu_pad_row_avx512(src + ih * p->w, p->w, -p->pad_l, 1, dst, c->gw);
     }
 }
 
@@ -133,7 +147,7 @@ static void tile_task(void *arg, int64_t task, int thread)
     int64_t block = task / j->groups, group = task % j->groups;
     int64_t ch0 = block * c->vecs * 16;
     struct kcpu_pix_tile t = {
-        .vecs = c->vecs, .k = c->kg,
+        .vecs = c->vecs, .row_stride = c->row_tiles ? p->stride_w : 0, .k = c->kg,
         .w = j->packed_w + ch0 * c->kg,   /* panel ch0 / KCPU_MR */
         .panel_stride = c->kg * KCPU_MR,
         .boff = j->boff,
@@ -146,13 +160,27 @@ static void tile_task(void *arg, int64_t task, int thread)
     int64_t total = p->n * c->pixels, image = (int64_t)p->c * c->gh * c->gw;
     int64_t first = group * j->tiles_per_task, last = kcpu_min64(c->tiles, first + j->tiles_per_task);
     for (int64_t tile = first; tile < last; tile++) {
-        int64_t q0 = tile * c->rows;
+        int64_t q0 = tile * c->rows;   /* its first flat output pixel */
         t.pixels = (int)kcpu_min64(c->rows, total - q0);
+        if (c->row_tiles) {
+            int64_t row = tile / c->row_segs, col = tile % c->row_segs * c->rows;
+            q0 = row * p->ow + col;
+            t.pixels = (int)kcpu_min64(c->rows, p->ow - col);
+        }
+        /* The first pixel's position once, then step along (no divisions
+         * per pixel: they cost as much as a small layer's multiply-adds). */
+        int64_t img = q0 / c->pixels, pix = q0 % c->pixels;
+        int64_t oh = pix / p->ow, ow = pix % p->ow;
         for (int r = 0; r < t.pixels; r++) {
-            int64_t img = (q0 + r) / c->pixels, pix = (q0 + r) % c->pixels;
-            int64_t oh = pix / p->ow, ow = pix % p->ow;
             t.origin[r] = j->src + img * image + oh * p->stride_h * c->gw + ow * p->stride_w;
-            t.yoff[r] = (int32_t)(img * p->oc * c->pixels + pix);
+            t.yoff[r] = (int32_t)(img * p->oc * c->pixels + oh * p->ow + ow);
+            if (++ow == p->ow) {
+                ow = 0;
+                if (++oh == p->oh) {
+                    oh = 0;
+                    img++;
+                }
+            }
         }
         kcpu_pix_tile_avx512(&t);
     }
