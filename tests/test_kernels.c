@@ -300,9 +300,9 @@ TEST(kernels_conv2d_scratch_grows_with_batch)
 }
 
 /* Which dense convolutions the pixel-tile kernel takes (kcpu_convpix.c):
- * with 48 or more output channels in vectors of 16 maps of up to 16x16
- * outputs, with 16 or 32 strides of 1 or 2 across and at least 64 taps;
- * on AVX-512 only. The GEMM paths keep the rest. */
+ * output channels in vectors of 16, strides of 1 or 2 across, at least 64
+ * taps, and with 48 or more channels maps of up to 28x28 outputs; on
+ * AVX-512 only. The GEMM paths keep the rest. */
 TEST(kernels_conv2d_pixel_tile_dispatch)
 {
     if (kcpu_isa_hardware() < KCPU_ISA_AVX512)
@@ -319,15 +319,17 @@ TEST(kernels_conv2d_pixel_tile_dispatch)
     p.oc = 72;  /* not a multiple of 16 */
     ASSERT_FALSE(PIXEL_TILE(&p));
     p.oc = 64;
-    p.h = p.w = p.oh = p.ow = 28;   /* a 28x28 map with 4 channel vectors */
+    p.h = p.w = p.oh = p.ow = 28;
+    ASSERT_TRUE(PIXEL_TILE(&p));
+    p.h = p.w = p.oh = p.ow = 56;   /* too large a map for 4 channel vectors */
     ASSERT_FALSE(PIXEL_TILE(&p));
-    p.oc = 32;                      /* with 2: row tiles */
+    p.oc = 32;                      /* with 2, maps of any size */
     ASSERT_TRUE(PIXEL_TILE(&p));
     p.stride_w = 3;
-    p.ow = 10;                      /* a stride no row tile has */
+    p.ow = 19;                      /* a stride no tile has */
     ASSERT_FALSE(PIXEL_TILE(&p));
     p.stride_w = 1;
-    p.ow = 28;
+    p.ow = 56;
     p.c = 4;                        /* 36 taps */
     ASSERT_FALSE(PIXEL_TILE(&p));
     p.c = 64;

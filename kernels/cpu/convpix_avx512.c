@@ -4,20 +4,17 @@
  * entered only through kcpu_convpix_f32 after the run-time ISA check.
  *
  * Per reduction step: one 16-channel weight vector per channel vector
- * (two 8-row panel rows joined), one broadcast per pixel, vecs * rows FMAs
- * into as many accumulators (up to 28 of the 32 registers); at 6 x 4 that
- * is 14 loads per 24 FMAs. The epilogue turns the tile round, 16 channels
- * at a time, with an in-register transpose, so each channel's pixels leave
- * in one vector: a masked store where they are consecutive in the output
- * (one image), else a scatter.
+ * (two 8-row panel rows joined), one broadcast per pixel (folded into the
+ * FMAs), vecs * pixels FMAs into as many accumulators (up to 28 of the 32
+ * registers). Each (vectors, pixels, stride) is its own function, so the
+ * accumulators stay in registers and the pixels' offsets are constants.
+ * The epilogue turns the tile round, 16 channels at a time, with an
+ * in-register transpose, so each channel's pixels leave in one masked
+ * store.
  */
 #include "kcpu_convpix.h"
 #include "kcpu_math_avx512.h"
 
-/* The tile's input values for reduction step off: general tiles read
- * each pixel's own origin; a row tile's pixels are one output row, so
- * pixel r reads the first pixel's origin plus r * stride (compile-time
- * stride, one pointer, no per-pixel registers). */
 static inline __attribute__((always_inline)) void
 accumulate(const int vecs, const int rows, const int stride, const struct kcpu_pix_tile *t,
            float *out /* [rows][vecs * 16] */)
@@ -28,24 +25,18 @@ accumulate(const int vecs, const int rows, const int stride, const struct kcpu_p
 #pragma GCC unroll 4
         for (int v = 0; v < vecs; v++)
             acc[v][r] = _mm512_setzero_ps();
-    /* Pixels past the tile's last repeat its first: computed, never stored. */
-    const float *o[KCPU_PIX_MAX];
-#pragma GCC unroll 16
-    for (int r = 0; r < rows; r++)
-        o[r] = stride ? t->origin[0] + r * stride : t->origin[r < t->pixels ? r : 0];
     const float *w = t->w;
     const int64_t ps = t->panel_stride;
     for (int64_t k = 0; k < t->k; k++, w += KCPU_MR) {
-        const int64_t off = t->boff[k];
         __m512 wv[4];
 #pragma GCC unroll 4
         for (int v = 0; v < vecs; v++)
             wv[v] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(w + 2 * v * ps)),
                                        _mm256_loadu_ps(w + (2 * v + 1) * ps), 1);
-        const float *row = t->origin[0] + off;
+        const float *in = t->origin + t->boff[k];
 #pragma GCC unroll 16
         for (int r = 0; r < rows; r++) {
-            __m512 b = _mm512_set1_ps(stride ? row[r * stride] : o[r][off]);
+            __m512 b = _mm512_set1_ps(in[r * stride]);
 #pragma GCC unroll 4
             for (int v = 0; v < vecs; v++)
                 acc[v][r] = _mm512_fmadd_ps(wv[v], b, acc[v][r]);
@@ -58,23 +49,29 @@ accumulate(const int vecs, const int rows, const int stride, const struct kcpu_p
             _mm512_storeu_ps(out + r * vecs * 16 + v * 16, acc[v][r]);
 }
 
-/* Row tiles: one function per (vectors, pixels, stride), for the pixel
- * counts a row splits into. */
-typedef void (*row_fn)(const struct kcpu_pix_tile *t, float *out);
-#define ROW_FN(V, R, S) \
-    static void row_##V##_##R##_##S(const struct kcpu_pix_tile *t, float *out) { accumulate(V, R, S, t, out); }
-#define ROWS_UP_TO_14(X, V, S) \
-    X(V, 1, S) X(V, 2, S) X(V, 3, S) X(V, 4, S) X(V, 5, S) X(V, 6, S) X(V, 7, S) X(V, 8, S) X(V, 9, S) \
-    X(V, 10, S) X(V, 11, S) X(V, 12, S) X(V, 13, S) X(V, 14, S)
-#define ROWS_UP_TO_16(X, V, S) ROWS_UP_TO_14(X, V, S) X(V, 15, S) X(V, 16, S)
-ROWS_UP_TO_16(ROW_FN, 1, 1)
-ROWS_UP_TO_16(ROW_FN, 1, 2)
-ROWS_UP_TO_14(ROW_FN, 2, 1)
-ROWS_UP_TO_14(ROW_FN, 2, 2)
-#define ROW_ENTRY(V, R, S) row_##V##_##R##_##S,
-static const row_fn ROW_FNS[2][2][KCPU_PIX_MAX + 1] = {
-    {{NULL, ROWS_UP_TO_16(ROW_ENTRY, 1, 1)}, {NULL, ROWS_UP_TO_16(ROW_ENTRY, 1, 2)}},
-    {{NULL, ROWS_UP_TO_14(ROW_ENTRY, 2, 1)}, {NULL, ROWS_UP_TO_14(ROW_ENTRY, 2, 2)}},
+/* One function per (vectors, pixels, stride): the pixel counts a row may
+ * split into. */
+typedef void (*tile_fn)(const struct kcpu_pix_tile *t, float *out);
+#define TILE_FN(V, R, S) \
+    static void tile_##V##_##R##_##S(const struct kcpu_pix_tile *t, float *out) { accumulate(V, R, S, t, out); }
+#define UP_TO_7(X, V, S) X(V, 1, S) X(V, 2, S) X(V, 3, S) X(V, 4, S) X(V, 5, S) X(V, 6, S) X(V, 7, S)
+#define UP_TO_9(X, V, S) UP_TO_7(X, V, S) X(V, 8, S) X(V, 9, S)
+#define UP_TO_14(X, V, S) UP_TO_9(X, V, S) X(V, 10, S) X(V, 11, S) X(V, 12, S) X(V, 13, S) X(V, 14, S)
+#define UP_TO_16(X, V, S) UP_TO_14(X, V, S) X(V, 15, S) X(V, 16, S)
+UP_TO_16(TILE_FN, 1, 1)
+UP_TO_16(TILE_FN, 1, 2)
+UP_TO_14(TILE_FN, 2, 1)
+UP_TO_14(TILE_FN, 2, 2)
+UP_TO_9(TILE_FN, 3, 1)
+UP_TO_9(TILE_FN, 3, 2)
+UP_TO_7(TILE_FN, 4, 1)
+UP_TO_7(TILE_FN, 4, 2)
+#define TILE_ENTRY(V, R, S) tile_##V##_##R##_##S,
+static const tile_fn TILE_FNS[4][2][KCPU_PIX_MAX + 1] = {  /* [vecs - 1][stride - 1][pixels] */
+    {{NULL, UP_TO_16(TILE_ENTRY, 1, 1)}, {NULL, UP_TO_16(TILE_ENTRY, 1, 2)}},
+    {{NULL, UP_TO_14(TILE_ENTRY, 2, 1)}, {NULL, UP_TO_14(TILE_ENTRY, 2, 2)}},
+    {{NULL, UP_TO_9(TILE_ENTRY, 3, 1)}, {NULL, UP_TO_9(TILE_ENTRY, 3, 2)}},
+    {{NULL, UP_TO_7(TILE_ENTRY, 4, 1)}, {NULL, UP_TO_7(TILE_ENTRY, 4, 2)}},
 };
 
 /* r[i] lane j <- r[j] lane i: unpacks, then in-lane and cross-lane
@@ -123,57 +120,32 @@ static void act_vectors(enum k_act act, __m512 *v, int n)
 }
 
 /* Per channel vector: the tile's rows (pixels) turned into channels'
- * rows, then bias, residual, activation and one store per channel: a
- * masked store where the pixels are consecutive in the output (one
- * image), else a scatter. */
+ * rows, then bias, residual, activation and one masked store each. */
 static void store(const struct kcpu_pix_tile *t, const float *acc /* [pixels][vecs * 16] */)
 {
     const int ch = t->vecs * 16;
     const __mmask16 m = (__mmask16)((1u << t->pixels) - 1);
-    const __m512i to = _mm512_maskz_loadu_epi32(m, t->yoff);
-    int consecutive = 1;
-    for (int r = 1; r < t->pixels; r++)
-        consecutive &= t->yoff[r] == t->yoff[0] + r;
     for (int v = 0; v < t->vecs; v++) {
         __m512 c[16];
         for (int r = 0; r < 16; r++)
             c[r] = r < t->pixels ? _mm512_load_ps(acc + r * ch + v * 16) : _mm512_setzero_ps();
         transpose16(c);
         for (int i = 0; i < 16; i++) {
-            int o = v * 16 + i;
+            int64_t o = v * 16 + i;
             if (t->bias)
                 c[i] = _mm512_add_ps(c[i], _mm512_set1_ps(t->bias[o]));
-            if (t->res) {
-                const float *res = t->res + o * t->ldy;
-                c[i] = _mm512_add_ps(c[i], consecutive ? _mm512_maskz_loadu_ps(m, res + t->yoff[0])
-                                                       : _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, to, res, 4));
-            }
+            if (t->res)
+                c[i] = _mm512_add_ps(c[i], _mm512_maskz_loadu_ps(m, t->res + o * t->ldy));
         }
         act_vectors(t->act, c, 16);
-        for (int i = 0; i < 16; i++) {
-            float *y = t->y + (v * 16 + i) * t->ldy;
-            if (consecutive)
-                _mm512_mask_storeu_ps(y + t->yoff[0], m, c[i]);
-            else
-                _mm512_mask_i32scatter_ps(y, m, to, c[i], 4);
-        }
+        for (int i = 0; i < 16; i++)
+            _mm512_mask_storeu_ps(t->y + (v * 16 + i) * t->ldy, m, c[i]);
     }
 }
 
 void kcpu_pix_tile_avx512(const struct kcpu_pix_tile *t)
 {
-    float out[28 * 16] __attribute__((aligned(64)));  /* rows * vecs <= 28 vectors */
-    if (t->row_stride) {
-        ROW_FNS[t->vecs - 1][t->row_stride - 1][t->pixels](t, out);
-    } else {
-        switch (t->vecs) {
-        case 3:
-            accumulate(3, 8, 0, t, out);
-            break;
-        default:
-            accumulate(4, 6, 0, t, out);
-            break;
-        }
-    }
+    float out[28 * 16] __attribute__((aligned(64)));  /* pixels * vecs <= 28 vectors */
+    TILE_FNS[t->vecs - 1][t->stride - 1][t->pixels](t, out);
     store(t, out);
 }

@@ -27,8 +27,8 @@
  * plan() picks implicit over im2col when its wasted columns cost less
  * than im2col would. Depthwise and grouped convolutions with few output
  * channels per group go to the direct kernel of kcpu_dwconv.c instead, and
- * dense ones on small maps (16x16 outputs or fewer) to the pixel-tile
- * kernel of kcpu_convpix.c on AVX-512, which reads the same packed weights.
+ * most dense ones that are not a plain 1x1 to the pixel-tile kernel of
+ * kcpu_convpix.c on AVX-512, which reads the same packed weights.
  */
 #include <string.h>
 

@@ -4,10 +4,7 @@
  *
  * A call first copies a padded input into the grid (one task per few
  * (image, channel) planes), then runs tasks of consecutive tiles of one
- * channel block. A general tile q holds flat output pixels q * rows ..
- * q * rows + rows - 1 over the whole batch, so only the batch's last tile
- * is short; row tiles split each output row into runs of near-equal
- * length.
+ * channel block; each output row is split into tiles of near-equal length.
  */
 #include <string.h>
 
@@ -15,8 +12,7 @@
 
 struct pix_plan {
     int vecs, rows;            /* channel vectors per block, pixels per (full) tile */
-    int row_tiles;             /* tiles are runs of one output row (1-2 vectors) */
-    int64_t row_segs;          /* row tiles: tiles per output row */
+    int64_t row_tiles;         /* tiles per output row */
     int64_t kg;                /* reduction: c * kh * kw */
     int64_t pixels;            /* oh * ow */
     int64_t tiles, blocks;
@@ -34,20 +30,19 @@ static int block_vecs(const struct k_conv2d *p)
 
 /* Shapes the kernel computes, on any ISA (scratch is sized for them so
  * that the ISA may change after sizing). Measured against the GEMM paths
- * (docs/performance.md): general tiles win on maps of up to 16x16 outputs,
- * whose strips the GEMM leaves part empty, and lose on larger ones; row
- * tiles (16 or 32 channels) win or tie on ResNet-mini's 28x28 and 14x14
- * layers, and lose where the reduction is a few taps (its 1-channel stem). */
+ * (docs/performance.md): with 3 or 4 channel vectors it wins on maps of up
+ * to 28x28 outputs, whose strips the GEMM leaves part empty or whose grid
+ * columns it drops, and loses on 56x56; with 1 or 2 it wins or ties on
+ * ResNet-mini's 28x28 and 14x14 layers; it loses where the reduction is a
+ * few taps (ResNet-mini's 1-channel stem). */
 static int shape_fits(const struct k_conv2d *p)
 {
     int plain_1x1 = p->kh == 1 && p->kw == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_t == 0 &&
                     p->pad_l == 0 && p->oh == p->h && p->ow == p->w;
-    int64_t out = (int64_t)p->n * p->oc * p->oh * p->ow;
-    if (p->groups != 1 || p->oc <= 0 || p->oc % 16 != 0 || plain_1x1 || out >= INT32_MAX)
+    if (p->groups != 1 || p->oc <= 0 || p->oc % 16 != 0 || plain_1x1 || p->stride_w > 2 ||
+        (int64_t)p->c * p->kh * p->kw < 64)
         return 0;
-    if (block_vecs(p) <= 2)   /* row tiles: the strides instantiated; a few taps cost less as GEMM */
-        return p->stride_w <= 2 && (int64_t)p->c * p->kh * p->kw >= 64;
-    return (int64_t)p->oh * p->ow <= 256;
+    return block_vecs(p) <= 2 || (int64_t)p->oh * p->ow <= 28 * 28;
 }
 
 int kcpu_convpix_applies(const struct k_conv2d *p)
@@ -62,16 +57,10 @@ static struct pix_plan plan(const struct k_conv2d *p)
     c.rows = kcpu_pix_rows(c.vecs);
     c.kg = (int64_t)p->c * p->kh * p->kw;
     c.pixels = (int64_t)p->oh * p->ow;
-    c.row_tiles = c.vecs <= 2;
-    if (c.row_tiles) {
-        /* Each output row in runs of near-equal length. */
-        c.rows = (int)kcpu_ceil_div(p->ow, kcpu_ceil_div(p->ow, c.rows));
-        c.row_segs = kcpu_ceil_div(p->ow, c.rows);
-        c.tiles = p->n * p->oh * c.row_segs;
-    } else {
-        c.row_segs = 0;
-        c.tiles = kcpu_ceil_div(p->n * c.pixels, c.rows);
-    }
+    /* Each output row in runs of near-equal length. */
+    c.rows = (int)kcpu_ceil_div(p->ow, kcpu_ceil_div(p->ow, c.rows));
+    c.row_tiles = kcpu_ceil_div(p->ow, c.rows);
+    c.tiles = p->n * p->oh * c.row_tiles;
     c.blocks = p->oc / (16 * c.vecs);
     /* The rows and columns the windows reach, from the padded origin. */
     c.gh = (int64_t)(p->oh - 1) * p->stride_h + (int64_t)(p->kh - 1) * p->dil_h + 1;
@@ -147,41 +136,24 @@ static void tile_task(void *arg, int64_t task, int thread)
     int64_t block = task / j->groups, group = task % j->groups;
     int64_t ch0 = block * c->vecs * 16;
     struct kcpu_pix_tile t = {
-        .vecs = c->vecs, .row_stride = c->row_tiles ? p->stride_w : 0, .k = c->kg,
+        .vecs = c->vecs, .stride = p->stride_w, .k = c->kg,
         .w = j->packed_w + ch0 * c->kg,   /* panel ch0 / KCPU_MR */
         .panel_stride = c->kg * KCPU_MR,
         .boff = j->boff,
         .bias = j->bias ? j->bias + ch0 : NULL,
         .ldy = c->pixels,
-        .res = j->residual ? j->residual + ch0 * c->pixels : NULL,
-        .y = j->y + ch0 * c->pixels,
         .act = p->act,
     };
-    int64_t total = p->n * c->pixels, image = (int64_t)p->c * c->gh * c->gw;
+    int64_t image = (int64_t)p->c * c->gh * c->gw;
     int64_t first = group * j->tiles_per_task, last = kcpu_min64(c->tiles, first + j->tiles_per_task);
     for (int64_t tile = first; tile < last; tile++) {
-        int64_t q0 = tile * c->rows;   /* its first flat output pixel */
-        t.pixels = (int)kcpu_min64(c->rows, total - q0);
-        if (c->row_tiles) {
-            int64_t row = tile / c->row_segs, col = tile % c->row_segs * c->rows;
-            q0 = row * p->ow + col;
-            t.pixels = (int)kcpu_min64(c->rows, p->ow - col);
-        }
-        /* The first pixel's position once, then step along (no divisions
-         * per pixel: they cost as much as a small layer's multiply-adds). */
-        int64_t img = q0 / c->pixels, pix = q0 % c->pixels;
-        int64_t oh = pix / p->ow, ow = pix % p->ow;
-        for (int r = 0; r < t.pixels; r++) {
-            t.origin[r] = j->src + img * image + oh * p->stride_h * c->gw + ow * p->stride_w;
-            t.yoff[r] = (int32_t)(img * p->oc * c->pixels + oh * p->ow + ow);
-            if (++ow == p->ow) {
-                ow = 0;
-                if (++oh == p->oh) {
-                    oh = 0;
-                    img++;
-                }
-            }
-        }
+        int64_t row = tile / c->row_tiles, ow = tile % c->row_tiles * c->rows;
+        int64_t img = row / p->oh, oh = row % p->oh;
+        int64_t out = (img * p->oc + ch0) * c->pixels + oh * p->ow + ow;
+        t.pixels = (int)kcpu_min64(c->rows, p->ow - ow);
+        t.origin = j->src + img * image + oh * p->stride_h * c->gw + ow * p->stride_w;
+        t.y = j->y + out;
+        t.res = j->residual ? j->residual + out : NULL;
         kcpu_pix_tile_avx512(&t);
     }
 }
@@ -207,8 +179,9 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
         j.planes_per_task = kcpu_max64(1, KCPU_CHUNK / (c->gh * c->gw));
         kcpu_threads_run(th, kcpu_ceil_div((int64_t)p->n * p->c, j.planes_per_task), pad_task, &j);
     }
-    /* Eight tasks per thread over all blocks (a small map has only a few
-     * tiles: that many keeps the threads' shares even), none below
+    /* One task per thread and block: consecutive tiles on one thread share
+     * the output's cache lines (a 7x7 channel row is 196 bytes), which two
+     * threads writing them in turn would pass back and forth. None below
      * KCPU_MIN_TASK_MACS. */
     int64_t tile_macs = (int64_t)c->rows * c->vecs * 16 * c->kg;
     int64_t want = kcpu_ceil_div((int64_t)kcpu_threads_count(th), c->blocks);

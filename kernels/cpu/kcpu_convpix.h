@@ -5,14 +5,13 @@
  * The GEMM paths of kcpu_conv.c put output pixels in 32-column strips: a
  * 7x7 map fills 49 of 64 lanes, a padded grid computes columns it drops,
  * and im2col copies every window. Here the roles are turned round: a tile
- * is up to 16 output pixels (with 48-64 output channels any pixels, across
- * rows and images; with 16-32 a run of one output row) by 16-64 output
- * channels, the channels in vectors. Per reduction step the kernel
- * loads the weights of 16 channels once per vector and broadcasts one
- * input value per pixel, read from that pixel's window origin plus the
- * step's offset, so nothing is computed that is not an output. Inputs
- * with padding are first copied into a zero-padded grid (no stride-phase
- * split: each pixel has its own origin, so the stride costs nothing).
+ * is a run of up to 16 consecutive output pixels of one output row by
+ * 16-64 output channels, the channels in vectors. Per reduction step the
+ * kernel loads the weights of 16 channels once per vector and broadcasts
+ * one input value per pixel (pixel r reads the first pixel's window plus
+ * r * stride), so nothing is computed that is not an output. Inputs with
+ * padding are first copied into a zero-padded grid (no stride-phase split:
+ * the stride is the broadcasts' step).
  *
  * The weights are the GEMM's packed panels (kcpu_conv2d_pack): the kernel
  * joins two 8-row panels into one 16-channel vector, so the packed layout
@@ -24,9 +23,9 @@
 #include "kcpu_impl.h"
 
 /* Whether kcpu_conv2d_f32 hands p to this kernel: AVX-512, one group,
- * output channels a multiple of 16, not a plain 1x1 (the direct GEMM's);
- * with 48 or more channels maps of up to 16x16 outputs, with 16 or 32 a
- * stride of 1 or 2 across and 64 or more multiply-adds per output. */
+ * output channels a multiple of 16, not a plain 1x1 (the direct GEMM's),
+ * a stride of 1 or 2 across, 64 or more multiply-adds per output, and with
+ * 48 or more channels maps of up to 28x28 outputs. */
 int kcpu_convpix_applies(const struct k_conv2d *p);
 
 /* Same contracts as kcpu_conv2d_scratch_bytes and kcpu_conv2d_f32
@@ -38,36 +37,32 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
 
 #define KCPU_PIX_MAX 16    /* pixels of a tile: one vector of lanes */
 
-/* One tile: pixels output pixels by vecs * 16 output channels.
- *     out[o][r] = act(bias[o] + sum_k w[o][k] * origin_r[boff[k]] + res[o][r])
- * stored at y + yoff[r] + o * ldy (res likewise, when not NULL); w is
- * KCPU_MR-row panels [k][KCPU_MR], panel_stride floats apart. A general
- * tile (3 or 4 vectors) has a window origin per pixel; a row tile (1 or 2
- * vectors) is consecutive pixels of one output row, origin_r = origin[0] +
- * r * row_stride, so it needs no register per pixel. */
+/* One tile: pixels consecutive output pixels of one row by vecs * 16
+ * output channels.
+ *     out[o][r] = act(bias[o] + sum_k w[o][k] * origin[boff[k] + r * stride] + res[o][r])
+ * stored at y[o * ldy + r] (res likewise, when not NULL); w is KCPU_MR-row
+ * panels [k][KCPU_MR], panel_stride floats apart. */
 struct kcpu_pix_tile {
     int vecs;                  /* 1 .. 4 */
-    int row_stride;            /* 0: general tile; 1 or 2: row tile, the convolution's stride_w */
+    int stride;                /* 1 or 2: the convolution's stride_w */
     int pixels;                /* 1 .. kcpu_pix_rows(vecs) */
     int64_t k;
     const float *w;
     int64_t panel_stride;
     const int64_t *boff;       /* [k] */
-    const float *origin[KCPU_PIX_MAX];
+    const float *origin;       /* the first pixel's window, top left */
     const float *bias;         /* [vecs * 16] or NULL */
-    int32_t yoff[KCPU_PIX_MAX];
     int64_t ldy;
     const float *res;          /* or NULL */
     float *y;
     enum k_act act;
 };
 
-/* The most pixels a tile of vecs channel vectors holds (its accumulators
- * fill the vector registers): row tiles for 1 and 2 vectors, general
- * tiles for 3 and 4. */
+/* The most pixels a tile of vecs channel vectors holds: its accumulators
+ * fill 27 or 28 of the 32 vector registers (16 with one vector). */
 static inline int kcpu_pix_rows(int vecs)
 {
-    static const int ROWS[5] = {0, 16, 14, 8, 6};
+    static const int ROWS[5] = {0, 16, 14, 9, 7};
     return ROWS[vecs];
 }
 
