@@ -2,22 +2,28 @@
  * kcpu_convpix.c - the pixel-tile convolution (see kcpu_convpix.h): the
  * plan, the zero-padded input grid, and the split into tasks.
  *
- * A call first copies a padded input into the grid (one task per few
- * (image, channel) planes), then runs tasks of consecutive tiles of one
- * channel block; each output row is split into tiles of near-equal length.
+ * Output rows are taken in bands of up to BAND_ROWS rows of one image, and
+ * a task is a run of consecutive bands of one channel block, one per
+ * thread and block: a thread then reads and writes the same part of every
+ * layer's tensors. A padded input is copied band by band into the task's
+ * thread's own zero-padded slice, just before its tiles read it: copied
+ * once by one thread into a shared grid, it crossed between the cores'
+ * caches, which cost two threads more than the copy (docs/performance.md).
  */
 #include <string.h>
 
 #include "kcpu_convpix.h"
 
+#define BAND_ROWS 4   /* output rows per band: the slice's halo rows are copied twice */
+
 struct pix_plan {
     int vecs, rows;            /* channel vectors per block, pixels per (full) tile */
-    int64_t row_tiles;         /* tiles per output row */
     int64_t kg;                /* reduction: c * kh * kw */
     int64_t pixels;            /* oh * ow */
-    int64_t tiles, blocks;
-    int padded;                /* the input is copied into a grid first */
-    int64_t gh, gw;            /* rows and columns of a (grid or input) plane */
+    int64_t blocks;
+    int64_t bands;             /* per image */
+    int padded;                /* the input is copied into per-thread slices first */
+    int64_t gh, gw;            /* rows and columns of a plane the taps read: a slice's, or the input's */
 };
 
 /* Channel vectors per block: the most, up to 4, that divide the output
@@ -59,17 +65,16 @@ static struct pix_plan plan(const struct k_conv2d *p)
     c.pixels = (int64_t)p->oh * p->ow;
     /* Each output row in runs of near-equal length. */
     c.rows = (int)kcpu_ceil_div(p->ow, kcpu_ceil_div(p->ow, c.rows));
-    c.row_tiles = kcpu_ceil_div(p->ow, c.rows);
-    c.tiles = p->n * p->oh * c.row_tiles;
     c.blocks = p->oc / (16 * c.vecs);
-    /* The rows and columns the windows reach, from the padded origin. */
-    c.gh = (int64_t)(p->oh - 1) * p->stride_h + (int64_t)(p->kh - 1) * p->dil_h + 1;
-    c.gw = (int64_t)(p->ow - 1) * p->stride_w + (int64_t)(p->kw - 1) * p->dil_w + 1;
-    c.padded = p->pad_t > 0 || p->pad_l > 0 || c.gh > p->h || c.gw > p->w;
-    if (!c.padded) {
-        c.gh = p->h;
-        c.gw = p->w;
-    }
+    c.bands = kcpu_ceil_div(p->oh, BAND_ROWS);
+    /* A band's slice: the rows and columns its windows reach, from the
+     * padded origin. */
+    int64_t gh = (int64_t)(BAND_ROWS - 1) * p->stride_h + (int64_t)(p->kh - 1) * p->dil_h + 1;
+    int64_t gw = (int64_t)(p->ow - 1) * p->stride_w + (int64_t)(p->kw - 1) * p->dil_w + 1;
+    int64_t reach = (int64_t)(p->oh - 1) * p->stride_h + (int64_t)(p->kh - 1) * p->dil_h + 1;
+    c.padded = p->pad_t > 0 || p->pad_l > 0 || reach > p->h || gw > p->w;
+    c.gh = c.padded ? gh : p->h;
+    c.gw = c.padded ? gw : p->w;
     return c;
 }
 
@@ -78,14 +83,18 @@ static int64_t table_floats(const struct pix_plan *c)
     return kcpu_ceil_div(c->kg * (int64_t)sizeof(int64_t), 64) * 16;
 }
 
+/* Floats of one thread's slice (64-byte multiple). */
+static int64_t slice_floats(const struct k_conv2d *p, const struct pix_plan *c)
+{
+    return c->padded ? kcpu_ceil_div((int64_t)p->c * c->gh * c->gw, 16) * 16 : 0;
+}
+
 size_t kcpu_convpix_scratch_bytes(const struct k_conv2d *p, int threads)
 {
-    (void)threads;
     if (!shape_fits(p))
         return 0;
     struct pix_plan c = plan(p);
-    int64_t grid = c.padded ? (int64_t)p->n * p->c * c.gh * c.gw : 0;
-    return (size_t)(table_floats(&c) + grid) * sizeof(float) + 64;
+    return (size_t)(table_floats(&c) + threads * slice_floats(p, &c)) * sizeof(float) + 64;
 }
 
 struct pix_job {
@@ -94,42 +103,32 @@ struct pix_job {
     const float *x, *packed_w, *bias, *residual;
     float *y;
     const int64_t *boff;
-    const float *src;          /* the grid, or x */
-    float *grid;
-    int64_t planes_per_task;   /* grid copy */
-    int64_t tiles_per_task, groups;
+    float *slices;             /* per thread, when padded */
+    int64_t bands_per_task, groups;
 };
 
-/* One (image, channel) plane of the grid: the input at (-pad_t, -pad_l).
- * Rows are a few dozen floats: the AVX-512 row copy pads them in one
- * masked pass (three libc calls a row cost more than the copy). */
-static void pad_plane(const struct pix_job *j, int64_t plane)
+/* Grid rows [g0, g0 + rows) of image img, every channel, into slice: the
+ * input at (-pad_t, -pad_l), zero outside it. Rows are a few dozen floats:
+ * the AVX-512 row copy pads each in one masked pass. */
+static void pad_band(const struct pix_job *j, int64_t img, int64_t g0, int64_t rows, float *slice)
 {
     const struct k_conv2d *p = j->p;
     const struct pix_plan *c = &j->c;
-    const float *src = j->x + plane * p->h * p->w;
-    float *dst = j->grid + plane * c->gh * c->gw;
-    for (int64_t r = 0; r < c->gh; r++, dst += c->gw) {
-        int64_t ih = r - p->pad_t;
-        if (ih < 0 || ih >= p->h)
-            memset(dst, 0, (size_t)c->gw * sizeof(float));
-        else
-            kcpu_pad_row_avx512(src + ih * p->w, p->w, -p->pad_l, 1, dst, c->gw);
+    for (int64_t ci = 0; ci < p->c; ci++) {
+        const float *src = j->x + (img * p->c + ci) * p->h * p->w;
+        float *dst = slice + ci * c->gh * c->gw;
+        for (int64_t r = 0; r < rows; r++, dst += c->gw) {
+            int64_t ih = g0 + r - p->pad_t;
+            if (ih < 0 || ih >= p->h)
+                memset(dst, 0, (size_t)c->gw * sizeof(float));
+            else
+                kcpu_pad_row_avx512(src + ih * p->w, p->w, -p->pad_l, 1, dst, c->gw);
+        }
     }
 }
 
-static void pad_task(void *arg, int64_t task, int thread)
+static void band_task(void *arg, int64_t task, int thread)
 {
-    (void)thread;
-    const struct pix_job *j = arg;
-    int64_t planes = (int64_t)j->p->n * j->p->c;
-    for (int64_t pl = task * j->planes_per_task; pl < kcpu_min64(planes, (task + 1) * j->planes_per_task); pl++)
-        pad_plane(j, pl);
-}
-
-static void tile_task(void *arg, int64_t task, int thread)
-{
-    (void)thread;
     const struct pix_job *j = arg;
     const struct k_conv2d *p = j->p;
     const struct pix_plan *c = &j->c;
@@ -144,17 +143,27 @@ static void tile_task(void *arg, int64_t task, int thread)
         .ldy = c->pixels,
         .act = p->act,
     };
-    int64_t image = (int64_t)p->c * c->gh * c->gw;
-    int64_t first = group * j->tiles_per_task, last = kcpu_min64(c->tiles, first + j->tiles_per_task);
-    for (int64_t tile = first; tile < last; tile++) {
-        int64_t row = tile / c->row_tiles, ow = tile % c->row_tiles * c->rows;
-        int64_t img = row / p->oh, oh = row % p->oh;
-        int64_t out = (img * p->oc + ch0) * c->pixels + oh * p->ow + ow;
-        t.pixels = (int)kcpu_min64(c->rows, p->ow - ow);
-        t.origin = j->src + img * image + oh * p->stride_h * c->gw + ow * p->stride_w;
-        t.y = j->y + out;
-        t.res = j->residual ? j->residual + out : NULL;
-        kcpu_pix_tile_avx512(&t);
+    float *slice = j->slices ? j->slices + thread * slice_floats(p, c) : NULL;
+    int64_t first = group * j->bands_per_task, last = kcpu_min64(p->n * c->bands, first + j->bands_per_task);
+    for (int64_t band = first; band < last; band++) {
+        int64_t img = band / c->bands, oh0 = band % c->bands * BAND_ROWS;
+        int64_t oh1 = kcpu_min64(p->oh, oh0 + BAND_ROWS);
+        /* Where output row oh0's windows start: the slice, or the input. */
+        const float *top = j->x + (img * p->c * p->h + oh0 * p->stride_h) * p->w;
+        if (slice) {
+            int64_t rows = (oh1 - oh0 - 1) * p->stride_h + (int64_t)(p->kh - 1) * p->dil_h + 1;
+            pad_band(j, img, oh0 * p->stride_h, rows, slice);
+            top = slice;
+        }
+        for (int64_t oh = oh0; oh < oh1; oh++)
+            for (int64_t ow = 0; ow < p->ow; ow += c->rows) {
+                int64_t out = (img * p->oc + ch0) * c->pixels + oh * p->ow + ow;
+                t.pixels = (int)kcpu_min64(c->rows, p->ow - ow);
+                t.origin = top + (oh - oh0) * p->stride_h * c->gw + ow * p->stride_w;
+                t.y = j->y + out;
+                t.res = j->residual ? j->residual + out : NULL;
+                kcpu_pix_tile_avx512(&t);
+            }
     }
 }
 
@@ -163,9 +172,9 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
                       void *scratch)
 {
     struct pix_job j = {.p = p, .c = plan(p), .x = x, .packed_w = packed_w, .bias = bias,
-                        .residual = residual, .y = y, .src = x};
+                        .residual = residual, .y = y};
     const struct pix_plan *c = &j.c;
-    if (c->tiles <= 0)
+    if (p->n <= 0 || p->oh <= 0 || p->ow <= 0)
         return;
     int64_t *boff = kcpu_align64(scratch);
     for (int64_t ci = 0, k = 0; ci < p->c; ci++)
@@ -173,19 +182,14 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
             for (int64_t kj = 0; kj < p->kw; kj++)
                 boff[k++] = (ci * c->gh + ki * p->dil_h) * c->gw + kj * p->dil_w;
     j.boff = boff;
-    if (c->padded) {
-        j.grid = (float *)boff + table_floats(c);
-        j.src = j.grid;
-        j.planes_per_task = kcpu_max64(1, KCPU_CHUNK / (c->gh * c->gw));
-        kcpu_threads_run(th, kcpu_ceil_div((int64_t)p->n * p->c, j.planes_per_task), pad_task, &j);
-    }
-    /* One task per thread and block: consecutive tiles on one thread share
-     * the output's cache lines (a 7x7 channel row is 196 bytes), which two
-     * threads writing them in turn would pass back and forth. None below
-     * KCPU_MIN_TASK_MACS. */
-    int64_t tile_macs = (int64_t)c->rows * c->vecs * 16 * c->kg;
+    j.slices = c->padded ? (float *)boff + table_floats(c) : NULL;
+    /* One task per thread and block, so that a thread keeps to one part of
+     * the tensors (and two threads never write the same output lines in
+     * turn: a 7x7 channel row is 196 bytes); none below KCPU_MIN_TASK_MACS. */
+    int64_t bands = p->n * c->bands;
+    int64_t band_macs = (int64_t)BAND_ROWS * p->ow * c->vecs * 16 * c->kg;
     int64_t want = kcpu_ceil_div((int64_t)kcpu_threads_count(th), c->blocks);
-    j.tiles_per_task = kcpu_max64(kcpu_ceil_div(c->tiles, want), kcpu_ceil_div(KCPU_MIN_TASK_MACS, tile_macs));
-    j.groups = kcpu_ceil_div(c->tiles, j.tiles_per_task);
-    kcpu_threads_run(th, c->blocks * j.groups, tile_task, &j);
+    j.bands_per_task = kcpu_max64(kcpu_ceil_div(bands, want), kcpu_ceil_div(KCPU_MIN_TASK_MACS, band_macs));
+    j.groups = kcpu_ceil_div(bands, j.bands_per_task);
+    kcpu_threads_run(th, c->blocks * j.groups, band_task, &j);
 }
