@@ -21,31 +21,31 @@ accumulate(const int vecs, const int rows, const int stride, const struct kcpu_p
 {
     __m512 acc[4][KCPU_PIX_MAX];
 #pragma GCC unroll 16
-    for (int r = 0; r < rows; r++)
+    for (int64_t r = 0; r < rows; r++)
 #pragma GCC unroll 4
-        for (int v = 0; v < vecs; v++)
+        for (int64_t v = 0; v < vecs; v++)
             acc[v][r] = _mm512_setzero_ps();
     const float *w = t->w;
     const int64_t ps = t->panel_stride;
     for (int64_t k = 0; k < t->k; k++, w += KCPU_MR) {
         __m512 wv[4];
 #pragma GCC unroll 4
-        for (int v = 0; v < vecs; v++)
+        for (int64_t v = 0; v < vecs; v++)
             wv[v] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(w + 2 * v * ps)),
                                        _mm256_loadu_ps(w + (2 * v + 1) * ps), 1);
         const float *in = t->origin + t->boff[k];
 #pragma GCC unroll 16
-        for (int r = 0; r < rows; r++) {
+        for (int64_t r = 0; r < rows; r++) {
             __m512 b = _mm512_set1_ps(in[r * stride]);
 #pragma GCC unroll 4
-            for (int v = 0; v < vecs; v++)
+            for (int64_t v = 0; v < vecs; v++)
                 acc[v][r] = _mm512_fmadd_ps(wv[v], b, acc[v][r]);
         }
     }
 #pragma GCC unroll 16
-    for (int r = 0; r < rows; r++)
+    for (int64_t r = 0; r < rows; r++)
 #pragma GCC unroll 4
-        for (int v = 0; v < vecs; v++)
+        for (int64_t v = 0; v < vecs; v++)
             _mm512_storeu_ps(out + r * vecs * 16 + v * 16, acc[v][r]);
 }
 
@@ -81,41 +81,41 @@ static inline __attribute__((always_inline)) void transpose16(__m512 r[16])
 {
     __m512 t[16];
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
+    for (int64_t i = 0; i < 8; i++) {
         t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
         t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
     }
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; k++) {
+    for (int64_t k = 0; k < 4; k++) {
         r[4 * k] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
         r[4 * k + 1] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0xEE);
         r[4 * k + 2] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
         r[4 * k + 3] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xEE);
     }
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-        int k = i / 4 * 8 + i % 4;
+    for (int64_t i = 0; i < 8; i++) {
+        int64_t k = i / 4 * 8 + i % 4;
         t[k] = _mm512_shuffle_f32x4(r[k], r[k + 4], 0x88);
         t[k + 4] = _mm512_shuffle_f32x4(r[k], r[k + 4], 0xDD);
     }
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
+    for (int64_t i = 0; i < 8; i++) {
         r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
         r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
     }
 }
 
 /* The activation over n vectors, its choice made once. */
-static void act_vectors(enum k_act act, __m512 *v, int n)
+static void act_vectors(enum k_act act, __m512 *v, int64_t n)
 {
     if (act == K_ACT_NONE)
         return;
     if (act == K_ACT_RELU) {
-        for (int i = 0; i < n; i++)
+        for (int64_t i = 0; i < n; i++)
             v[i] = _mm512_max_ps(v[i], _mm512_setzero_ps());
         return;
     }
-    for (int i = 0; i < n; i++)
+    for (int64_t i = 0; i < n; i++)
         v[i] = kv16_act(act, v[i]);
 }
 
@@ -123,14 +123,14 @@ static void act_vectors(enum k_act act, __m512 *v, int n)
  * rows, then bias, residual, activation and one masked store each. */
 static void store(const struct kcpu_pix_tile *t, const float *acc /* [pixels][vecs * 16] */)
 {
-    const int ch = t->vecs * 16;
+    const int64_t ch = (int64_t)t->vecs * 16;
     const __mmask16 m = (__mmask16)((1u << t->pixels) - 1);
-    for (int v = 0; v < t->vecs; v++) {
+    for (int64_t v = 0; v < t->vecs; v++) {
         __m512 c[16];
-        for (int r = 0; r < 16; r++)
+        for (int64_t r = 0; r < 16; r++)
             c[r] = r < t->pixels ? _mm512_load_ps(acc + r * ch + v * 16) : _mm512_setzero_ps();
         transpose16(c);
-        for (int i = 0; i < 16; i++) {
+        for (int64_t i = 0; i < 16; i++) {
             int64_t o = v * 16 + i;
             if (t->bias)
                 c[i] = _mm512_add_ps(c[i], _mm512_set1_ps(t->bias[o]));
@@ -138,7 +138,7 @@ static void store(const struct kcpu_pix_tile *t, const float *acc /* [pixels][ve
                 c[i] = _mm512_add_ps(c[i], _mm512_maskz_loadu_ps(m, t->res + o * t->ldy));
         }
         act_vectors(t->act, c, 16);
-        for (int i = 0; i < 16; i++)
+        for (int64_t i = 0; i < 16; i++)
             _mm512_mask_storeu_ps(t->y + (v * 16 + i) * t->ldy, m, c[i]);
     }
 }

@@ -48,7 +48,7 @@ static int shape_fits(const struct k_conv2d *p)
     if (p->groups != 1 || p->oc <= 0 || p->oc % 16 != 0 || plain_1x1 || p->stride_w > 2 ||
         (int64_t)p->c * p->kh * p->kw < 64)
         return 0;
-    return block_vecs(p) <= 2 || (int64_t)p->oh * p->ow <= 28 * 28;
+    return block_vecs(p) <= 2 || (int64_t)p->oh * p->ow <= (int64_t)28 * 28;
 }
 
 int kcpu_convpix_applies(const struct k_conv2d *p)
