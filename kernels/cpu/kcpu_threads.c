@@ -2,11 +2,16 @@
  * kcpu_threads.c - a fixed set of worker threads for data-parallel kernels.
  *
  * A run publishes (fn, arg, tasks) under the mutex and bumps a generation
- * counter; every thread, the caller included, then claims task indices
- * from one atomic counter. The caller returns only after every worker has
- * checked in for that generation, so no worker can still be reading the job
- * when the next run overwrites it. Nothing is allocated after
- * kcpu_threads_create.
+ * counter. The tasks are dealt out in contiguous ranges, one per thread,
+ * each with its own atomic counter: a thread claims the tasks of its own
+ * range in order, then steals from the others' counters. Kernels number
+ * their tasks along the data, so a thread works on the same part of the
+ * tensors in every step of a forward pass (what it wrote, it reads: no
+ * cache lines crossing between the cores), and a thread that runs late
+ * (descheduled, or a task slower than the others) still has its tasks
+ * taken. The caller returns only after every worker has checked in for
+ * that generation, so no worker can still be reading the job when the
+ * next run overwrites it. Nothing is allocated after kcpu_threads_create.
  *
  * Waking a sleeping thread costs tens of microseconds here (a futex wake,
  * and on a VM an idle vCPU to rouse), more than most steps of a small
@@ -37,8 +42,16 @@
  * the rest of its run (a wake-up costs 14-15 us here: bench_threads). */
 #define KCPU_THREADS_WAKE_WORTH_NS 20000
 
+/* One thread's share of a run: tasks [next, end), claimed by fetch-add (by
+ * its owner, or by a thief); a line of its own, so claims do not contend. */
+struct task_range {
+    _Alignas(64) atomic_int_fast64_t next;
+    int64_t end;
+};
+
 struct kcpu_threads {
     int threads;               /* including the caller */
+    struct task_range *ranges; /* [threads] */
     pthread_t *workers;        /* threads - 1 */
     pthread_mutex_t mu;
     pthread_cond_t wake;       /* a new generation or stop */
@@ -50,8 +63,6 @@ struct kcpu_threads {
     atomic_bool running;       /* the caller is inside a split run */
     kcpu_task_fn fn;
     void *arg;
-    int64_t tasks;
-    atomic_int_fast64_t next;  /* next unclaimed task index */
 };
 
 struct worker_start {
@@ -73,13 +84,17 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static void run_tasks(struct kcpu_threads *th, kcpu_task_fn fn, void *arg, int64_t tasks, int thread)
+/* This thread's range first, then every other thread's, each in order. */
+static void run_tasks(struct kcpu_threads *th, kcpu_task_fn fn, void *arg, int thread)
 {
-    for (;;) {
-        int64_t t = atomic_fetch_add_explicit(&th->next, 1, memory_order_relaxed);
-        if (t >= tasks)
-            return;
-        fn(arg, t, thread);
+    for (int i = 0; i < th->threads; i++) {
+        struct task_range *r = &th->ranges[(thread + i) % th->threads];
+        for (;;) {
+            int64_t t = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
+            if (t >= r->end)
+                break;
+            fn(arg, t, thread);
+        }
     }
 }
 
@@ -130,10 +145,9 @@ static void *worker_main(void *p)
         seen = atomic_load(&th->generation);
         kcpu_task_fn fn = th->fn;
         void *arg = th->arg;
-        int64_t tasks = th->tasks;
         pthread_mutex_unlock(&th->mu);
 
-        run_tasks(th, fn, arg, tasks, index);
+        run_tasks(th, fn, arg, index);
 
         if (atomic_fetch_sub(&th->busy, 1) == 1) {
             pthread_mutex_lock(&th->mu);   /* the caller checks busy under mu before it waits */
@@ -152,7 +166,15 @@ struct kcpu_threads *kcpu_threads_create(int threads)
     if (!th)
         return NULL;
     th->threads = threads;
-    atomic_init(&th->next, 0);
+    th->ranges = aligned_alloc(64, sizeof(struct task_range) * (size_t)threads);
+    if (!th->ranges) {
+        free(th);
+        return NULL;
+    }
+    for (int i = 0; i < threads; i++) {
+        atomic_init(&th->ranges[i].next, 0);
+        th->ranges[i].end = 0;
+    }
     atomic_init(&th->generation, 0);
     atomic_init(&th->busy, 0);
     atomic_init(&th->sleepers, 0);
@@ -160,6 +182,7 @@ struct kcpu_threads *kcpu_threads_create(int threads)
     atomic_init(&th->running, false);
     th->workers = calloc((size_t)threads, sizeof(pthread_t));
     if (!th->workers) {
+        free(th->ranges);
         free(th);
         return NULL;
     }
@@ -196,6 +219,7 @@ void kcpu_threads_free(struct kcpu_threads *th)
     pthread_cond_destroy(&th->wake);
     pthread_mutex_destroy(&th->mu);
     free(th->workers);
+    free(th->ranges);
     free(th);
 }
 
@@ -231,8 +255,10 @@ void kcpu_threads_run(struct kcpu_threads *th, int64_t tasks, kcpu_task_fn fn, v
     pthread_mutex_lock(&th->mu);
     th->fn = fn;
     th->arg = arg;
-    th->tasks = tasks;
-    atomic_store_explicit(&th->next, first, memory_order_relaxed);
+    for (int i = 0; i < th->threads; i++) {   /* published by the generation's release */
+        atomic_store_explicit(&th->ranges[i].next, first + (tasks - first) * i / th->threads, memory_order_relaxed);
+        th->ranges[i].end = first + (tasks - first) * (i + 1) / th->threads;
+    }
     atomic_store_explicit(&th->running, true, memory_order_relaxed);
     atomic_store(&th->busy, th->threads - 1);
     atomic_fetch_add_explicit(&th->generation, 1, memory_order_release);
@@ -240,7 +266,7 @@ void kcpu_threads_run(struct kcpu_threads *th, int64_t tasks, kcpu_task_fn fn, v
         pthread_cond_broadcast(&th->wake);
     pthread_mutex_unlock(&th->mu);
 
-    run_tasks(th, fn, arg, tasks, 0);
+    run_tasks(th, fn, arg, 0);
 
     /* Hot workers finish their last tasks within microseconds: spin for
      * them, then sleep. (Sleeping at once after waking a worker lets the
