@@ -10,7 +10,8 @@
  * accumulators stay in registers and the pixels' offsets are constants.
  * The epilogue turns the tile round, 16 channels at a time, with an
  * in-register transpose, so each channel's pixels leave in one masked
- * store.
+ * store. The band copy is here too, inline: a masked load and store per 16
+ * floats of a padded row.
  */
 #include "kcpu_convpix.h"
 #include "kcpu_math_avx512.h"
@@ -148,4 +149,37 @@ void kcpu_pix_tile_avx512(const struct kcpu_pix_tile *t)
     float out[28 * 16] __attribute__((aligned(64)));  /* pixels * vecs <= 28 vectors */
     TILE_FNS[t->vecs - 1][t->stride - 1][t->pixels](t, out);
     store(t, out);
+}
+
+/* In-bounds pointer arithmetic for a masked load that may start before
+ * its row (the lanes before it are masked off and never read). */
+static const float *shifted(const float *row, int64_t off)
+{
+    return (const float *)((uintptr_t)row + (uintptr_t)(off * (int64_t)sizeof(float)));
+}
+
+static __mmask16 lanes_between(int64_t lo, int64_t hi)  /* lanes l with lo <= l < hi */
+{
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > 16 ? 16 : hi;
+    return lo >= hi ? 0 : (__mmask16)(((1u << (hi - lo)) - 1) << lo);
+}
+
+void kcpu_pix_band_avx512(const struct kcpu_pix_band *b)
+{
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t ci = 0; ci < b->c; ci++)
+        for (int64_t r = 0; r < b->rows; r++) {
+            float *dst = b->slice + (ci * b->gh + r) * b->gw;
+            int64_t ih = b->g0 + r - b->pad_t;
+            const float *row = ih >= 0 && ih < b->h ? b->x + (ci * b->h + ih) * b->w : NULL;
+            for (int64_t t = 0; t < b->gw; t += 16) {
+                __mmask16 out = lanes_between(0, b->gw - t);
+                /* lane l is input column t + l - pad_l */
+                __m512 v = row ? _mm512_maskz_loadu_ps(lanes_between(b->pad_l - t, b->w + b->pad_l - t),
+                                                       shifted(row, t - b->pad_l))
+                               : zero;
+                _mm512_mask_storeu_ps(dst + t, out, v);
+            }
+        }
 }

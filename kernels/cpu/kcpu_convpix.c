@@ -2,29 +2,38 @@
  * kcpu_convpix.c - the pixel-tile convolution (see kcpu_convpix.h): the
  * plan, the zero-padded input grid, and the split into tasks.
  *
- * Output rows are taken in bands of up to BAND_ROWS rows of one image, and
- * a task is a run of consecutive bands of one channel block, one per
- * thread and block: a thread then reads and writes the same part of every
- * layer's tensors. A padded input is copied band by band into the task's
- * thread's own zero-padded slice, just before its tiles read it: copied
- * once by one thread into a shared grid, it crossed between the cores'
- * caches, which cost two threads more than the copy (docs/performance.md).
+ * Output rows are taken in bands of one image, and a task is a run of
+ * consecutive bands of one channel block: the pool deals each thread a
+ * contiguous run of tasks, so a thread reads and writes the same part of
+ * every layer's tensors. A padded input is copied band by band into the
+ * thread's own zero-padded slice just before its tiles read it (copied once
+ * by one thread into a shared grid, it crossed between the cores' caches,
+ * which cost two threads more than the copy: docs/performance.md). Bands
+ * are as tall as the threads' share of an image allows (a band's halo rows
+ * are copied twice), up to what fits SLICE_BYTES.
  */
 #include <string.h>
 
 #include "kcpu_convpix.h"
 
-#define BAND_ROWS 4   /* output rows per band: the slice's halo rows are copied twice */
+/* The most bytes a band's slice takes: it stays in L2 beside the weights. */
+#define SLICE_BYTES ((int64_t)256 * 1024)
 
 struct pix_plan {
     int vecs, rows;            /* channel vectors per block, pixels per (full) tile */
     int64_t kg;                /* reduction: c * kh * kw */
     int64_t pixels;            /* oh * ow */
     int64_t blocks;
-    int64_t bands;             /* per image */
+    int64_t band_max;          /* output rows a band may have */
     int padded;                /* the input is copied into per-thread slices first */
     int64_t gh, gw;            /* rows and columns of a plane the taps read: a slice's, or the input's */
 };
+
+/* Slice rows a band of `rows` output rows reads. */
+static int64_t band_reach(const struct k_conv2d *p, int64_t rows)
+{
+    return (rows - 1) * p->stride_h + (int64_t)(p->kh - 1) * p->dil_h + 1;
+}
 
 /* Channel vectors per block: the most, up to 4, that divide the output
  * channels' vectors. */
@@ -66,13 +75,12 @@ static struct pix_plan plan(const struct k_conv2d *p)
     /* Each output row in runs of near-equal length. */
     c.rows = (int)kcpu_ceil_div(p->ow, kcpu_ceil_div(p->ow, c.rows));
     c.blocks = p->oc / (16 * c.vecs);
-    c.bands = kcpu_ceil_div(p->oh, BAND_ROWS);
-    /* A band's slice: the rows and columns its windows reach, from the
-     * padded origin. */
-    int64_t gh = (int64_t)(BAND_ROWS - 1) * p->stride_h + (int64_t)(p->kh - 1) * p->dil_h + 1;
     int64_t gw = (int64_t)(p->ow - 1) * p->stride_w + (int64_t)(p->kw - 1) * p->dil_w + 1;
-    int64_t reach = (int64_t)(p->oh - 1) * p->stride_h + (int64_t)(p->kh - 1) * p->dil_h + 1;
-    c.padded = p->pad_t > 0 || p->pad_l > 0 || reach > p->h || gw > p->w;
+    c.padded = p->pad_t > 0 || p->pad_l > 0 || band_reach(p, p->oh) > p->h || gw > p->w;
+    c.band_max = p->oh;
+    while (c.band_max > 1 && (int64_t)p->c * band_reach(p, c.band_max) * gw * (int64_t)sizeof(float) > SLICE_BYTES)
+        c.band_max--;
+    int64_t gh = band_reach(p, c.band_max);
     c.gh = c.padded ? gh : p->h;
     c.gw = c.padded ? gw : p->w;
     return c;
@@ -104,28 +112,9 @@ struct pix_job {
     float *y;
     const int64_t *boff;
     float *slices;             /* per thread, when padded */
+    int64_t band_rows, bands;  /* output rows per band, bands per image */
     int64_t bands_per_task, groups;
 };
-
-/* Grid rows [g0, g0 + rows) of image img, every channel, into slice: the
- * input at (-pad_t, -pad_l), zero outside it. Rows are a few dozen floats:
- * the AVX-512 row copy pads each in one masked pass. */
-static void pad_band(const struct pix_job *j, int64_t img, int64_t g0, int64_t rows, float *slice)
-{
-    const struct k_conv2d *p = j->p;
-    const struct pix_plan *c = &j->c;
-    for (int64_t ci = 0; ci < p->c; ci++) {
-        const float *src = j->x + (img * p->c + ci) * p->h * p->w;
-        float *dst = slice + ci * c->gh * c->gw;
-        for (int64_t r = 0; r < rows; r++, dst += c->gw) {
-            int64_t ih = g0 + r - p->pad_t;
-            if (ih < 0 || ih >= p->h)
-                memset(dst, 0, (size_t)c->gw * sizeof(float));
-            else
-                kcpu_pad_row_avx512(src + ih * p->w, p->w, -p->pad_l, 1, dst, c->gw);
-        }
-    }
-}
 
 static void band_task(void *arg, int64_t task, int thread)
 {
@@ -144,15 +133,20 @@ static void band_task(void *arg, int64_t task, int thread)
         .act = p->act,
     };
     float *slice = j->slices ? j->slices + thread * slice_floats(p, c) : NULL;
-    int64_t first = group * j->bands_per_task, last = kcpu_min64(p->n * c->bands, first + j->bands_per_task);
+    int64_t first = group * j->bands_per_task, last = kcpu_min64(p->n * j->bands, first + j->bands_per_task);
     for (int64_t band = first; band < last; band++) {
-        int64_t img = band / c->bands, oh0 = band % c->bands * BAND_ROWS;
-        int64_t oh1 = kcpu_min64(p->oh, oh0 + BAND_ROWS);
+        int64_t img = band / j->bands, oh0 = band % j->bands * j->band_rows;
+        int64_t oh1 = kcpu_min64(p->oh, oh0 + j->band_rows);
         /* Where output row oh0's windows start: the slice, or the input. */
         const float *top = j->x + (img * p->c * p->h + oh0 * p->stride_h) * p->w;
         if (slice) {
-            int64_t rows = (oh1 - oh0 - 1) * p->stride_h + (int64_t)(p->kh - 1) * p->dil_h + 1;
-            pad_band(j, img, oh0 * p->stride_h, rows, slice);
+            struct kcpu_pix_band b = {
+                .x = j->x + img * p->c * p->h * p->w, .c = p->c, .h = p->h, .w = p->w,
+                .pad_t = p->pad_t, .pad_l = p->pad_l,
+                .g0 = oh0 * p->stride_h, .rows = band_reach(p, oh1 - oh0),
+                .slice = slice, .gh = c->gh, .gw = c->gw,
+            };
+            kcpu_pix_band_avx512(&b);
             top = slice;
         }
         for (int64_t oh = oh0; oh < oh1; oh++)
@@ -183,13 +177,15 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
                 boff[k++] = (ci * c->gh + ki * p->dil_h) * c->gw + kj * p->dil_w;
     j.boff = boff;
     j.slices = c->padded ? (float *)boff + table_floats(c) : NULL;
-    /* One task per thread and block, so that a thread keeps to one part of
-     * the tensors (and two threads never write the same output lines in
-     * turn: a 7x7 channel row is 196 bytes); none below KCPU_MIN_TASK_MACS. */
-    int64_t bands = p->n * c->bands;
-    int64_t band_macs = (int64_t)BAND_ROWS * p->ow * c->vecs * 16 * c->kg;
-    int64_t want = kcpu_ceil_div((int64_t)kcpu_threads_count(th), c->blocks);
-    j.bands_per_task = kcpu_max64(kcpu_ceil_div(bands, want), kcpu_ceil_div(KCPU_MIN_TASK_MACS, band_macs));
-    j.groups = kcpu_ceil_div(bands, j.bands_per_task);
+    /* Bands: an image split among the threads when there are fewer images
+     * than threads; tasks: one band each, the pool deals them out in runs
+     * (never below KCPU_MIN_TASK_MACS). */
+    int threads = kcpu_threads_count(th);
+    int64_t split = kcpu_ceil_div(threads, p->n);
+    j.band_rows = kcpu_min64(c->band_max, kcpu_ceil_div(p->oh, split));
+    j.bands = kcpu_ceil_div(p->oh, j.band_rows);
+    int64_t band_macs = j.band_rows * p->ow * c->vecs * 16 * c->kg;
+    j.bands_per_task = kcpu_ceil_div(KCPU_MIN_TASK_MACS, band_macs);
+    j.groups = kcpu_ceil_div(p->n * j.bands, j.bands_per_task);
     kcpu_threads_run(th, c->blocks * j.groups, band_task, &j);
 }

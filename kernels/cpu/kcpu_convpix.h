@@ -68,4 +68,17 @@ static inline int kcpu_pix_rows(int vecs)
 
 void kcpu_pix_tile_avx512(const struct kcpu_pix_tile *t);
 
+/* Rows [g0, g0 + rows) of the zero-padded grid of every channel of one
+ * image x [c][h][w] (grid cell (r, col) is input (r - pad_t, col - pad_l),
+ * zero outside it) into slice [c][gh][gw], at slice rows 0 .. rows - 1. */
+struct kcpu_pix_band {
+    const float *x;
+    int64_t c, h, w, pad_t, pad_l;
+    int64_t g0, rows;
+    float *slice;
+    int64_t gh, gw;
+};
+
+void kcpu_pix_band_avx512(const struct kcpu_pix_band *b);
+
 #endif /* KCPU_CONVPIX_H */
