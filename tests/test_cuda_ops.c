@@ -31,6 +31,41 @@ static float *out_buf(int64_t n)
     return x;
 }
 
+/* The GEMM kernel sets a conv2d / linear case runs through, as the sm_count
+ * kcuda_gemm_plan weighs: the baseline tile by columns (0), the device's
+ * choice (its SM count), and a GPU so wide that every GEMM leaves SMs idle,
+ * so split-K (rows <= 64) or the smallest tile that divides the packing runs
+ * whatever the device. */
+enum { KSET_BASELINE, KSET_DEVICE, KSET_WIDE, KSET_COUNT };
+static const char *const KSET_NAME[KSET_COUNT] = {"baseline", "device", "wide"};
+#define WIDE_SMS (1 << 20)
+
+static int kset_sms(int ks)
+{
+    int device = 0, sms = 0;
+    if (ks == KSET_BASELINE)
+        return 0;
+    if (ks == KSET_WIDE)
+        return WIDE_SMS;
+    RT_ASSERT(cudaGetDevice(&device) == cudaSuccess &&
+              cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
+    return sms;
+}
+
+/* Launches twice into fresh poisoned buffers: the two outputs must be bit
+ * for bit the same (split-K adds its partial sums in a fixed order). */
+static bool deterministic(const char *what, const void *dev, const void *again, int64_t n, enum kcuda_dtype t,
+                          cudaError_t launch)
+{
+    float *a = out_buf(n), *b = out_buf(n);
+    bool ok = launch == cudaSuccess && dbuf_download(a, dev, n, t) && dbuf_download(b, again, n, t) &&
+              memcmp(a, b, sizeof(float) * (size_t)n) == 0;
+    if (!ok)
+        printf("  %s: a second run differs from the first\n", what);
+    free(a), free(b);
+    return ok;
+}
+
 /* Downloads dev (n values) and compares with ref. */
 static bool finish(const char *what, const void *dev, const float *ref, int64_t n, enum kcuda_dtype t,
                    cudaError_t launch)
@@ -46,6 +81,7 @@ static bool finish(const char *what, const void *dev, const float *ref, int64_t 
 
 /* ------------------------------------------------------------------ conv2d */
 
+/* One convolution through every kernel set (KSET_*). */
 static bool conv_case(const struct k_conv2d *p, bool use_bias, bool use_res, enum kcuda_dtype t)
 {
     int64_t nx = (int64_t)p->n * p->c * p->h * p->w, ny = (int64_t)p->n * p->oc * p->oh * p->ow;
@@ -58,24 +94,38 @@ static bool conv_case(const struct k_conv2d *p, bool use_bias, bool use_res, enu
     kcuda_conv2d_pack(p, w, packed, table);
     void *dx = dbuf_upload(x, nx, t), *dw = dbuf_upload(packed, (int64_t)pe, t);
     void *dt = dbuf_upload(table, (int64_t)(tb / sizeof(float)), KCUDA_F32);   /* raw bytes */
-    void *db = dbuf_upload(b, p->oc, KCUDA_F32), *dr = dbuf_upload(r, ny, t), *dy = dbuf_poisoned(ny, t);
-    cudaError_t e = kcuda_conv2d(p, t, dx, dw, dt, use_bias ? db : NULL, use_res ? dr : NULL, dy, 0);
-    char what[200];
-    snprintf(what, sizeof(what), "conv n%d c%d %dx%d oc%d k%dx%d s%d,%d p%d,%d d%d,%d g%d act%d%s%s", p->n, p->c,
-             p->h, p->w, p->oc, p->kh, p->kw, p->stride_h, p->stride_w, p->pad_t, p->pad_l, p->dil_h, p->dil_w,
-             p->groups, p->act, use_bias ? " bias" : "", use_res ? " res" : "");
-    bool ok = finish(what, dy, ref, ny, t, e);
-    dbuf_free(dx), dbuf_free(dw), dbuf_free(dt), dbuf_free(db), dbuf_free(dr), dbuf_free(dy);
+    void *db = dbuf_upload(b, p->oc, KCUDA_F32), *dr = dbuf_upload(r, ny, t);
+    bool ok = true;
+    for (int ks = 0; ks < KSET_COUNT; ks++) {
+        int sms = kset_sms(ks);
+        void *dy = dbuf_poisoned(ny, t), *dy2 = dbuf_poisoned(ny, t);
+        cudaError_t e = kcuda_conv2d(p, sms, t, dx, dw, dt, use_bias ? db : NULL, use_res ? dr : NULL, dy, 0);
+        cudaError_t e2 = kcuda_conv2d(p, sms, t, dx, dw, dt, use_bias ? db : NULL, use_res ? dr : NULL, dy2, 0);
+        char what[240];
+        snprintf(what, sizeof(what), "conv n%d c%d %dx%d oc%d k%dx%d s%d,%d p%d,%d d%d,%d g%d act%d%s%s (%s: %s)",
+                 p->n, p->c, p->h, p->w, p->oc, p->kh, p->kw, p->stride_h, p->stride_w, p->pad_t, p->pad_l, p->dil_h,
+                 p->dil_w, p->groups, p->act, use_bias ? " bias" : "", use_res ? " res" : "", KSET_NAME[ks],
+                 kcuda_conv2d_plan(p, sms).name);
+        ok = finish(what, dy, ref, ny, t, e) && deterministic(what, dy, dy2, ny, t, e2) && ok;
+        dbuf_free(dy), dbuf_free(dy2);
+    }
+    dbuf_free(dx), dbuf_free(dw), dbuf_free(dt), dbuf_free(db), dbuf_free(dr);
     free(x), free(w), free(r), free(b), free(ref), free(packed), free(table);
     return ok;
 }
 
 /* Beside the shipped models' layers (TEST_MODEL_CONVS): shapes that reach
- * every tile size. */
+ * every tile size, and small maps (at most 64 rows) for split-K: 128
+ * columns a block, ragged rows and columns, strided, grouped. */
 static const struct k_conv2d TILE_CONVS[] = {
     {.n = 2, .c = 24, .h = 9, .w = 9, .oc = 200, .oh = 9, .ow = 9, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1},
     {.n = 2, .c = 8, .h = 10, .w = 10, .oc = 8, .oh = 10, .ow = 10, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1,
      .groups = 8},
+    {.n = 1, .c = 128, .h = 4, .w = 4, .oc = 256, .oh = 4, .ow = 4, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1},
+    {.n = 3, .c = 40, .h = 7, .w = 7, .oc = 70, .oh = 3, .ow = 3, .kh = 3, .kw = 3, .stride_h = 2, .stride_w = 2},
+    {.n = 1, .c = 32, .h = 5, .w = 5, .oc = 64, .oh = 5, .ow = 5, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1,
+     .groups = 4},
+    {.n = 1, .c = 6, .h = 14, .w = 14, .oc = 16, .oh = 10, .ow = 10, .kh = 5, .kw = 5},   /* lenet5 conv2 */
 };
 
 static enum test_result conv_test(enum kcuda_dtype t)
@@ -109,6 +159,7 @@ TEST(cuda_op_conv2d_f16)
 
 /* ------------------------------------------------------------------ linear */
 
+/* One linear layer through every kernel set (KSET_*). */
 static bool linear_case(const struct k_linear *p, bool use_bias, bool use_res, enum kcuda_dtype t)
 {
     int64_t nx = (int64_t)p->n * p->k, ny = (int64_t)p->n * p->m, nw = (int64_t)p->m * p->k;
@@ -119,13 +170,20 @@ static bool linear_case(const struct k_linear *p, bool use_bias, bool use_res, e
     float *packed = out_buf((int64_t)pe);
     kcuda_linear_pack(p, w, packed);
     void *dx = dbuf_upload(x, nx, t), *dw = dbuf_upload(packed, (int64_t)pe, t);
-    void *db = dbuf_upload(b, p->m, KCUDA_F32), *dr = dbuf_upload(r, ny, t), *dy = dbuf_poisoned(ny, t);
-    cudaError_t e = kcuda_linear(p, t, dx, dw, use_bias ? db : NULL, use_res ? dr : NULL, dy, 0);
-    char what[128];
-    snprintf(what, sizeof(what), "linear n%d k%d m%d act%d%s%s", p->n, p->k, p->m, p->act, use_bias ? " bias" : "",
-             use_res ? " res" : "");
-    bool ok = finish(what, dy, ref, ny, t, e);
-    dbuf_free(dx), dbuf_free(dw), dbuf_free(db), dbuf_free(dr), dbuf_free(dy);
+    void *db = dbuf_upload(b, p->m, KCUDA_F32), *dr = dbuf_upload(r, ny, t);
+    bool ok = true;
+    for (int ks = 0; ks < KSET_COUNT; ks++) {
+        int sms = kset_sms(ks);
+        void *dy = dbuf_poisoned(ny, t), *dy2 = dbuf_poisoned(ny, t);
+        cudaError_t e = kcuda_linear(p, sms, t, dx, dw, use_bias ? db : NULL, use_res ? dr : NULL, dy, 0);
+        cudaError_t e2 = kcuda_linear(p, sms, t, dx, dw, use_bias ? db : NULL, use_res ? dr : NULL, dy2, 0);
+        char what[160];
+        snprintf(what, sizeof(what), "linear n%d k%d m%d act%d%s%s (%s: %s)", p->n, p->k, p->m, p->act,
+                 use_bias ? " bias" : "", use_res ? " res" : "", KSET_NAME[ks], kcuda_linear_plan(p, sms).name);
+        ok = finish(what, dy, ref, ny, t, e) && deterministic(what, dy, dy2, ny, t, e2) && ok;
+        dbuf_free(dy), dbuf_free(dy2);
+    }
+    dbuf_free(dx), dbuf_free(dw), dbuf_free(db), dbuf_free(dr);
     free(x), free(w), free(r), free(b), free(ref), free(packed);
     return ok;
 }
@@ -134,7 +192,10 @@ static enum test_result linear_test(enum kcuda_dtype t)
 {
     CUDA_REQUIRE();
     static const struct k_linear FIXED[] = {
-        {64, 400, 120, K_ACT_NONE}, {64, 120, 84, K_ACT_NONE}, {64, 84, 10, K_ACT_NONE}, {256, 64, 10, K_ACT_NONE}, {1, 400, 120, K_ACT_NONE}};
+        {64, 400, 120, K_ACT_NONE}, {64, 120, 84, K_ACT_NONE}, {64, 84, 10, K_ACT_NONE}, {256, 64, 10, K_ACT_NONE},
+        /* batch 1 (split-K: lenet5's fc1..fc3, 128 columns a block, K not a multiple of 8), and 9 rows */
+        {1, 400, 120, K_ACT_NONE}, {1, 120, 84, K_ACT_NONE}, {1, 84, 10, K_ACT_NONE}, {1, 1000, 512, K_ACT_NONE},
+        {1, 333, 257, K_ACT_NONE}, {9, 256, 130, K_ACT_NONE}};
     int failed = 0;
     for (size_t i = 0; i < sizeof(FIXED) / sizeof(FIXED[0]); i++) {
         struct k_linear p = FIXED[i];
@@ -452,5 +513,56 @@ TEST(cuda_pack_emulated)
         free(x), free(w), free(ref), free(y), free(packed), free(table);
     }
     TEST_FAIL_IF(failed, "%d emulated convolutions differ from kref", failed);
+    return TEST_PASS;
+}
+
+/* The GEMM tile choice (kcuda_gemm_plan, host code): the baseline keeps the
+ * tile by columns; the device's choice puts lenet5's fc1 at batch 1 on
+ * split-K instead of one 128x128 tile, keeps large GEMMs on the large tile,
+ * and takes smaller tiles when the large one leaves SMs idle. */
+TEST(cuda_gemm_plan_choice)
+{
+    const int H100 = 132;
+    struct k_linear fc1 = {1, 400, 120, K_ACT_NONE};
+    struct kcuda_gemm_plan pl = kcuda_linear_plan(&fc1, 0);
+    ASSERT_STR_EQ(pl.name, "tile 128x128");
+    ASSERT_EQ_INT(pl.blocks, 1);
+    ASSERT_EQ_INT(pl.k_split, 1);
+    pl = kcuda_linear_plan(&fc1, H100);
+    ASSERT_STR_EQ(pl.name, "split-k 8x32");
+    ASSERT_EQ_INT(pl.rows, 8);
+    ASSERT_EQ_INT(pl.cols, 32);
+    ASSERT_EQ_INT(pl.k_split, 8);
+    ASSERT_EQ_INT(pl.blocks, 4);   /* 120 columns, packed to 128 */
+
+    /* batch 1, 4096 -> 4096: 128 blocks of 32 columns on an H100, 32 of 128 on 16 SMs */
+    ASSERT_STR_EQ(kcuda_gemm_plan(1, 4096, 1, H100).name, "split-k 8x32");
+    ASSERT_EQ_INT(kcuda_gemm_plan(1, 4096, 1, H100).blocks, 128);
+    ASSERT_STR_EQ(kcuda_gemm_plan(1, 4096, 1, 16).name, "split-k 8x128");
+    ASSERT_EQ_INT(kcuda_gemm_plan(1, 4096, 1, 16).blocks, 32);
+    /* large: the same tile in both sets */
+    for (int sms = 0; sms <= H100; sms += H100) {
+        pl = kcuda_gemm_plan(4096, 4096, 1, sms);
+        ASSERT_STR_EQ(pl.name, "tile 128x128");
+        ASSERT_EQ_INT(pl.blocks, 32 * 32);
+        ASSERT_STR_EQ(kcuda_gemm_plan((int64_t)64 * 56 * 56, 64, 1, sms).name, "tile 128x64");   /* batch 64, 56x56 */
+        ASSERT_STR_EQ(kcuda_gemm_plan(4096, 30, 1, sms).name, "tile 64x32");
+    }
+    /* a 4x4 map at batch 1, 256 channels: 16 rows; and 48 rows */
+    pl = kcuda_gemm_plan(16, 256, 1, H100);
+    ASSERT_STR_EQ(pl.name, "split-k 8x32");
+    ASSERT_EQ_INT(pl.blocks, 2 * 8);
+    ASSERT_STR_EQ(kcuda_gemm_plan(16, 256, 1, 0).name, "tile 128x128");
+    ASSERT_STR_EQ(kcuda_gemm_plan(48, 1024, 1, 16).name, "split-k 8x128");   /* 8 tiles < 16 SMs */
+    ASSERT_STR_EQ(kcuda_gemm_plan(48, 4096, 1, 16).name, "tile 128x128");    /* 32 tiles fill 16 SMs */
+    /* more rows, idle SMs: the largest smaller tile that fills them, else the smallest */
+    ASSERT_STR_EQ(kcuda_gemm_plan(10000, 128, 1, H100).name, "tile 128x64");   /* 79 -> 158 blocks */
+    ASSERT_STR_EQ(kcuda_gemm_plan(4000, 128, 1, H100).name, "tile 64x32");     /* 32, 64 -> 252 */
+    ASSERT_STR_EQ(kcuda_gemm_plan(200, 100, 1, H100).name, "tile 64x32");      /* the most there is: 16 */
+    ASSERT_STR_EQ(kcuda_gemm_plan(200, 100, 1, 0).name, "tile 128x128");
+    /* groups count as blocks: a depthwise layer on a 7x7 map already fills the GPU */
+    ASSERT_STR_EQ(kcuda_gemm_plan(49, 1, 512, H100).name, "tile 64x32");
+    ASSERT_EQ_INT(kcuda_gemm_plan(49, 1, 512, H100).blocks, 512);
+    ASSERT_EQ_INT(kcuda_gemm_plan(0, 120, 1, H100).blocks, 0);
     return TEST_PASS;
 }

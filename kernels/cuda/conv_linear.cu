@@ -1,31 +1,78 @@
 /*
  * conv_linear.cu - convolution and linear layers on the implicit-GEMM kernel
- * of igemm.cuh: weight packing (host), tile choice, launches, and
- * kcuda_init, which lifts the kernels' shared-memory limit.
+ * of igemm.cuh (and, for few rows, the split-K kernel of gemm_small.cuh):
+ * weight packing (host), the tile choice, launches, and kcuda_init, which
+ * lifts the kernels' shared-memory limit.
  *
  * Packed weights: [groups][Kpad][Npad] with element (k, n) = w[g*N + n][k],
- * Kpad a multiple of BK, Npad a multiple of the block tile's BN, zeros in
- * the padding. The tile is a function of N alone, so packing and launching
- * agree without storing it.
+ * Kpad a multiple of BK, Npad a multiple of the packing tile's BN (a
+ * function of N alone, so packing and launching agree without storing it),
+ * zeros in the padding. Every kernel plan_tile may choose reads that one
+ * layout: its columns per block divide Npad.
  */
 #include <string.h>
 
-#include "igemm.cuh"
+#include "gemm_small.cuh"
 
 namespace kcuda {
 
-enum TileId { TILE_S, TILE_M, TILE_L };
+enum TileId { TILE_S, TILE_M, TILE_L, SPLITK_1, SPLITK_4 };
 
+/* The packing tile, and the baseline kernel set's whole tile choice. */
 static TileId tile_for(int n) { return n <= TileS::BN ? TILE_S : n <= TileM::BN ? TILE_M : TILE_L; }
-static int tile_bn(TileId t) { return t == TILE_S ? TileS::BN : t == TILE_M ? TileM::BN : TileL::BN; }
+static int tile_bn(TileId t)
+{
+    static const int BN[] = {TileS::BN, TileM::BN, TileL::BN, 32, 128};
+    return BN[t];
+}
+static int tile_bm(TileId t)
+{
+    static const int BM[] = {TileS::BM, TileM::BM, TileL::BM, SK_ROWS, SK_ROWS};
+    return BM[t];
+}
 static int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
 static_assert(TileS::BM == 64 && TileS::BN == 32 && TileM::BM == 128 && TileM::BN == 64 && TileL::BM == 128 &&
-                  TileL::BN == 128,
-              "tile_name's strings name the tiles");
+                  TileL::BN == 128 && SK_ROWS == 8 && SK_WARPS == 8,
+              "tile_bn, tile_bm and tile_name name the tiles");
 static const char *tile_name(TileId t)
 {
-    return t == TILE_S ? "tile 64x32" : t == TILE_M ? "tile 128x64" : "tile 128x128";
+    static const char *const NAME[] = {"tile 64x32", "tile 128x64", "tile 128x128", "split-k 8x32",
+                                       "split-k 8x128"};
+    return NAME[t];
+}
+
+/* Split-K (gemm_small.cuh: 8 rows a block, so B is read at most rows / 8
+ * times) for at most SPLITK_FEW_ROWS rows, where a 64- or 128-row tile would
+ * be mostly padding, and up to SPLITK_MAX_ROWS rows where the packing tile
+ * leaves SMs idle. */
+constexpr int SPLITK_FEW_ROWS = 16, SPLITK_MAX_ROWS = 64;
+
+static int64_t blocks_of(TileId t, int64_t rows, int npad, int groups)
+{
+    return (rows + tile_bm(t) - 1) / tile_bm(t) * (npad / tile_bn(t)) * groups;
+}
+
+/* The one tile choice, from rows (batch x output pixels), columns (output
+ * channels per group), groups and the device's SM count; sm_count 0 is the
+ * baseline set: the packing tile, by columns alone. Few rows run split-K,
+ * 128 columns a block where that still gives every SM a block, else 32.
+ * Otherwise a packing tile that gives every SM a block stays; one that
+ * leaves SMs idle gives way to the largest smaller tile that fills them, or
+ * the smallest (their columns divide Npad: 128 = 2 * 64 = 4 * 32). */
+static TileId plan_tile(int64_t rows, int cols, int groups, int sm_count)
+{
+    TileId t = tile_for(cols);
+    if (sm_count <= 0 || rows <= 0)
+        return t;
+    int npad = round_up(cols, tile_bn(t));
+    bool idle = blocks_of(t, rows, npad, groups) < sm_count;
+    if (rows <= SPLITK_FEW_ROWS || (idle && rows <= SPLITK_MAX_ROWS))
+        return npad % tile_bn(SPLITK_4) == 0 && blocks_of(SPLITK_4, rows, npad, groups) >= sm_count ? SPLITK_4
+                                                                                                    : SPLITK_1;
+    while (t > TILE_S && blocks_of(t, rows, npad, groups) < sm_count)
+        t = (TileId)(t - 1);
+    return t;
 }
 
 struct GemmShape {
@@ -59,15 +106,36 @@ template <typename T, ALoad AL, class TL> static cudaError_t launch_tile(const G
  * when any device it initialises lacks the room. */
 static bool large_tile_fits = true;
 
-template <typename T, ALoad AL> static cudaError_t launch(const GemmArgs &a, cudaStream_t st)
+template <typename T, ALoad AL, int V> static cudaError_t launch_splitk(const GemmArgs &a, cudaStream_t st)
 {
-    switch (tile_for(a.N)) {
+    constexpr ALoad SAL = AL == ALoad::CONV ? ALoad::CONV : ALoad::ROWS;   /* A is read a value at a time */
+    dim3 grid((unsigned)((a.M + SK_ROWS - 1) / SK_ROWS), (unsigned)(a.Npad / (32 * V)),
+              (unsigned)(a.groups < 65535 ? a.groups : 65535));
+    if (a.Npad / (32 * V) > 65535)
+        return cudaErrorInvalidConfiguration;
+    splitk_kernel<T, SAL, V><<<grid, SK_THREADS, 0, st>>>(a);
+    return cudaGetLastError();
+}
+
+template <typename T, ALoad AL> static cudaError_t launch(const GemmArgs &a, int sm_count, cudaStream_t st)
+{
+    TileId plan = plan_tile(a.M, a.N, a.groups, sm_count);
+    switch (plan) {
     case TILE_S:
         return launch_tile<T, AL, TileS>(a, st);
     case TILE_M:
         return launch_tile<T, AL, TileM>(a, st);
-    default:
+    case TILE_L:
         return large_tile_fits ? launch_tile<T, AL, TileL>(a, st) : launch_tile<T, AL, TileM>(a, st);
+    default:
+        /* split-K's conv gather takes int offsets over a block's images
+         * (at most SK_ROWS of them): beyond that, the smallest tile */
+        if (AL == ALoad::CONV && (int64_t)SK_ROWS * a.c * a.h * a.w > INT32_MAX)
+            return launch_tile<T, AL, TileS>(a, st);
+        /* vector loads of B need its 16 (8) byte alignment; the sums are the same either way */
+        if (plan == SPLITK_4 && reinterpret_cast<uintptr_t>(a.wt) % (4 * sizeof(T)) == 0)
+            return launch_splitk<T, AL, 4>(a, st);
+        return launch_splitk<T, AL, 1>(a, st);
     }
 }
 
@@ -93,9 +161,27 @@ using namespace kcuda;
 
 extern "C" size_t kcuda_dtype_size(enum kcuda_dtype t) { return t == KCUDA_F16 ? 2 : 4; }
 
-extern "C" const char *kcuda_conv2d_tile(const struct k_conv2d *p) { return tile_name(tile_for(p->oc / p->groups)); }
+extern "C" struct kcuda_gemm_plan kcuda_gemm_plan(int64_t rows, int cols, int groups, int sm_count)
+{
+    TileId t = plan_tile(rows, cols, groups, sm_count);
+    struct kcuda_gemm_plan pl;
+    pl.rows = tile_bm(t);
+    pl.cols = tile_bn(t);
+    pl.k_split = t == SPLITK_1 || t == SPLITK_4 ? SK_WARPS : 1;
+    pl.blocks = rows > 0 ? blocks_of(t, rows, round_up(cols, tile_bn(tile_for(cols))), groups) : 0;
+    pl.name = tile_name(t);
+    return pl;
+}
 
-extern "C" const char *kcuda_linear_tile(const struct k_linear *p) { return tile_name(tile_for(p->m)); }
+extern "C" struct kcuda_gemm_plan kcuda_conv2d_plan(const struct k_conv2d *p, int sm_count)
+{
+    return kcuda_gemm_plan((int64_t)p->n * p->oh * p->ow, p->oc / p->groups, p->groups, sm_count);
+}
+
+extern "C" struct kcuda_gemm_plan kcuda_linear_plan(const struct k_linear *p, int sm_count)
+{
+    return kcuda_gemm_plan(p->n, p->m, 1, sm_count);
+}
 
 extern "C" cudaError_t kcuda_init(void)
 {
@@ -153,9 +239,9 @@ extern "C" void kcuda_conv2d_pack(const struct k_conv2d *p, const float *w, floa
     }
 }
 
-extern "C" cudaError_t kcuda_conv2d(const struct k_conv2d *p, enum kcuda_dtype t, const void *x, const void *packed_w,
-                                    const void *table, const float *bias, const void *residual, void *y,
-                                    cudaStream_t stream)
+extern "C" cudaError_t kcuda_conv2d(const struct k_conv2d *p, int sm_count, enum kcuda_dtype t, const void *x,
+                                    const void *packed_w, const void *table, const float *bias,
+                                    const void *residual, void *y, cudaStream_t stream)
 {
     GemmShape s = conv_shape(p);
     GemmArgs a = {};
@@ -169,8 +255,8 @@ extern "C" cudaError_t kcuda_conv2d(const struct k_conv2d *p, enum kcuda_dtype t
     if (a.M == 0)
         return cudaSuccess;
     if (t == KCUDA_F16)
-        return launch<__half, ALoad::CONV>(a, stream);
-    return t == KCUDA_F32 ? launch<float, ALoad::CONV>(a, stream) : cudaErrorInvalidValue;
+        return launch<__half, ALoad::CONV>(a, sm_count, stream);
+    return t == KCUDA_F32 ? launch<float, ALoad::CONV>(a, sm_count, stream) : cudaErrorInvalidValue;
 }
 
 /* ------------------------------------------------------------------ linear */
@@ -190,8 +276,9 @@ extern "C" void kcuda_linear_pack(const struct k_linear *p, const float *w, floa
             packed[(size_t)k * s.Npad + n] = w[(size_t)n * s.K + k];
 }
 
-extern "C" cudaError_t kcuda_linear(const struct k_linear *p, enum kcuda_dtype t, const void *x, const void *packed_w,
-                                    const float *bias, const void *residual, void *y, cudaStream_t stream)
+extern "C" cudaError_t kcuda_linear(const struct k_linear *p, int sm_count, enum kcuda_dtype t, const void *x,
+                                    const void *packed_w, const float *bias, const void *residual, void *y,
+                                    cudaStream_t stream)
 {
     GemmShape s = linear_shape(p);
     GemmArgs a = {};
@@ -202,9 +289,10 @@ extern "C" cudaError_t kcuda_linear(const struct k_linear *p, enum kcuda_dtype t
     if (a.M == 0)
         return cudaSuccess;
     if (t == KCUDA_F32)
-        return launch<float, ALoad::ROWS>(a, stream);
+        return launch<float, ALoad::ROWS>(a, sm_count, stream);
     if (t != KCUDA_F16)
         return cudaErrorInvalidValue;
     bool vec = a.K % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
-    return vec ? launch<__half, ALoad::ROWS_VEC>(a, stream) : launch<__half, ALoad::ROWS>(a, stream);
+    return vec ? launch<__half, ALoad::ROWS_VEC>(a, sm_count, stream)
+               : launch<__half, ALoad::ROWS>(a, sm_count, stream);
 }

@@ -23,7 +23,7 @@
  *     kcuda_init();
  *     float *packed = malloc(kcuda_linear_packed_elems(&p) * sizeof(float));
  *     kcuda_linear_pack(&p, w_host, packed);            // upload to d_w
- *     kcuda_linear(&p, KCUDA_F32, d_x, d_w, d_bias, NULL, d_y, stream);
+ *     kcuda_linear(&p, sm_count, KCUDA_F32, d_x, d_w, d_bias, NULL, d_y, stream);
  */
 #ifndef KCUDA_H
 #define KCUDA_H
@@ -52,27 +52,47 @@ cudaError_t kcuda_init(void);
  * (n, oh, ow), columns output channels, the reduction runs over
  * (c / groups, kh, kw) through a per-layer gather table. */
 
+/* How one GEMM runs: the thread block's share of the output and the
+ * blocks launched. kcuda_gemm_plan is the one tile choice (host code, no
+ * GPU), from rows (batch x output pixels; batch for linear), columns
+ * (output channels per group), groups and sm_count, the device's SM count
+ * (cudaDevAttrMultiProcessorCount). sm_count 0 gives the baseline kernel
+ * set's choice: a tile by columns alone (64x32, 128x64, 128x128). Otherwise
+ * at most 16 rows, or at most 64 where that tile would leave SMs idle, run
+ * split-K (8 rows x 32 or 128 columns a block; its 8 warps share the
+ * reduction over K and add their partial sums in a fixed order: run-to-run
+ * deterministic, no atomics), and more rows that would leave SMs idle take
+ * a smaller tile. K does not change the choice. The packed weights are the
+ * same for every plan. */
+struct kcuda_gemm_plan {
+    int rows, cols;         /* output rows x columns of one thread block */
+    int k_split;            /* warps of a block that share K: 1 (tiles) or 8 (split-K) */
+    int64_t blocks;         /* thread blocks launched */
+    const char *name;       /* for profiles: "tile 128x128", "split-k 8x32", ... (static) */
+};
+struct kcuda_gemm_plan kcuda_gemm_plan(int64_t rows, int cols, int groups, int sm_count);
+struct kcuda_gemm_plan kcuda_conv2d_plan(const struct k_conv2d *p, int sm_count);
+struct kcuda_gemm_plan kcuda_linear_plan(const struct k_linear *p, int sm_count);
+
 /* Elements of the packed weight buffer, and bytes of the gather table. */
 size_t kcuda_conv2d_packed_elems(const struct k_conv2d *p);
 size_t kcuda_conv2d_table_bytes(const struct k_conv2d *p);
 /* w is [oc, c / groups, kh, kw] FP32; fills packed (packed_elems floats) and
  * table (table_bytes). Host code; p->n does not matter. */
 void kcuda_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed, void *table);
-/* y = act(conv(x, w) + bias + residual); bias and residual may be NULL. */
-cudaError_t kcuda_conv2d(const struct k_conv2d *p, enum kcuda_dtype t, const void *x, const void *packed_w,
-                         const void *table, const float *bias, const void *residual, void *y,
+/* y = act(conv(x, w) + bias + residual); bias and residual may be NULL.
+ * sm_count: as for kcuda_gemm_plan (0: the baseline tile). */
+cudaError_t kcuda_conv2d(const struct k_conv2d *p, int sm_count, enum kcuda_dtype t, const void *x,
+                         const void *packed_w, const void *table, const float *bias, const void *residual, void *y,
                          cudaStream_t stream);
 
 size_t kcuda_linear_packed_elems(const struct k_linear *p);
 /* w is [m, k] FP32 (PyTorch's layout). Host code. */
 void kcuda_linear_pack(const struct k_linear *p, const float *w, float *packed);
-/* y[n, m] = act(x[n, k] . w^T + bias + residual). */
-cudaError_t kcuda_linear(const struct k_linear *p, enum kcuda_dtype t, const void *x, const void *packed_w,
-                         const float *bias, const void *residual, void *y, cudaStream_t stream);
-/* The block tile the GEMM of p runs with, "tile 64x32" (rows x columns of
- * the output per thread block), for profiles. Host code. */
-const char *kcuda_conv2d_tile(const struct k_conv2d *p);
-const char *kcuda_linear_tile(const struct k_linear *p);
+/* y[n, m] = act(x[n, k] . w^T + bias + residual); sm_count as for kcuda_conv2d. */
+cudaError_t kcuda_linear(const struct k_linear *p, int sm_count, enum kcuda_dtype t, const void *x,
+                         const void *packed_w, const float *bias, const void *residual, void *y,
+                         cudaStream_t stream);
 
 /* ---------------------------------------------------------------- the rest */
 

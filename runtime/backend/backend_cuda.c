@@ -415,6 +415,7 @@ enum rt_status rt_backend_cuda_create(const struct rt_backend_options *opt, stru
         if (cb->n_dev == 0)
             first = prop;
         cb->sm[cb->n_dev] = prop.major * 10 + prop.minor;
+        cb->sms[cb->n_dev] = prop.multiProcessorCount;
         cb->dev[cb->n_dev++] = d;
     }
     if (cb->n_dev == 0) {

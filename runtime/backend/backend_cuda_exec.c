@@ -118,18 +118,22 @@ static const struct cuda_dev_weights *weights_of(const struct cuda_session *cs, 
     return &((const struct cuda_step_prep *)s->prep)->dev[cs->slot];
 }
 
+int cuda_gemm_sms(const struct cuda_backend *cb, int slot) { return cb->baseline ? 0 : cb->sms[slot]; }
+
 static cudaError_t conv2d_run(const struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
                               const struct rt_step_io *io)
 {
     const struct cuda_dev_weights *w = weights_of(cs, s);
-    return kcuda_conv2d(&k->conv, cs->dt, io->in[0], w->w, w->table, w->bias, io->residual, io->out, cs->stream);
+    return kcuda_conv2d(&k->conv, cuda_gemm_sms(cs->cb, cs->slot), cs->dt, io->in[0], w->w, w->table, w->bias,
+                        io->residual, io->out, cs->stream);
 }
 
 static cudaError_t linear_run(const struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
                               const struct rt_step_io *io)
 {
     const struct cuda_dev_weights *w = weights_of(cs, s);
-    return kcuda_linear(&k->linear, cs->dt, io->in[0], w->w, w->bias, io->residual, io->out, cs->stream);
+    return kcuda_linear(&k->linear, cuda_gemm_sms(cs->cb, cs->slot), cs->dt, io->in[0], w->w, w->bias,
+                        io->residual, io->out, cs->stream);
 }
 
 static cudaError_t batch_norm_run(const struct cuda_session *cs, const struct rt_step *s,

@@ -50,8 +50,10 @@ struct cuda_backend {
     unsigned next_slot;             /* round-robin of sessions over dev[] (atomic) */
     int poisoned;                   /* a sticky CUDA error was seen (atomic) */
     bool graphs;                    /* rt_backend_options.cuda_graphs: OFF turns capture off */
-    bool baseline;                  /* rt_backend_options.cuda_kernels: BASELINE (see cuda_q8_mma) */
+    bool baseline;                  /* rt_backend_options.cuda_kernels: BASELINE (see cuda_q8_mma,
+                                     * cuda_gemm_sms) */
     int sm[CUDA_MAX_DEVICES];       /* compute capability of dev[i], major * 10 + minor */
+    int sms[CUDA_MAX_DEVICES];      /* streaming multiprocessors of dev[i] */
     pthread_mutex_t dnn_lock;       /* guards the three below */
     bool dnn_tried;                 /* cuDNN is loaded on first use, once */
     struct cuda_dnn *dnn;           /* NULL until then, or when it could not be loaded */
@@ -146,6 +148,11 @@ enum rt_status cuda_exec_profile_mark(void *ctx, int step, bool end, struct rt_s
 bool cuda_f32_supports(const struct rt_step *s, char *why, size_t why_len);
 /* The limits of the kernels beyond having one (sizes, input counts). */
 bool cuda_step_fits(const struct rt_step *s, char *why, size_t why_len);
+/* The one place that picks the FP32 / FP16 conv / linear kernel set: the SM
+ * count of device slot `slot` that kcuda_gemm_plan weighs (rows, columns
+ * and SMs: smaller tiles or split-K when a GEMM would leave SMs idle), or 0
+ * with the baseline set (the tile by columns alone). */
+int cuda_gemm_sms(const struct cuda_backend *cb, int slot);
 
 /* backend_cuda_q8.c */
 /* Whether an INT8 step (s->q8) has a kernel; else why not. */

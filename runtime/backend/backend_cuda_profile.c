@@ -96,9 +96,9 @@ void cuda_describe_step(struct rt_backend *b, const struct rt_plan *p, const str
     else if (pr && pr->cudnn)
         snprintf(out, cap, "cudnn + bias_act, %s", dt);
     else if (s->op == RT_OP_CONV2D)
-        snprintf(out, cap, "implicit gemm %s, %s", kcuda_conv2d_tile(&k.conv), dt);
+        snprintf(out, cap, "implicit gemm %s, %s", kcuda_conv2d_plan(&k.conv, cuda_gemm_sms(b->ctx, 0)).name, dt);
     else if (s->op == RT_OP_LINEAR)
-        snprintf(out, cap, "gemm %s, %s", kcuda_linear_tile(&k.linear), dt);
+        snprintf(out, cap, "gemm %s, %s", kcuda_linear_plan(&k.linear, cuda_gemm_sms(b->ctx, 0)).name, dt);
     else
         snprintf(out, cap, "%s", dt);
 }
@@ -125,7 +125,7 @@ static enum rt_status best_ms(struct cuda_backend *cb, const struct rate_bufs *r
     for (int i = 0; i <= RATE_REPEATS; i++) {
         CUDA_CHECK(cb, cudaEventRecord(r->start, r->st), err);
         if (gemm)
-            CUDA_CHECK(cb, kcuda_linear(&lin, dt, r->x, r->w, NULL, NULL, r->y, r->st), err);
+            CUDA_CHECK(cb, kcuda_linear(&lin, cuda_gemm_sms(cb, 0), dt, r->x, r->w, NULL, NULL, r->y, r->st), err);
         else
             CUDA_CHECK(cb, kcuda_act(K_ACT_RELU, RATE_STREAM_ELEMS, dt, r->a, r->b, r->st), err);
         CUDA_CHECK(cb, cudaEventRecord(r->stop, r->st), err);

@@ -49,6 +49,7 @@
     } while (0)
 
 static int repeats = 7;
+static int device_sms;   /* the device's SM count: our GEMM's tile choice (kcuda_gemm_plan) */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -135,7 +136,7 @@ struct gemm_ctx {
 static cudaError_t run_ours(void *c, int r)
 {
     struct gemm_ctx *g = c;
-    return kcuda_linear(&g->p, KCUDA_F16, g->x[r], g->wp[r], NULL, NULL, g->y, g->st);
+    return kcuda_linear(&g->p, device_sms, KCUDA_F16, g->x[r], g->wp[r], NULL, NULL, g->y, g->st);
 }
 
 static cudaError_t run_cublas(void *c, int r)
@@ -508,6 +509,7 @@ int main(int argc, char **argv)
     CHECK(cudaSetDevice(0));
     CHECK(cudaGetDeviceProperties(&prop, 0));
     CHECK(kcuda_init());
+    device_sms = prop.multiProcessorCount;
     time_t t = time(NULL);
     char date[32];
     strftime(date, sizeof(date), "%Y-%m-%d %H:%M", gmtime(&t));
