@@ -218,14 +218,20 @@ TEST(cuda_graph_option)
     return TEST_PASS;
 }
 
-static enum rt_status cuda_backend(bool graphs, struct rt_backend **b, struct rt_error *err)
+static enum rt_status cuda_backend_set(bool graphs, enum rt_cuda_kernels kernels, struct rt_backend **b,
+                                       struct rt_error *err)
 {
-    const struct rt_backend_options opt = {.device = -1,
-                                           .cuda_graphs = graphs ? RT_CUDA_GRAPHS_ON : RT_CUDA_GRAPHS_OFF};
+    const struct rt_backend_options opt = {
+        .device = -1, .cuda_graphs = graphs ? RT_CUDA_GRAPHS_ON : RT_CUDA_GRAPHS_OFF, .cuda_kernels = kernels};
     enum rt_status s = rt_backend_create(RT_BACKEND_CUDA, &opt, b, err);
     if (s == RT_OK)
         printf("  backend: %s\n", rt_backend_describe(*b));
     return s;
+}
+
+static enum rt_status cuda_backend(bool graphs, struct rt_backend **b, struct rt_error *err)
+{
+    return cuda_backend_set(graphs, RT_CUDA_KERNELS_AUTO, b, err);
 }
 
 /* Runs `batch` samples and compares with the reference forward pass. */
@@ -386,18 +392,31 @@ static enum test_result model_vs_cpu(const char *name)
     bool cpu_ok = cpu_reference(src, "\"fp32\"", cpu, &es, ref[0], &unused, &err) &&
                   cpu_reference(src, "\"fp16\"", cpu, &es, ref[1], &roundings, &err);
 
-    static const char *const VARIANTS[][2] = {
-        {"\"fp32\"", "\"custom\""}, {"\"fp32\"", "\"cudnn\""}, {"\"fp16\"", "\"custom\""}, {"\"fp16\"", "\"cudnn\""}};
+    /* precision, engine, and the GEMM kernel set (our convolutions and
+     * linear layers: the device's tile choice, with split-K for the last
+     * batch's 16 rows, and the baseline's tile by columns) */
+    static const struct {
+        const char *prec, *engine;
+        bool f16, dnn;
+        enum rt_cuda_kernels kernels;
+    } VARIANTS[] = {{"\"fp32\"", "\"custom\"", false, false, RT_CUDA_KERNELS_AUTO},
+                    {"\"fp32\"", "\"cudnn\"", false, true, RT_CUDA_KERNELS_AUTO},
+                    {"\"fp16\"", "\"custom\"", true, false, RT_CUDA_KERNELS_AUTO},
+                    {"\"fp16\"", "\"cudnn\"", true, true, RT_CUDA_KERNELS_AUTO},
+                    {"\"fp32\"", "\"custom\"", false, false, RT_CUDA_KERNELS_BASELINE},
+                    {"\"fp16\"", "\"custom\"", true, false, RT_CUDA_KERNELS_BASELINE}};
+    const int n_variants = (int)(sizeof(VARIANTS) / sizeof(VARIANTS[0]));
     int failed = 0;
-    for (int v = 0; cpu_ok && v < 4; v++) {
+    for (int v = 0; cpu_ok && v < n_variants; v++) {
         char dir[64];
         struct rt_backend *b;
-        RT_ASSERT(model_variant_make(src, dir, sizeof(dir), VARIANTS[v][0], VARIANTS[v][1], 256));
-        bool f16 = v >= 2, dnn = v % 2, ran = cuda_backend(true, &b, &err) == RT_OK;
+        RT_ASSERT(model_variant_make(src, dir, sizeof(dir), VARIANTS[v].prec, VARIANTS[v].engine, 256));
+        bool f16 = VARIANTS[v].f16, dnn = VARIANTS[v].dnn;
+        bool ran = cuda_backend_set(true, VARIANTS[v].kernels, &b, &err) == RT_OK;
         ran = ran && eval(dir, b, &es, y, &err);
         model_variant_remove(dir);
         if (!ran) {
-            printf("  %s %s %s: %s\n", name, VARIANTS[v][0], VARIANTS[v][1], err.msg);
+            printf("  %s %s %s: %s\n", name, VARIANTS[v].prec, VARIANTS[v].engine, err.msg);
             failed++;
             continue;
         }
@@ -412,7 +431,7 @@ static enum test_result model_vs_cpu(const char *name)
         double e = test_rel_error(y, want, (int64_t)n_out);
         double tol = f16 ? fp16_bound_vs_fp16(roundings, dnn ? convs : 0) : 1e-5;
         printf("  %s %s conv %s vs CPU %s: rel error %.3g (tol %.3g), top-1 agrees on %d of %d, accuracy %.2f%% "
-               "(%s)\n", name, VARIANTS[v][0], VARIANTS[v][1], VARIANTS[v][0], e, tol, agree, es.count,
+               "(%s)\n", name, VARIANTS[v].prec, VARIANTS[v].engine, VARIANTS[v].prec, e, tol, agree, es.count,
                100.0 * correct / es.count, rt_backend_describe(b));
         /* FP32 may flip a near-tie or two in 10 000; FP16 rounds differently
          * near ties more often */
@@ -424,7 +443,7 @@ static enum test_result model_vs_cpu(const char *name)
     rt_dataset_free(&ds);
     free(es.x), free(ref[0]), free(ref[1]), free(y);
     TEST_FAIL_IF(!cpu_ok, "CPU: %s", err.msg);
-    TEST_FAIL_IF(failed, "%d of 4 precision/engine variants failed", failed);
+    TEST_FAIL_IF(failed, "%d of %d precision/engine/kernel-set variants failed", failed, n_variants);
     return TEST_PASS;
 }
 
