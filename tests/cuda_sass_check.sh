@@ -20,6 +20,7 @@ WHEELS="nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37"
 RULES=(
   'igemm_kernelI6__half|HMMA|FP16 GEMM and convolution run on tensor cores'
   'igemm_kernelIf|!HMMA|FP32 GEMM and convolution never use tensor cores (TF32)'
+  'splitk_kernelIf|!HMMA|the few-rows split-K GEMM in FP32 never uses tensor cores (TF32)'
   'q8_mma_kernel|IMMA|INT8 convolution and linear run on tensor cores (IMMA m16n8k32) from sm_80|80'
   'conv2d_q8_kernel|IDP4A|the baseline INT8 convolution (the fallback) uses dp4a'
   'linear_q8_kernel|IDP4A|the baseline INT8 linear (the fallback) uses dp4a'
