@@ -45,9 +45,11 @@ enum rt_backend_kind { RT_BACKEND_AUTO = 0, RT_BACKEND_CPU, RT_BACKEND_CUDA, RT_
 enum rt_cuda_graphs { RT_CUDA_GRAPHS_AUTO = 0, RT_CUDA_GRAPHS_ON, RT_CUDA_GRAPHS_OFF };
 
 /* Which CUDA kernel set runs: NEW the newest the device can run (INT8
- * conv / linear on tensor cores from sm_80), BASELINE the older kernels they
- * replace (INT8: dp4a), kept for comparison and as the fallback; AUTO is
- * $INFERD_CUDA_KERNELS when set, else NEW. */
+ * conv / linear on tensor cores from sm_80; FP32 / FP16 conv / linear with
+ * a tile chosen from rows, columns and the SM count, split-K for few rows),
+ * BASELINE the older kernels they replace (INT8: dp4a; FP32 / FP16: the
+ * tile by output channels alone), kept for comparison and as the fallback;
+ * AUTO is $INFERD_CUDA_KERNELS when set, else NEW. */
 enum rt_cuda_kernels { RT_CUDA_KERNELS_AUTO = 0, RT_CUDA_KERNELS_NEW, RT_CUDA_KERNELS_BASELINE, RT_CUDA_KERNELS_COUNT };
 
 /* Zero-initialised fields take their defaults; the four tuning knobs below
