@@ -94,11 +94,11 @@ STEPS=(
   "ops|180|1|$tests --gpu $KERNEL_TESTS"
   "models-quick|120|1|env INFERD_TEST_IMAGES=300 $tests --gpu cuda_model_ cuda_q8_model_"
   "http-smoke|90|1|tests/gpu_http_smoke.sh $bin"
-  "models|300|1|$tests --gpu cuda_model_ cuda_q8_model_"
+  "models|450|1|$tests --gpu cuda_model_ cuda_q8_model_"
   "onnx|120|1|$tests --gpu cuda_onnx_suite"
   "sticky|60|1|$tests --gpu cuda_sticky_error"
   "http|240|1|env INFERD_TEST_BACKEND=cuda $tests http_"
-  "racecheck|300|1|sanitize racecheck $GEMM_TESTS"
+  "racecheck|540|1|sanitize racecheck $GEMM_TESTS"
   "memcheck|540|1|sanitize memcheck $KERNEL_TESTS"
   "bench|570|1|$bin/bench_gpu"
 )
