@@ -170,13 +170,15 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
     const struct pix_plan *c = &j.c;
     if (p->n <= 0 || p->oh <= 0 || p->ow <= 0)
         return;
-    int64_t *boff = kcpu_align64(scratch);
+    /* Scratch: the tap offsets, then the threads' slices. */
+    char *base = kcpu_align64(scratch);
+    int64_t *boff = (int64_t *)(void *)base;
     for (int64_t ci = 0, k = 0; ci < p->c; ci++)
         for (int64_t ki = 0; ki < p->kh; ki++)
             for (int64_t kj = 0; kj < p->kw; kj++)
                 boff[k++] = (ci * c->gh + ki * p->dil_h) * c->gw + kj * p->dil_w;
     j.boff = boff;
-    j.slices = c->padded ? (float *)boff + table_floats(c) : NULL;
+    j.slices = c->padded ? (float *)(void *)(base + table_floats(c) * (int64_t)sizeof(float)) : NULL;
     /* Bands: an image split among the threads when there are fewer images
      * than threads; tasks: one band each, the pool deals them out in runs
      * (never below KCPU_MIN_TASK_MACS). */
