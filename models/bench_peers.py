@@ -56,7 +56,10 @@ Python process), and while one is timed the others are stopped
 engine's threads kept spinning (onnxruntime's intra-op pool, through
 pauses of 0.3 s between windows), which on two cores halved some of the
 engine cells timed beside them (inferd's INT8 ResNet-50 b16: 40 images/s
-beside onnxruntime, 60 alone or with its spinning off; 2026-11-26). Tables: the median images/s of each
+beside onnxruntime, 60 alone or with its spinning off; 2026-11-26). A
+continued engine first runs a sixth of a window untimed, so that its
+threads are spread over the cores again before the timed window.
+Tables: the median images/s of each
 engine and the median of the per-round ratios inferd / peer, with their
 geometric mean; the load average before and after.
 """
@@ -446,6 +449,12 @@ def interleaved(engines, batch, window, repeats):
         for _ in range(repeats):
             for i, e in enumerate(engines):
                 alone(engines, i)
+                # A sixth of a window untimed first: a continued process's
+                # threads may all start on one core until the scheduler
+                # spreads them (measured: inferd's resnet-mini INT8 at
+                # batch 1 ran 4.1k images/s in some windows right after
+                # SIGCONT, 8.3k in the others).
+                e.run(max(1, iters[i] // 6))
                 rates[i].append(iters[i] * batch / e.run(iters[i]))
     finally:
         alone(engines, None)
