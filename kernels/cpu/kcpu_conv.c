@@ -400,15 +400,18 @@ void kcpu_conv2d_f32(struct kcpu_threads *th, const struct k_conv2d *p,
     if (c->path == PATH_IMPLICIT) {
         j.boff = base;
         j.grid = (float *)base + table_floats(c);
-        int64_t kk = 0;
-        for (int64_t ci = 0; ci < c->cg; ci++)
-            for (int64_t ki = 0; ki < p->kh; ki++)
-                for (int64_t kj = 0; kj < p->kw; kj++) {
-                    int64_t dy = ki * p->dil_h, dx = kj * p->dil_w;
-                    int64_t phase = dy % p->stride_h * p->stride_w + dx % p->stride_w;
-                    j.boff[kk++] = ci * c->chan + phase * c->phase + dy / p->stride_h * c->row_len +
-                                   dx / p->stride_w;
-                }
+        /* Channel 0's taps (the divisions once per tap), then the others'
+         * shifted by their channel. */
+        int64_t taps = (int64_t)p->kh * p->kw;
+        for (int64_t ki = 0; ki < p->kh; ki++)
+            for (int64_t kj = 0; kj < p->kw; kj++) {
+                int64_t dy = ki * p->dil_h, dx = kj * p->dil_w;
+                int64_t phase = dy % p->stride_h * p->stride_w + dx % p->stride_w;
+                j.boff[ki * p->kw + kj] = phase * c->phase + dy / p->stride_h * c->row_len + dx / p->stride_w;
+            }
+        for (int64_t ci = 1; ci < c->cg; ci++)
+            for (int64_t t = 0; t < taps; t++)
+                j.boff[ci * taps + t] = j.boff[t] + ci * c->chan;
         int64_t plane = c->img_rows * c->row_len * p->stride_h * p->stride_w;
         j.pad_planes = kcpu_max64(1, PAD_TASK_FLOATS / kcpu_max64(1, plane));
         kcpu_threads_run(th, kcpu_ceil_div((int64_t)p->c * p->n, j.pad_planes), pad_task, &j);
