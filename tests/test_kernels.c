@@ -301,8 +301,8 @@ TEST(kernels_conv2d_scratch_grows_with_batch)
 
 /* Which dense convolutions the pixel-tile kernel takes (kcpu_convpix.c):
  * output channels in vectors of 16, strides of 1 or 2 across, at least 64
- * taps, and with 48 or more channels maps of up to 28x28 outputs; on
- * AVX-512 only. The GEMM paths keep the rest. */
+ * taps (16 for a strided 1x1), and with 48 or more channels maps of up to
+ * 28x28 outputs; on AVX-512 only. The GEMM paths keep the rest. */
 TEST(kernels_conv2d_pixel_tile_dispatch)
 {
     if (kcpu_isa_hardware() < KCPU_ISA_AVX512)
@@ -341,6 +341,11 @@ TEST(kernels_conv2d_pixel_tile_dispatch)
     p.h = p.w = 14;
     p.stride_h = p.stride_w = 2;    /* a strided 1x1 is not */
     ASSERT_TRUE(PIXEL_TILE(&p));
+    p.c = 16;                       /* from 16 input channels */
+    ASSERT_TRUE(PIXEL_TILE(&p));
+    p.c = 8;
+    ASSERT_FALSE(PIXEL_TILE(&p));
+    p.c = 64;
     ASSERT_EQ_INT(kcpu_isa_set(KCPU_ISA_AVX2), 0);
     ASSERT_FALSE(PIXEL_TILE(&p));
     ASSERT_EQ_INT(kcpu_isa_set(before), 0);
