@@ -1,6 +1,6 @@
 /*
  * kcpu_convpix.c - the pixel-tile convolution (see kcpu_convpix.h): the
- * plan, the zero-padded input grid, and the split into tasks.
+ * plan, the threads' zero-padded slices, and the split into tasks.
  *
  * Output rows are taken in bands of one image, and a task is a run of
  * consecutive bands of one channel block: the pool deals each thread a
