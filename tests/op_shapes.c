@@ -45,8 +45,8 @@ struct k_conv2d test_random_conv(bool big)
         int cg = kind == 0 ? 1 : test_rand_int(1, big ? 24 : 8);
         int mg = kind == 0 ? test_rand_int(1, 2) : test_rand_int(1, big && test_rand_int(0, 3) == 0 ? 140 : 24);
         /* Dense layers of 16k output channels have a kernel of their own
-         * (kcpu_convpix.c): a third of them. */
-        if (kind >= 3 && test_rand_int(0, 2) == 0)
+         * (kcpu_convpix.c): a third of them, 1x1 ones too. */
+        if (kind >= 2 && test_rand_int(0, 2) == 0)
             mg = 16 * test_rand_int(1, big ? 6 : 3);
         p.c = cg * p.groups;
         p.oc = mg * p.groups;
@@ -165,6 +165,8 @@ const struct k_conv2d TEST_MODEL_CONVS[] = {
     CONV(3, 64, 7, 64, 1, 1, 0, 7),
     CONV(2, 32, 14, 64, 1, 2, 0, 7),   /* 1x1 stride-2 downsample to 7x7 */
     CONV(2, 96, 14, 96, 3, 2, 1, 7),   /* stride-2 3x3, 6 channel vectors */
+    CONV(2, 160, 7, 64, 1, 1, 0, 7),   /* plain 1x1s with long reductions (pixel tiles) */
+    CONV(1, 192, 14, 48, 1, 1, 0, 14),
 };
 const int TEST_MODEL_CONV_COUNT = (int)(sizeof(TEST_MODEL_CONVS) / sizeof(TEST_MODEL_CONVS[0]));
 

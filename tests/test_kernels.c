@@ -301,8 +301,10 @@ TEST(kernels_conv2d_scratch_grows_with_batch)
 
 /* Which dense convolutions the pixel-tile kernel takes (kcpu_convpix.c):
  * output channels in vectors of 16, strides of 1 or 2 across, at least 64
- * taps (16 for a strided 1x1), and with 48 or more channels maps of up to
- * 28x28 outputs; on AVX-512 only. The GEMM paths keep the rest. */
+ * taps (16 for a 1x1), with 48 or more channels maps of up to 28x28
+ * outputs, and plain 1x1 layers only with 48 or more output and 128 or
+ * more input channels on 14x14 maps or smaller; on AVX-512 only. The GEMM
+ * paths keep the rest. */
 TEST(kernels_conv2d_pixel_tile_dispatch)
 {
     if (kcpu_isa_hardware() < KCPU_ISA_AVX512)
@@ -334,10 +336,18 @@ TEST(kernels_conv2d_pixel_tile_dispatch)
     ASSERT_FALSE(PIXEL_TILE(&p));
     p.c = 64;
     p.oc = 64;
-    p.h = p.w = p.oh = p.ow = 7;
+    p.h = p.w = p.oh = p.ow = 28;
     p.kh = p.kw = 1;
-    p.pad_t = p.pad_l = 0;          /* a plain 1x1 is the GEMM's */
+    p.pad_t = p.pad_l = 0;          /* a plain 1x1 is the GEMM's from 28x28 */
     ASSERT_FALSE(PIXEL_TILE(&p));
+    p.h = p.w = p.oh = p.ow = 7;    /* and with 64 input channels */
+    ASSERT_FALSE(PIXEL_TILE(&p));
+    p.c = 128;                      /* from 128 on 14x14 and smaller */
+    ASSERT_TRUE(PIXEL_TILE(&p));
+    p.oc = 32;
+    ASSERT_FALSE(PIXEL_TILE(&p));
+    p.oc = 64;
+    p.c = 64;
     p.h = p.w = 14;
     p.stride_h = p.stride_w = 2;    /* a strided 1x1 is not */
     ASSERT_TRUE(PIXEL_TILE(&p));

@@ -23,9 +23,11 @@
 #include "kcpu_impl.h"
 
 /* Whether kcpu_conv2d_f32 hands p to this kernel: AVX-512, one group,
- * output channels a multiple of 16, not a plain 1x1 (the direct GEMM's),
- * a stride of 1 or 2 across, 64 or more multiply-adds per output (16 for a
- * strided 1x1), and with 48 or more channels maps of up to 28x28 outputs. */
+ * output channels a multiple of 16, a stride of 1 or 2 across, 64 or more
+ * multiply-adds per output (16 for a strided 1x1), with 48 or more
+ * channels maps of up to 28x28 outputs; a plain 1x1 (stride 1, unpadded)
+ * only with 48 or more output and 128 or more input channels on maps of
+ * up to 14x14. */
 int kcpu_convpix_applies(const struct k_conv2d *p);
 
 /* Same contracts as kcpu_conv2d_scratch_bytes and kcpu_conv2d_f32
