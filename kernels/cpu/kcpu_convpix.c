@@ -64,8 +64,8 @@ static int shape_fits(const struct k_conv2d *p)
         taps < (p->kh == 1 && p->kw == 1 ? 16 : 64))
         return 0;
     if (plain_1x1)   /* where the GEMM's last strip is part-empty and the reduction long */
-        return block_vecs(p) >= 3 && pixels <= 14 * 14 && p->c >= 128;
-    return block_vecs(p) <= 2 || pixels <= 28 * 28;
+        return block_vecs(p) >= 3 && pixels <= (int64_t)14 * 14 && p->c >= 128;
+    return block_vecs(p) <= 2 || pixels <= (int64_t)28 * 28;
 }
 
 int kcpu_convpix_applies(const struct k_conv2d *p)
