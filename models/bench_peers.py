@@ -449,11 +449,12 @@ def interleaved(engines, batch, window, repeats):
         for _ in range(repeats):
             for i, e in enumerate(engines):
                 alone(engines, i)
-                # A sixth of a window untimed first: a continued process's
-                # threads may all start on one core until the scheduler
-                # spreads them (measured: inferd's resnet-mini INT8 at
-                # batch 1 ran 4.1k images/s in some windows right after
-                # SIGCONT, 8.3k in the others).
+                # A sixth of a window untimed first. Why: inferd's
+                # resnet-mini INT8 at batch 1 ran 4.1k images/s in one
+                # window in five right after SIGCONT, 8.3k in the others;
+                # the guess (not confirmed) is that a continued process's
+                # threads start on one core until the scheduler spreads
+                # them. Harness runs since still show such cells.
                 e.run(max(1, iters[i] // 6))
                 rates[i].append(iters[i] * batch / e.run(iters[i]))
     finally:

@@ -15,27 +15,9 @@
 #include <stdint.h>
 
 #include "kcpu_impl.h"
+#include "kcpu_pad_avx512.h"
 
 #define MAX_K 16  /* kernel extent tabulated; larger kernels use the plain C path */
-
-/* Mask of bits [lo, hi) of a 32-bit lane set, clipped to it. */
-static uint32_t bits(int lo, int hi)
-{
-    if (lo < 0)
-        lo = 0;
-    if (hi > 32)
-        hi = 32;
-    if (lo >= hi)
-        return 0;
-    return (uint32_t)((((uint64_t)1 << (hi - lo)) - 1) << lo);
-}
-
-/* row + off as an address: off may reach before the row (and the input),
- * but only lanes inside the load mask, which are in bounds, are read. */
-static const float *at(const float *row, int64_t off)
-{
-    return (const float *)((uintptr_t)row + (uintptr_t)(off * (int64_t)sizeof(float)));
-}
 
 /* Input columns iw + t * sw (t in [0, len)) that fall in [0, w): [*lo, *hi). */
 static void valid_range(int iw, int sw, int len, int w, int *lo, int *hi)
@@ -67,7 +49,7 @@ int kcpu_im2col_strip_avx512(const struct k_conv2d *p, const struct kcpu_col_run
         for (int kj = 0; kj < p->kw; kj++) {
             int iw = run->iw0 + kj * p->dil_w, lo, hi;
             valid_range(iw, sw, run->len, p->w, &lo, &hi);
-            mask[kj][r] = bits(run->lane + lo, run->lane + hi);
+            mask[kj][r] = kv_lane_bits(run->lane + lo, run->lane + hi);
             off[kj][r] = iw - (int64_t)run->lane * sw;
         }
         for (int ki = 0; ki < p->kh; ki++) {
@@ -86,7 +68,7 @@ int kcpu_im2col_strip_avx512(const struct k_conv2d *p, const struct kcpu_col_run
                 for (int r = 0; r < nruns; r++) {
                     uint32_t m = mask[kj][r] & row_ok[ki][r];
                     const float *row = runs[r].img + ci * plane + row_off[ki][r];
-                    const float *base = at(row, off[kj][r]);
+                    const float *base = kv_at(row, off[kj][r]);
                     __mmask16 m0 = (__mmask16)m, m1 = (__mmask16)(m >> 16);
                     if (sw == 1) {
                         /* Zero-masked loads OR-ed in: runs cover disjoint
@@ -102,7 +84,7 @@ int kcpu_im2col_strip_avx512(const struct k_conv2d *p, const struct kcpu_col_run
                             if (!lanes)
                                 continue;
                             int lo = __builtin_ctz(lanes), hi = 32 - __builtin_clz(lanes);
-                            uint32_t src = bits(2 * lo, 2 * hi - 1);
+                            uint32_t src = kv_lane_bits(2 * lo, 2 * hi - 1);
                             const float *b = base + (int64_t)32 * h;
                             __m512 a = _mm512_maskz_loadu_ps((__mmask16)src, b);
                             __m512 c = _mm512_maskz_loadu_ps((__mmask16)(src >> 16), b + 16);
@@ -126,15 +108,5 @@ int kcpu_im2col_strip_avx512(const struct k_conv2d *p, const struct kcpu_col_run
 
 void kcpu_pad_row_avx512(const float *src, int w, int iw0, int sw, float *dst, int64_t len)
 {
-    const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    for (int64_t t = 0; t < len; t += 16) {
-        /* Input columns first + q, q in [0, 16 * sw), that exist. */
-        int64_t first = iw0 + t * sw;
-        uint32_t in = bits((int)kcpu_max64(-first, -1), (int)kcpu_min64(w - first, 33));
-        __mmask16 out = (__mmask16)bits(0, (int)kcpu_min64(len - t, 16));
-        __m512 v = _mm512_maskz_loadu_ps((__mmask16)in, at(src, first));
-        if (sw == 2)
-            v = _mm512_permutex2var_ps(v, evens, _mm512_maskz_loadu_ps((__mmask16)(in >> 16), at(src, first + 16)));
-        _mm512_mask_storeu_ps(dst + t, out, v);
-    }
+    kv_pad_row(src, w, iw0, sw, dst, len);
 }

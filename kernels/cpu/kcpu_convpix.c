@@ -77,11 +77,10 @@ static struct pix_plan plan(const struct k_conv2d *p)
 {
     struct pix_plan c;
     c.vecs = block_vecs(p);
-    c.rows = kcpu_pix_rows(c.vecs);
     c.kg = (int64_t)p->c * p->kh * p->kw;
     c.pixels = (int64_t)p->oh * p->ow;
-    /* Each output row in runs of near-equal length. */
-    c.rows = (int)kcpu_ceil_div(p->ow, kcpu_ceil_div(p->ow, c.rows));
+    /* Each output row in runs of near-equal length, none above what a tile holds. */
+    c.rows = (int)kcpu_ceil_div(p->ow, kcpu_ceil_div(p->ow, kcpu_pix_rows(c.vecs)));
     c.blocks = p->oc / (16 * c.vecs);
     int64_t gw = (int64_t)(p->ow - 1) * p->stride_w + (int64_t)(p->kw - 1) * p->dil_w + 1;
     c.padded = p->pad_t > 0 || p->pad_l > 0 || band_reach(p, p->oh) > p->h || gw > p->w;
