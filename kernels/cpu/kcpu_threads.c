@@ -1,9 +1,9 @@
 /*
  * kcpu_threads.c - a fixed set of worker threads for data-parallel kernels.
  *
- * A run publishes (fn, arg, tasks) under the mutex and bumps a generation
- * counter. The tasks are dealt out in contiguous ranges, one per thread,
- * each with its own atomic counter: a thread claims the tasks of its own
+ * A run publishes fn, arg and the task ranges under the mutex and bumps a
+ * generation counter. The tasks are dealt out in contiguous ranges, one per
+ * thread, each with its own atomic counter: a thread claims the tasks of its own
  * range in order, then steals from the others' counters. Kernels number
  * their tasks along the data, so a thread works on the same part of the
  * tensors in every step of a forward pass (what it wrote, it reads: no
