@@ -125,6 +125,24 @@ int kcpu_im2col_strip_avx512(const struct k_conv2d *p, const struct kcpu_col_run
  * sw is 1 or 2. */
 void kcpu_pad_row_avx512(const float *src, int w, int iw0, int sw, float *dst, int64_t len);
 
+/* The window cells start + t * dil, t in [*lo, *hi), that fall in [0, size). */
+static inline void kcpu_window_clip(int start, int k, int dil, int size, int *lo, int *hi)
+{
+    int l = 0, h = k;
+    if (start < 0)
+        l = (-start + dil - 1) / dil;
+    if (start + (k - 1) * dil >= size)
+        h = size - start <= 0 ? 0 : (size - start + dil - 1) / dil;
+    *lo = l;
+    *hi = h > l ? h : l;
+}
+
+/* Max pooling of one (image, channel) plane by rows (pool_avx512.c): x and
+ * y float, or int8 when s8. Only where kcpu_max_pool_rows_fits(p): on
+ * AVX-512, stride 1 or 2 across, rows of a bounded length. */
+int kcpu_max_pool_rows_fits(const struct k_pool2d *p);
+void kcpu_max_pool_rows(const struct k_pool2d *p, int s8, const void *x, void *y);
+
 /* Vectorised element-wise loops; y may alias x, a or b element for element. */
 void kcpu_act_scalar(enum k_act act, int64_t count, const float *x, float *y);
 void kcpu_act_avx2(enum k_act act, int64_t count, const float *x, float *y);

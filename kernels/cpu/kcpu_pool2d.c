@@ -27,18 +27,6 @@ static int64_t pool_tasks(struct pool_job *j)
     return kcpu_ceil_div((int64_t)j->p->n * j->p->c, j->planes_per_task);
 }
 
-/* Window cells start + t * dil for t in [*lo, *hi) that fall in [0, size). */
-static void clip(int start, int k, int dil, int size, int *lo, int *hi)
-{
-    int l = 0, h = k;
-    if (start < 0)
-        l = (-start + dil - 1) / dil;
-    if (start + (k - 1) * dil >= size)
-        h = size - start <= 0 ? 0 : (size - start + dil - 1) / dil;
-    *lo = l;
-    *hi = h > l ? h : l;
-}
-
 static void max_plane_2x2(const struct k_pool2d *p, const float *xp, float *yp)
 {
     for (int oh = 0; oh < p->oh; oh++) {
@@ -56,10 +44,10 @@ static void max_plane(const struct k_pool2d *p, const float *xp, float *yp)
 {
     for (int oh = 0; oh < p->oh; oh++) {
         int h0 = oh * p->stride_h - p->pad_t, klo, khi;
-        clip(h0, p->kh, p->dil_h, p->h, &klo, &khi);
+        kcpu_window_clip(h0, p->kh, p->dil_h, p->h, &klo, &khi);
         for (int ow = 0; ow < p->ow; ow++) {
             int w0 = ow * p->stride_w - p->pad_l, jlo, jhi;
-            clip(w0, p->kw, p->dil_w, p->w, &jlo, &jhi);
+            kcpu_window_clip(w0, p->kw, p->dil_w, p->w, &jlo, &jhi);
             float best = -INFINITY;
             for (int ki = klo; ki < khi; ki++) {
                 const float *row = xp + (int64_t)(h0 + ki * p->dil_h) * p->w + w0;
@@ -80,11 +68,14 @@ static void max_task(void *arg, int64_t task, int thread)
     int two_by_two = p->kh == 2 && p->kw == 2 && p->stride_h == 2 && p->stride_w == 2 &&
                      p->pad_t == 0 && p->pad_l == 0 && p->dil_h == 1 && p->dil_w == 1 &&
                      2 * p->oh <= p->h && 2 * p->ow <= p->w;
+    int rows = kcpu_max_pool_rows_fits(p);
     for (int64_t pl = task * j->planes_per_task; pl < end; pl++) {
         const float *xp = j->x + pl * p->h * p->w;
         float *yp = j->y + pl * p->oh * p->ow;
         if (two_by_two)
             max_plane_2x2(p, xp, yp);
+        else if (rows)
+            kcpu_max_pool_rows(p, 0, xp, yp);
         else
             max_plane(p, xp, yp);
     }

@@ -195,6 +195,10 @@ static void max_pool_task(void *arg, int64_t nc, int thread)
         }
         return;
     }
+    if (kcpu_max_pool_rows_fits(p)) {
+        kcpu_max_pool_rows(p, 1, xp, yp);
+        return;
+    }
     for (int oh = 0; oh < oh_n; oh++)
         for (int ow = 0; ow < ow_n; ow++) {
             int8_t best = K_Q8_MIN;
