@@ -261,6 +261,27 @@ TEST(int8_gemm_requant_edges)
     return r;
 }
 
+/* Layers of one image with few strips and many rows (7x7 and 14x14 maps):
+ * with two or three threads the GEMM splits each strip's rows between
+ * them, every share storing at its own rows (int8 and int32 outputs, with
+ * and without a residual); 72 and 44 rows end part-way through a share
+ * and a panel. Eight rounds each, so every pool comes up. */
+TEST(int8_conv2d_rows_split_over_threads)
+{
+    static const struct k_conv2d SHAPES[] = {
+        GEMM_CONV(1, 64, 7, 64, 3, 1, 7), GEMM_CONV(1, 256, 14, 72, 3, 1, 14), GEMM_CONV(1, 32, 14, 44, 1, 1, 14),
+        GEMM_CONV(1, 40, 14, 96, 3, 2, 7),
+    };
+    const int nshapes = (int)(sizeof(SHAPES) / sizeof(SHAPES[0]));
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (int it = 0; it < 8 * nshapes && r == TEST_PASS; it++)
+        r = conv_case(&(struct q8_layer){.conv = SHAPES[it % nshapes]}, &ps);
+    pools_close(&ps);
+    return r;
+}
+
 TEST(int8_linear_random)
 {
     struct pools ps;

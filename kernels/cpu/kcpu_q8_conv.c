@@ -179,6 +179,8 @@ struct conv_job {
     int by_image;              /* tasks own whole images and build their planes */
     int64_t per_task;          /* images (by_image) or strips per task */
     int64_t chunks;            /* tasks per group */
+    int64_t row_chunks;        /* tasks per strip chunk: the group's rows split this many ways */
+    int64_t chunk_rows;        /* rows per row chunk, a multiple of KQ8_MR */
 };
 
 /* Whether some kernel tap lands on phase `phase` of a strided dimension
@@ -310,28 +312,33 @@ static void map_strip(const struct conv_job *j, int64_t g, int64_t s, struct kq8
     }
 }
 
-/* Packs and multiplies strips [s0, s0 + count) of group g, as many at a
- * time as the thread's scratch holds. */
-static void run_strips(const struct conv_job *j, int64_t g, int64_t s0, int64_t count, int thread)
+/* Packs strips [s0, s0 + count) of group g and multiplies them by the
+ * group's rows [r0, r0 + m), as many strips at a time as the thread's
+ * scratch holds. */
+static void run_strips(const struct conv_job *j, int64_t g, int64_t s0, int64_t count, int64_t r0, int64_t m,
+                       int thread)
 {
     const struct geom *d = &j->d;
     uint8_t *area = j->scratch + thread * thread_bytes(d->kq);
     int8_t *strips = (int8_t *)area;
     struct kq8_strip *maps = (struct kq8_strip *)(area + max_strips(d->kq) * d->kq * KQ8_STRIP_QUAD);
     int8_t *tmp = (int8_t *)(maps + max_strips(d->kq));
+    const int64_t ldc = (int64_t)j->p->oh * j->p->ow, row0 = g * d->mg + r0;
     for (int64_t done = 0; done < count;) {
         int n = (int)kcpu_min64(max_strips(d->kq), count - done);
         for (int s = 0; s < n; s++) {
             pack_strip(j, g, s0 + done + s, tmp, strips + s * d->kq * KQ8_STRIP_QUAD);
             map_strip(j, g, s0 + done + s, &maps[s]);
         }
+        /* the maps address the group's first row: shift y and res to row r0 */
         struct kq8_block b = {
-            .m = (int)d->mg, .kq = d->kq,
-            .a = j->a + g * panel_bytes(d->panels, d->kq), .wsum = j->wsum + g * d->mg,
-            .b = strips, .nstrips = n, .maps = maps,
-            .ldc = (int64_t)j->p->oh * j->p->ow,
-            .bias = j->e->bias + g * d->mg, .mult = j->e->mult + g * d->mg, .e = j->e,
-            .res = j->res, .y = j->y,
+            .m = (int)m, .kq = d->kq,
+            .a = j->a + g * panel_bytes(d->panels, d->kq) + panel_bytes(r0 / KQ8_MR, d->kq),
+            .wsum = j->wsum + row0,
+            .b = strips, .nstrips = n, .maps = maps, .ldc = ldc,
+            .bias = j->e->bias + row0, .mult = j->e->mult + row0, .e = j->e,
+            .res = j->res ? j->res + r0 * ldc : NULL,
+            .y = (char *)j->y + r0 * ldc * (j->e->out_i32 ? 4 : 1),
         };
         kq8_block_run(&b);
         done += n;
@@ -342,16 +349,18 @@ static void conv_task(void *arg, int64_t task, int thread)
 {
     const struct conv_job *j = arg;
     const struct geom *d = &j->d;
-    int64_t g = task / j->chunks, first = (task % j->chunks) * j->per_task;
+    int64_t rc = task / (j->p->groups * j->chunks), rest = task % (j->p->groups * j->chunks);
+    int64_t g = rest / j->chunks, first = (rest % j->chunks) * j->per_task;
+    int64_t r0 = rc * j->chunk_rows, m = kcpu_min64(j->chunk_rows, d->mg - r0);
     if (!j->by_image) {
-        run_strips(j, g, first, kcpu_min64(j->per_task, d->strips - first), thread);
+        run_strips(j, g, first, kcpu_min64(j->per_task, d->strips - first), r0, m, thread);
         return;
     }
     int64_t last = kcpu_min64(j->p->n, first + j->per_task);
     for (int64_t img = first; img < last; img++)
         for (int64_t ci = 0; ci < d->cg; ci++)
             planes_task(arg, img * j->p->c + g * d->cg + ci, thread);
-    run_strips(j, g, first * d->strips_img, (last - first) * d->strips_img, thread);
+    run_strips(j, g, first * d->strips_img, (last - first) * d->strips_img, r0, m, thread);
 }
 
 void kcpu_conv2d_q8(struct kcpu_threads *th, const struct k_conv2d *p, const int8_t *x,
@@ -389,7 +398,17 @@ void kcpu_conv2d_q8(struct kcpu_threads *th, const struct k_conv2d *p, const int
         j.per_task = kcpu_max64(1, kcpu_min64(max_strips(j.d.kq), kcpu_ceil_div(j.d.strips, want)));
         j.chunks = kcpu_ceil_div(j.d.strips, j.per_task);
     }
-    kcpu_threads_run(th, p->groups * j.chunks, conv_task, &j);
+    /* Few strip tasks (a 14x14 map is 7 strips): split the rows as well,
+     * one share per thread, each thread packing the strips it needs.
+     * Measured on ResNet-50 INT8's 14x14 layers, two threads: 1.33-1.55x
+     * their one-thread speed before, 1.72-1.86x after. */
+    j.row_chunks = 1;
+    j.chunk_rows = j.d.mg;
+    if (!j.by_image && threads > 1 && p->groups * j.chunks < 4 * threads && j.d.panels >= 2 * threads) {
+        j.chunk_rows = kcpu_ceil_div(j.d.panels, threads) * KQ8_MR;
+        j.row_chunks = kcpu_ceil_div(j.d.mg, j.chunk_rows);
+    }
+    kcpu_threads_run(th, j.row_chunks * p->groups * j.chunks, conv_task, &j);
 }
 
 /* ------------------------------------------------------------ linear */
