@@ -142,6 +142,9 @@ static inline void kcpu_window_clip(int start, int k, int dil, int size, int *lo
  * AVX-512, stride 1 or 2 across, rows of a bounded length. */
 int kcpu_max_pool_rows_fits(const struct k_pool2d *p);
 void kcpu_max_pool_rows(const struct k_pool2d *p, int s8, const void *x, void *y);
+/* 2x2 stride-2 max pooling of one plane, every window inside the input
+ * (unpadded, undilated), on AVX-512; the same element types. */
+void kcpu_max_pool_2x2_avx512(const struct k_pool2d *p, int s8, const void *x, void *y);
 
 /* Vectorised element-wise loops; y may alias x, a or b element for element. */
 void kcpu_act_scalar(enum k_act act, int64_t count, const float *x, float *y);

@@ -72,7 +72,9 @@ static void max_task(void *arg, int64_t task, int thread)
     for (int64_t pl = task * j->planes_per_task; pl < end; pl++) {
         const float *xp = j->x + pl * p->h * p->w;
         float *yp = j->y + pl * p->oh * p->ow;
-        if (two_by_two)
+        if (two_by_two && kcpu_isa() == KCPU_ISA_AVX512)
+            kcpu_max_pool_2x2_avx512(p, 0, xp, yp);
+        else if (two_by_two)
             max_plane_2x2(p, xp, yp);
         else if (rows)
             kcpu_max_pool_rows(p, 0, xp, yp);

@@ -188,6 +188,10 @@ static void max_pool_task(void *arg, int64_t nc, int thread)
     /* LeNet's 2x2 / 2 pooling, every window inside the input: no checks */
     if (p->kh == 2 && p->kw == 2 && p->stride_h == 2 && p->stride_w == 2 && p->pad_t == 0 && p->pad_l == 0 &&
         p->dil_h == 1 && p->dil_w == 1 && 2 * oh_n <= h && 2 * ow_n <= w) {
+        if (kcpu_isa() == KCPU_ISA_AVX512) {
+            kcpu_max_pool_2x2_avx512(p, 1, xp, yp);
+            return;
+        }
         for (int oh = 0; oh < oh_n; oh++) {
             const int8_t *r0 = xp + (int64_t)2 * oh * w, *r1 = r0 + w;
             for (ptrdiff_t ow = 0; ow < ow_n; ow++)
