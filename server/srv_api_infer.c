@@ -22,7 +22,8 @@
 
 /* The handler (HTTP thread) reads what it needs from the request's head;
  * the parse and the batcher's submit run on the HTTP thread or a pool
- * thread (see the top); a batcher thread runs the job; finish (HTTP again)
+ * thread (see the top); a batcher thread runs the job (or the submitting
+ * thread itself, for a cheap batch: srv_batcher.h); finish (HTTP again)
  * answers. Only the HTTP threads touch the connection, which may be gone
  * meanwhile (srv_request_resume then frees the request). */
 struct infer_ctx {

@@ -40,3 +40,18 @@ int srv_batch_peak(int peak, int rows_now)
      * remembered for about N arrivals */
     return rows_now >= peak ? rows_now : peak - 1;
 }
+
+int64_t srv_batch_row_cost(int64_t smoothed_ns, int64_t infer_ns, int rows)
+{
+    return srv_batch_row_gap(smoothed_ns, infer_ns, rows);
+}
+
+int srv_batch_inline_rows(int64_t budget_ns, int64_t row_ns, int first_rows, int peak_rows)
+{
+    if (budget_ns <= 0 || row_ns <= 0)
+        return 0;
+    int64_t rows = budget_ns / row_ns;
+    if (rows < first_rows || rows < peak_rows)
+        return 0;
+    return rows > 1 << 30 ? 1 << 30 : (int)rows;
+}

@@ -13,6 +13,12 @@
  * the delay runs out. A lone client, or a few that each wait for their
  * answer before sending again, never make the batcher wait for rows that
  * cannot come.
+ *
+ * Who runs the batch: an instance's batch normally runs on its own worker
+ * thread. When an instance is idle and the batch is cheap (its rows, at the
+ * recent compute time per row, fit in the inline budget), the thread that
+ * submits the request runs it itself: waking the worker and waking the
+ * submitter's connection again would cost about as much as the batch.
  */
 #ifndef SRV_BATCH_POLICY_H
 #define SRV_BATCH_POLICY_H
@@ -46,5 +52,18 @@ int64_t srv_batch_row_gap(int64_t smoothed_ns, int64_t gap_ns, int rows);
 /* The peak of rows in the server at once after an arrival that left
  * `rows_now` rows queued or running: up at once, down one row per arrival. */
 int srv_batch_peak(int peak, int rows_now);
+
+/* The smoothed compute time per row after a batch of `rows` rows took
+ * `infer_ns` (the same exponential average as srv_batch_row_gap). */
+int64_t srv_batch_row_cost(int64_t smoothed_ns, int64_t infer_ns, int rows);
+
+/* How many rows the submitting thread may run itself when an instance is
+ * idle: as many as fit in budget_ns at row_ns each, or 0 (hand the batch to
+ * the instance's worker) when the budget is 0, the cost per row is not
+ * known yet (row_ns <= 0), the first queued request's first_rows do not
+ * fit, or more rows than fit were lately in the server at once (peak_rows,
+ * srv_batch_peak): under that load the worker's larger batches cost less
+ * per row than the hand-offs they take. */
+int srv_batch_inline_rows(int64_t budget_ns, int64_t row_ns, int first_rows, int peak_rows);
 
 #endif /* SRV_BATCH_POLICY_H */

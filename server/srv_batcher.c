@@ -46,6 +46,8 @@ struct worker {
     struct srv_batcher *b;
     pthread_t thread;
     bool started;
+    pthread_cond_t cv;          /* wakes this worker: work for it, or stopping */
+    bool busy;                  /* under b->mu: a batch runs on this instance (on any thread) */
     struct rt_session *session;
     float *in[RT_MAX_IO];       /* [max_batch * inputs[i].sample_elems] */
     float *out[RT_MAX_IO];      /* [max_batch * outputs[i].sample_elems] */
@@ -57,7 +59,6 @@ struct srv_batcher {
     struct srv_batcher_options opt;
     struct srv_model_stats *stats;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     pthread_cond_t reaper_cv;      /* wakes the reaper: a job with a deadline, or stopping */
     pthread_t reaper;
     bool reaper_started;
@@ -68,12 +69,19 @@ struct srv_batcher {
     int64_t row_gap_ns;            /* smoothed time between arriving rows (srv_batch_row_gap) */
     int rows_running;              /* in the batches the workers run now */
     int peak_rows;                 /* srv_batch_peak of rows queued or running */
+    int64_t row_ns;                /* srv_batch_row_cost: compute time per row; 0: none ran yet */
+    int inline_runs;               /* batches running on submitting threads */
+    pthread_cond_t inline_cv;      /* srv_batcher_free waits here for them to end */
     bool stopping;
     int n_workers;
     struct worker *workers;
     enum fault fault;
     long slow_ms;                  /* FAULT_SLOW */
 };
+
+/* The batcher whose batch or reaper this thread runs (a worker, the
+ * reaper, or a submitter while it runs a batch itself). */
+static _Thread_local const struct srv_batcher *running_batcher;
 
 /* ------------------------------------------------------------ forming batches */
 
@@ -149,7 +157,9 @@ static int pop_batch(struct srv_batcher *b, int limit, struct srv_job **jobs, in
 
 /* ------------------------------------------------------------ running batches */
 
-static void run_batch(struct worker *w, struct srv_job **jobs, int n_jobs, int rows)
+/* Runs the jobs as one batch and answers each; returns the batch's compute
+ * time, or -1 when it failed. */
+static int64_t run_batch(struct worker *w, struct srv_job **jobs, int n_jobs, int rows)
 {
     struct srv_batcher *b = w->b;
     const struct rt_model_config *cfg = b->cfg;
@@ -213,6 +223,7 @@ static void run_batch(struct worker *w, struct srv_job **jobs, int n_jobs, int r
         j->times.output_ns = (uint64_t)(t3 - t2);
         j->done(j);
     }
+    return st == RT_OK ? t2 - t1 : -1;
 }
 
 static void fail_expired(struct srv_job *expired)
@@ -226,16 +237,60 @@ static void fail_expired(struct srv_job *expired)
     }
 }
 
+/* The first idle instance, or NULL (under b->mu). */
+static struct worker *idle_worker(struct srv_batcher *b)
+{
+    for (int i = 0; i < b->n_workers; i++) {
+        if (!b->workers[i].busy)
+            return &b->workers[i];
+    }
+    return NULL;
+}
+
+/* Wakes an idle instance's worker when jobs wait (under b->mu). */
+static void wake_idle_worker(struct srv_batcher *b)
+{
+    struct worker *w = b->head ? idle_worker(b) : NULL;
+    if (w)
+        pthread_cond_signal(&w->cv);
+}
+
+/* Runs a batch taken from the queue on w's idle instance, on the calling
+ * thread: called and returns under b->mu, which it drops meanwhile. */
+static void run_on(struct worker *w, struct srv_job *expired, int n_jobs, int rows)
+{
+    struct srv_batcher *b = w->b;
+    w->busy = true;
+    b->rows_running += rows;
+    wake_idle_worker(b);   /* another idle instance may take the rest */
+    pthread_mutex_unlock(&b->mu);
+    fail_expired(expired);
+    int64_t infer_ns = n_jobs > 0 ? run_batch(w, w->jobs, n_jobs, rows) : -1;
+    pthread_mutex_lock(&b->mu);
+    b->rows_running -= rows;
+    if (infer_ns >= 0)
+        b->row_ns = srv_batch_row_cost(b->row_ns, infer_ns, rows);
+    w->busy = false;
+    wake_idle_worker(b);   /* what arrived meanwhile, if this was not w's own thread */
+}
+
+static void wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t when_ns)
+{
+    struct timespec ts = {(time_t)(when_ns / 1000000000), (long)(when_ns % 1000000000)};
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     struct srv_batcher *b = w->b;
+    running_batcher = b;
     pthread_mutex_lock(&b->mu);
     for (;;) {
-        if (!b->head) {
-            if (b->stopping)
+        if (!b->head || w->busy) {   /* busy: a submitter runs a batch on this instance */
+            if (b->stopping && !b->head)
                 break;
-            pthread_cond_wait(&b->cv, &b->mu);
+            pthread_cond_wait(&w->cv, &b->mu);
             continue;
         }
         int64_t now = srv_now_ns();
@@ -248,23 +303,43 @@ static void *worker_main(void *arg)
             if (limit > 0)
                 n_jobs = pop_batch(b, limit, w->jobs, &rows);
             else if (!expired) {
-                struct timespec ts = {(time_t)(wake / 1000000000), (long)(wake % 1000000000)};
-                pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+                wait_until(&w->cv, &b->mu, wake);
                 continue;
             }
         }
-        if (b->head)
-            pthread_cond_signal(&b->cv); /* another idle worker may take the rest */
-        b->rows_running += rows;
-        pthread_mutex_unlock(&b->mu);
-        fail_expired(expired);
-        if (n_jobs > 0)
-            run_batch(w, w->jobs, n_jobs, rows);
-        pthread_mutex_lock(&b->mu);
-        b->rows_running -= rows;
+        run_on(w, expired, n_jobs, rows);
     }
     pthread_mutex_unlock(&b->mu);
     return NULL;
+}
+
+/* The submitting thread runs the next batch itself when an instance is
+ * idle, the rule lets a batch go now and it is cheap (srv_batch_policy.h).
+ * Under b->mu; false when it did not. */
+static bool run_inline(struct srv_batcher *b, int64_t now)
+{
+    struct worker *w = idle_worker(b);
+    if (!w || !b->head)
+        return false;
+    int cheap = srv_batch_inline_rows(b->opt.inline_budget_ns, b->row_ns, b->head->rows, b->peak_rows);
+    int64_t wake;
+    int limit = cheap > 0 ? batch_limit(b, now, &wake) : 0;
+    if (limit == 0)
+        return false;
+    struct srv_job *expired = NULL;
+    take_expired(b, now, &expired);
+    int n_jobs = 0, rows = 0;
+    if (b->head)
+        n_jobs = pop_batch(b, limit < cheap ? limit : cheap, w->jobs, &rows);
+    const struct srv_batcher *outer = running_batcher;
+    running_batcher = b;
+    b->inline_runs++;
+    run_on(w, expired, n_jobs, rows);
+    b->inline_runs--;
+    running_batcher = outer;
+    if (b->stopping && b->inline_runs == 0)
+        pthread_cond_broadcast(&b->inline_cv);
+    return true;
 }
 
 /* Answers jobs whose deadline passes in the queue at that moment, also
@@ -272,6 +347,7 @@ static void *worker_main(void *arg)
 static void *reaper_main(void *arg)
 {
     struct srv_batcher *b = arg;
+    running_batcher = b;
     pthread_mutex_lock(&b->mu);
     while (!b->stopping) {
         int64_t next = 0;
@@ -287,8 +363,7 @@ static void *reaper_main(void *arg)
             fail_expired(expired);
             pthread_mutex_lock(&b->mu);
         } else if (next) {
-            struct timespec ts = {(time_t)(next / 1000000000), (long)(next % 1000000000)};
-            pthread_cond_timedwait(&b->reaper_cv, &b->mu, &ts);
+            wait_until(&b->reaper_cv, &b->mu, next);
         } else {
             pthread_cond_wait(&b->reaper_cv, &b->mu);
         }
@@ -354,10 +429,12 @@ enum rt_status srv_batcher_create(const struct rt_model *model, const struct srv
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&b->mu, NULL);
-    pthread_cond_init(&b->cv, &ca);
     pthread_cond_init(&b->reaper_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&b->inline_cv, NULL);
     b->workers = calloc((size_t)b->n_workers, sizeof(*b->workers));
+    for (int i = 0; b->workers && i < b->n_workers; i++)
+        pthread_cond_init(&b->workers[i].cv, &ca);
+    pthread_condattr_destroy(&ca);
     if (!b->workers) {
         srv_batcher_free(b);
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
@@ -422,9 +499,10 @@ enum rt_status srv_batcher_submit(struct srv_batcher *b, struct srv_job *job, in
         b->row_gap_ns = 0;   /* quiet for longer than the delay: the old pace is stale */
     b->last_arrival_ns = now;
     b->peak_rows = srv_batch_peak(b->peak_rows, b->rows_waiting + b->rows_running);
-    pthread_cond_signal(&b->cv);
     if (job->deadline_ns)
         pthread_cond_signal(&b->reaper_cv);
+    if (!run_inline(b, now))
+        wake_idle_worker(b);
     pthread_mutex_unlock(&b->mu);
     return RT_OK;
 }
@@ -439,12 +517,7 @@ int srv_batcher_queue_depth(struct srv_batcher *b)
 
 bool srv_batcher_is_worker_thread(const struct srv_batcher *b)
 {
-    if (b->reaper_started && pthread_equal(b->reaper, pthread_self()))
-        return true;   /* the reaper answers jobs too */
-    for (int i = 0; i < b->n_workers; i++)
-        if (b->workers[i].started && pthread_equal(b->workers[i].thread, pthread_self()))
-            return true;
-    return false;
+    return running_batcher == b;
 }
 
 void srv_batcher_free(struct srv_batcher *b)
@@ -453,8 +526,11 @@ void srv_batcher_free(struct srv_batcher *b)
         return;
     pthread_mutex_lock(&b->mu);
     b->stopping = true;
-    pthread_cond_broadcast(&b->cv);
+    for (int i = 0; b->workers && i < b->n_workers; i++)
+        pthread_cond_broadcast(&b->workers[i].cv);
     pthread_cond_broadcast(&b->reaper_cv);
+    while (b->inline_runs > 0)
+        pthread_cond_wait(&b->inline_cv, &b->mu);
     pthread_mutex_unlock(&b->mu);
     if (b->reaper_started)
         pthread_join(b->reaper, NULL);
@@ -464,9 +540,10 @@ void srv_batcher_free(struct srv_batcher *b)
             RT_ASSERT(rc == 0); /* EDEADLK: called from this worker (see srv_model_unref) */
         }
         worker_release(&b->workers[i]);
+        pthread_cond_destroy(&b->workers[i].cv);
     }
     free(b->workers);
-    pthread_cond_destroy(&b->cv);
+    pthread_cond_destroy(&b->inline_cv);
     pthread_cond_destroy(&b->reaper_cv);
     pthread_mutex_destroy(&b->mu);
     free(b);

@@ -68,6 +68,9 @@ static const struct srv_option OPTIONS[] = {
      "exit when a model fails to load at start-up; false serves the others (not ready)"},
     {"batching", OPT_BOOL, OFF(batching), "true", 0, 0, NULL, NULL,
      "dynamic batching; false runs every request alone (for comparison)"},
+    {"inline-batch-us", OPT_INT, OFF(inline_batch_us), "200", 0, 1000000, NULL, "US",
+     "a batch expected to take at most this long runs on the thread that submits it when an "
+     "instance is idle, saving two thread hand-offs (0: always on the instance's worker)"},
     {"no-ui", OPT_BOOL, OFF(no_ui), "false", 0, 0, NULL, NULL,
      "do not serve the web page (GET / and /ui/...: 404)"},
     {"profile-steps", OPT_BOOL, OFF(profile_steps), "false", 0, 0, NULL, NULL,

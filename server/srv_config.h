@@ -35,6 +35,7 @@ struct srv_config {
     bool enable_model_control;
     bool exit_on_error;           /* a model failing to load at start-up ends inferd */
     bool batching;                /* false: every request runs alone */
+    int64_t inline_batch_us;      /* srv_batcher_options.inline_budget_ns, in us */
     bool no_ui;                   /* true: no web page at / and /ui/ */
     bool profile_steps;           /* time every step: GET /v2/models/{m}/profile */
     int64_t max_body_bytes;

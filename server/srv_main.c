@@ -137,6 +137,7 @@ int main(int argc, char **argv)
     srv_log_info("backend %s: %s", rt_backend_name(server.backend),
                  rt_backend_describe(server.backend));
     const struct srv_batcher_options batch_opt = {.batching = cfg->batching,
+                                                  .inline_budget_ns = cfg->inline_batch_us * 1000,
                                                   .profile_steps = cfg->profile_steps,
                                                   .on_device_error = on_device_error};
     if (srv_repo_open(cfg->model_repository, server.backend, &batch_opt, &server.repo, &err) != RT_OK) {

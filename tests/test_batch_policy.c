@@ -2,7 +2,9 @@
  * an idle instance starts at once unless the model set a queue delay and
  * the next preferred size is within reach (seen in the server lately, and
  * coming in time at the recent rate); the delay is never exceeded;
- * preferred sizes, max_batch_size, draining and batching off as before. */
+ * preferred sizes, max_batch_size, draining and batching off as before;
+ * a batch runs on the submitting thread only when it is cheap and the
+ * recent load fits in it. */
 #include "server/srv_batch_policy.h"
 #include "test.h"
 
@@ -109,5 +111,20 @@ TEST(batch_policy_row_gap)
         g = srv_batch_row_gap(g, 1000, 1);
     ASSERT_LE(g, 1100);                                        /* and converges */
     ASSERT_GE(g, 1000);
+    return TEST_PASS;
+}
+
+TEST(batch_policy_inline_rows)
+{
+    /* 200 us at 15 us a row: 13 rows, when the load lately fits them */
+    ASSERT_EQ_INT(srv_batch_inline_rows(200000, 15000, 1, 1), 13);
+    ASSERT_EQ_INT(srv_batch_inline_rows(200000, 15000, 4, 13), 13);
+    ASSERT_EQ_INT(srv_batch_inline_rows(200000, 15000, 1, 14), 0);    /* more rows lately: the worker */
+    ASSERT_EQ_INT(srv_batch_inline_rows(200000, 15000, 14, 14), 0);   /* the first request alone is too long */
+    ASSERT_EQ_INT(srv_batch_inline_rows(200000, 300000, 1, 1), 0);    /* a model slower than the budget */
+    ASSERT_EQ_INT(srv_batch_inline_rows(200000, 0, 1, 1), 0);         /* cost not known yet */
+    ASSERT_EQ_INT(srv_batch_inline_rows(0, 15000, 1, 1), 0);          /* switched off */
+    ASSERT_EQ_INT(srv_batch_row_cost(0, 64000, 4), 16000);            /* the first batch, per row */
+    ASSERT_EQ_INT(srv_batch_row_cost(16000, 8000, 1), 15000);         /* then smoothed by 1/8 */
     return TEST_PASS;
 }

@@ -100,6 +100,18 @@ static double model_metric(const struct http_daemon *d, const char *name, const 
     return v;
 }
 
+/* http_run with every batch taking `slow_ms` longer (INFERD_FAULT=slow:MS),
+ * so that a busy instance holds requests in the queue. */
+static enum test_result run_slow(int slow_ms, const struct http_model_spec *specs, int n, http_test_fn fn)
+{
+    char fault[32];
+    snprintf(fault, sizeof(fault), "slow:%d", slow_ms);
+    setenv("INFERD_FAULT", fault, 1);
+    enum test_result r = http_run(specs, n, NULL, fn);
+    unsetenv("INFERD_FAULT");
+    return r;
+}
+
 /* ------------------------------------------------------------ 64 clients */
 
 static enum test_result concurrent(struct http_daemon *d)
@@ -132,9 +144,13 @@ static enum test_result concurrent(struct http_daemon *d)
 
 TEST(http_batching_64_clients)
 {
+    /* Every batch 2 ms longer, so the instance is busy while the clients
+     * send: a lenet5 batch on an idle instance is cheap enough to run at
+     * once on the thread that queued it (srv_batcher.h), and how many
+     * requests would arrive meanwhile depends on the machine. */
     struct http_model_spec spec = HTTP_MODEL_SPEC("lenet5");
     spec.max_queue_delay_us = 2000;
-    return http_run(&spec, 1, NULL, concurrent);
+    return run_slow(2, &spec, 1, concurrent);
 }
 
 /* ------------------------------------------------------------ queue full */
@@ -200,18 +216,6 @@ static enum test_result overflow(struct http_daemon *d)
     ASSERT_EQ_INT(rej, 4);
     ASSERT_TRUE(http_still_serves(d));
     return TEST_PASS;
-}
-
-/* http_run with every batch taking `slow_ms` longer (INFERD_FAULT=slow:MS),
- * so that a busy instance holds requests in the queue. */
-static enum test_result run_slow(int slow_ms, const struct http_model_spec *specs, int n, http_test_fn fn)
-{
-    char fault[32];
-    snprintf(fault, sizeof(fault), "slow:%d", slow_ms);
-    setenv("INFERD_FAULT", fault, 1);
-    enum test_result r = http_run(specs, n, NULL, fn);
-    unsetenv("INFERD_FAULT");
-    return r;
 }
 
 TEST(http_queue_full_503_retry_after)
