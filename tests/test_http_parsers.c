@@ -114,6 +114,44 @@ static char *take(const char *text, struct srv_json_numbers *n)
     return copy;
 }
 
+/* Inside an array a number's digits are read several at a time up to the
+ * first non-digit that follows (srv_json_numbers.c): every length of digit
+ * run, before each byte that may end it, still gives strtod's value. */
+TEST(http_parser_json_numbers_in_arrays_equal_strtod)
+{
+    enum { N = 1000, TEXT_MAX = 48 };
+    static const char *const SEPARATORS[] = {",", ", ", " ,", "\n,\t"};
+    static char text[N][TEXT_MAX];
+    static char body[N * (TEXT_MAX + 4) + 64];
+    size_t len = (size_t)snprintf(body, sizeof(body), "{\"inputs\":[{\"data\":[");
+    for (int i = 0; i < N; i++) {
+        double f = (double)(test_rand_float(-3, 3) * powf(10.0f, (float)test_rand_int(-9, 9)));
+        switch (test_rand_int(0, 7)) {   /* digit runs of every length, before '.', 'e' and separators */
+        case 0: snprintf(text[i], TEXT_MAX, "%.7g", f); break;
+        case 1: snprintf(text[i], TEXT_MAX, "%.9g", f); break;
+        case 2: snprintf(text[i], TEXT_MAX, "%.3g", f); break;
+        case 3: snprintf(text[i], TEXT_MAX, "%.17g", f); break;
+        case 4: snprintf(text[i], TEXT_MAX, "%.1f", f); break;
+        case 5: snprintf(text[i], TEXT_MAX, "%.12f", f); break;
+        case 6: snprintf(text[i], TEXT_MAX, "%.4e", f); break;
+        default: snprintf(text[i], TEXT_MAX, "%.0f", f); break;
+        }
+        len += (size_t)snprintf(body + len, sizeof(body) - len, "%s%s", i ? SEPARATORS[test_rand_int(0, 3)] : "",
+                                text[i]);
+    }
+    snprintf(body + len, sizeof(body) - len, "]}]}");
+    struct srv_json_numbers n;
+    char *t = take(body, &n);
+    free(t);
+    ASSERT_TRUE(n.complete);
+    ASSERT_EQ_INT(n.count[0], N);
+    for (int i = 0; i < N; i++)
+        TEST_FAIL_IF(!same_bits(n.values[0][i], strtod(text[i], NULL)), "%s: %.17g vs strtod %.17g", text[i],
+                     n.values[0][i], strtod(text[i], NULL));
+    srv_json_numbers_free(&n);
+    return TEST_PASS;
+}
+
 TEST(http_parser_json_numbers_take)
 {
     struct srv_json_numbers n;
