@@ -2,8 +2,10 @@
 # Reads the machine code of the built CUDA kernels, no GPU needed (make
 # cuda-sass, and make test in CUDA builds): every object holds SASS for every target of CUDA_ARCHS,
 # the kernels meant for tensor cores use them, the FP32 ones do not (that
-# would be TF32, outside FP32's 1e-5 contract). Prints per kernel and target
-# the tensor-core and dot-product instructions it holds.
+# would be TF32, outside FP32's 1e-5 contract), and the channels-last
+# convolutions gather 16 bytes at a time. Prints per kernel and target the
+# tensor-core and dot-product instructions it holds, and its narrow global
+# loads (LDG of at most 4 bytes).
 #
 #   tests/cuda_sass_check.sh TOOLS_DIR OBJECT...
 #
@@ -15,7 +17,8 @@ tools=${1:?usage: cuda_sass_check.sh TOOLS_DIR OBJECT...}
 shift
 WHEELS="nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37"
 
-# kernel (mangled name, extended regex) | rule: INSTR must be there, !INSTR must not | why
+# kernel (mangled name, extended regex) | rule: INSTR must be there, !INSTR must not,
+#   INSTR<=N at most N of them | why
 # [| the oldest target the rule holds for (e.g. 80: sm_80 and later); all when absent]
 RULES=(
   'igemm_kernelI6__half|HMMA|FP16 GEMM and convolution run on tensor cores'
@@ -24,6 +27,7 @@ RULES=(
   'q8_mma_kernel|IMMA|INT8 convolution and linear run on tensor cores (IMMA m16n8k32) from sm_80|80'
   'conv2d_q8_kernel|IDP4A|the baseline INT8 convolution (the fallback) uses dp4a'
   'linear_q8_kernel|IDP4A|the baseline INT8 linear (the fallback) uses dp4a'
+  'igemm_kernelI[0-9_a-z]*LNS_5ALoadE1E|LDGN<=2|the NHWC convolutions gather 16 bytes at a time (narrow loads: bias and residual only)'
 )
 
 if ! command -v cuobjdump >/dev/null || ! command -v nvdisasm >/dev/null; then
@@ -55,27 +59,29 @@ for obj in "$@"; do
   done
   # one line per kernel and target: its name, then its instruction counts
   awk -v obj="$(basename "$obj")" '
-    function flush() { if (name) print obj, farch, name, h, i, d; name = "" }
+    function flush() { if (name) print obj, farch, name, h, i, d, n; name = "" }
     /arch = sm_/ { flush(); arch = $3; sub(/^sm_/, "", arch) }
-    /Function :/ { flush(); name = $3; farch = arch; h = i = d = 0 }
+    /Function :/ { flush(); name = $3; farch = arch; h = i = d = n = 0 }
     /HMMA/ { h++ } /IMMA/ { i++ } /IDP\.?4A/ { d++ }
+    match($0, /LDG[A-Z0-9_.]*/) { op = substr($0, RSTART, RLENGTH); if (op !~ /\.(64|128)|LDGSTS|LDGDEPBAR/) n++ }
     END { flush() }' <<<"$sass" >> "$table"
 done
 kernels=$(awk '{print $1, $3}' "$table" | sort -u | wc -l)
-printf '%-16s %4s %5s %5s %5s  %s\n' object sm HMMA IMMA IDP4A kernel
-sort -u "$table" | while read -r obj arch name h i d; do
-  printf '%-16s %4s %5d %5d %5d  %s\n' "$obj" "$arch" "$h" "$i" "$d" "$(c++filt "$name" 2>/dev/null || echo "$name")"
+printf '%-16s %4s %5s %5s %5s %5s  %s\n' object sm HMMA IMMA IDP4A LDGN kernel
+sort -u "$table" | while read -r obj arch name h i d n; do
+  printf '%-16s %4s %5d %5d %5d %5d  %s\n' "$obj" "$arch" "$h" "$i" "$d" "$n" "$(c++filt "$name" 2>/dev/null || echo "$name")"
 done
 
 for rule in "${RULES[@]}"; do
   IFS='|' read -r pattern instr why min_sm <<<"$rule"
   want=1; [ "${instr:0:1}" = '!' ] && { want=0; instr=${instr:1}; }
-  col=$(case $instr in HMMA) echo 4 ;; IMMA) echo 5 ;; IDP4A) echo 6 ;; esac)
+  max=-1; [[ $instr == *'<='* ]] && { max=${instr#*<=}; instr=${instr%%<=*}; }
+  col=$(case $instr in HMMA) echo 4 ;; IMMA) echo 5 ;; IDP4A) echo 6 ;; LDGN) echo 7 ;; esac)
   # (a target's number, 90a included, compared as its digits)
   sel='$3 ~ p && (m == "" || substr($2, 1, 2) + 0 >= m + 0)'
   matched=$(awk -v p="$pattern" -v m="$min_sm" "$sel" "$table" | wc -l)
-  bad=$(awk -v p="$pattern" -v m="$min_sm" -v c="$col" -v w="$want" \
-    "$sel"' && (($c > 0) != (w == 1)) {print $3 " (sm_" $2 ")"}' "$table" | sort -u)
+  bad=$(awk -v p="$pattern" -v m="$min_sm" -v c="$col" -v w="$want" -v x="$max" \
+    "$sel"' && (x >= 0 ? $c > x + 0 : ($c > 0) != (w == 1)) {print $3 " (sm_" $2 ")"}' "$table" | sort -u)
   if [ "$matched" -eq 0 ]; then
     echo "FAIL: no kernel matches '$pattern' ($why)"; failed=1
   elif [ -n "$bad" ]; then

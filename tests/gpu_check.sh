@@ -54,8 +54,10 @@ tests="$bin/run-tests"
 # IMMA on sm_80+, dp4a baseline): cuda_q8_conv2d / cuda_q8_linear run every
 # case through each, backend_ops_ runs a "cuda" and a "cuda-baseline"
 # backend, and cuda_q8_model_ compares the models under both with the CPU.
+# The channels-last kernels (new set only) are cuda_op_*_nhwc*, the "nhwc:"
+# cases of backend_ops_ and the new-set runs of cuda_model_.
 KERNEL_TESTS="backend_ops_ cuda_op_ cuda_pack_ cuda_q8_conv2d cuda_q8_linear cuda_q8_pool cuda_q8_elementwise cuda_q8_concat cuda_session_"
-GEMM_TESTS="cuda_op_linear_f16 cuda_op_conv2d_f16 cuda_op_linear_f32 cuda_q8_linear cuda_q8_conv2d"
+GEMM_TESTS="cuda_op_linear_f16 cuda_op_conv2d_f16 cuda_op_conv2d_nhwc_f16 cuda_op_linear_f32 cuda_q8_linear cuda_q8_conv2d"
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 
 sanitize() {   # sanitize TOOL TESTS...: compute-sanitizer on the kernel tests
@@ -91,14 +93,14 @@ STEPS=(
   "device|60|1|device"
   "bundle|60|0|bundle_check"
   "unit|60|0|$tests cuda_graph_ cuda_dnn_ cuda_backend_error cuda_conv_engine fp16_bound"
-  "ops|180|1|$tests --gpu $KERNEL_TESTS"
+  "ops|300|1|$tests --gpu $KERNEL_TESTS"
   "models-quick|120|1|env INFERD_TEST_IMAGES=300 $tests --gpu cuda_model_ cuda_q8_model_"
   "http-smoke|90|1|tests/gpu_http_smoke.sh $bin"
   "models|450|1|$tests --gpu cuda_model_ cuda_q8_model_"
   "onnx|120|1|$tests --gpu cuda_onnx_suite"
   "sticky|60|1|$tests --gpu cuda_sticky_error"
   "http|240|1|env INFERD_TEST_BACKEND=cuda $tests http_"
-  "racecheck|540|1|sanitize racecheck $GEMM_TESTS"
+  "racecheck|600|1|sanitize racecheck $GEMM_TESTS"
   "memcheck|540|1|sanitize memcheck $KERNEL_TESTS"
   "bench|570|1|$bin/bench_gpu"
 )

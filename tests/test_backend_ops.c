@@ -13,8 +13,9 @@
  * the CPU backend must run every case. Every op of the table must appear in
  * some case (or the test fails, naming it). The CPU backend runs once per
  * instruction set the CPU has, the CUDA backend once per kernel set (new:
- * INT8 on tensor cores where the GPU has them; baseline: the kernels they
- * replace); backend_ops_random_shapes adds fresh random
+ * INT8 on tensor cores where the GPU has them, channels-last activations,
+ * which the "nhwc:" cases must reach; baseline: the kernels they replace,
+ * NCHW throughout); backend_ops_random_shapes adds fresh random
  * convolutions and pooling windows from tests/op_shapes.c. Under run-tests
  * --gpu (tests/gpu_check.sh) a missing CUDA backend is a skip, not a pass.
  */
@@ -407,6 +408,65 @@ static void build_pool_shape(struct gb *b, const struct op_case *c)
     gb_output(b, gb_done(b, n));
 }
 
+/* A convolution of x (square kernel k, stride 1, padding k / 2) to oc channels. */
+static int gb_conv(struct gb *b, int x, int oc, int k)
+{
+    struct rt_node *n = gb_node(b, RT_OP_CONV2D, 1, &x);
+    int p = k / 2;
+    n->a.conv = (struct rt_conv_attrs){{1, 1}, {p, p, p, p}, {1, 1}, 1};
+    gb_weight(b, n, RT_W_WEIGHT, 4, (int64_t[]){oc, b->g.tensors[x].shape.dims[1], k, k}, -0.5f, 0.5f);
+    gb_weight(b, n, RT_W_BIAS, 1, (int64_t[]){oc}, -0.5f, 0.5f);
+    return gb_done(b, n);
+}
+
+/* Channels last on a GPU backend (runtime/backend/layout_nhwc.h): x [a0,
+ * a1, a2] -> conv 3x3 to a4 channels (reads NCHW, writes NHWC) -> the ops
+ * of kind a3 in NHWC -> conv 3x3 (NHWC to NHWC) -> conv 1x1 (NHWC to the
+ * NCHW output). a4 is a multiple of 8: every layout form runs, FP32 and
+ * FP16. Kinds: 0 nothing between, 1 relu6 + max pool, 2 average pool +
+ * batch norm (not folded: after a pool), 3 the middle conv with a fused
+ * residual add + relu, 4 a concat of two convs along channels, 5 the middle
+ * conv into global average pooling (the output). */
+static void build_nhwc_chain(struct gb *b, const struct op_case *c)
+{
+    const int *a = c->a;
+    int ch = a[4];
+    int x = gb_input(b, 4, (int64_t[]){a[0], a[1], a[2]});
+    int t = gb_conv(b, x, ch, 3);
+    if (a[3] == 1) {
+        t = gb_done(b, gb_node(b, RT_OP_RELU6, 1, &t));
+        struct rt_node *n = gb_node(b, RT_OP_MAX_POOL2D, 1, &t);
+        n->a.pool = (struct rt_pool_attrs){{3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, true};
+        t = gb_done(b, n);
+    } else if (a[3] == 2) {
+        struct rt_node *n = gb_node(b, RT_OP_AVG_POOL2D, 1, &t);
+        n->a.pool = (struct rt_pool_attrs){{3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, false, false};
+        t = gb_done(b, n);
+        n = gb_node(b, RT_OP_BATCH_NORM, 1, &t);
+        int64_t chs = ch;
+        gb_weight(b, n, RT_W_WEIGHT, 1, &chs, 0.5f, 1.5f);
+        gb_weight(b, n, RT_W_BIAS, 1, &chs, -0.5f, 0.5f);
+        gb_weight(b, n, RT_W_MEAN, 1, &chs, -0.5f, 0.5f);
+        gb_weight(b, n, RT_W_VAR, 1, &chs, 0.2f, 2.0f);
+        n->a.eps = 1e-5f;
+        t = gb_done(b, n);
+    } else if (a[3] == 4) {
+        int u = gb_conv(b, x, ch / 2, 1);
+        struct rt_node *n = gb_node(b, RT_OP_CONCAT, 2, (int[]){t, u});
+        n->a.axis = 1;
+        t = gb_done(b, n);
+    }
+    int m = gb_conv(b, t, ch, 3);
+    if (a[3] == 3) {
+        m = gb_done(b, gb_node(b, RT_OP_ADD, 2, (int[]){m, t}));
+        m = gb_done(b, gb_node(b, RT_OP_RELU, 1, &m));
+    }
+    if (a[3] == 5)
+        gb_output(b, gb_done(b, gb_node(b, RT_OP_GLOBAL_AVG_POOL, 1, &m)));
+    else
+        gb_output(b, gb_conv(b, m, 5, 1));
+}
+
 static const struct op_case CASES[] = {
     {"conv2d 1x1 on 1x1", P_ALL, -1, 1, build_conv, {3, 1, 1, 5, 1, 1, 0, 1}},
     {"conv2d 3x3 s1 p1 odd", P_ALL, -1, 1, build_conv, {4, 7, 9, 6, 3, 1, 1, 1}},
@@ -455,6 +515,13 @@ static const struct op_case CASES[] = {
     {"binary min constant", P_FLOAT, -1, 1, build_binary, {K_BIN_MIN, 1}},
     {"matmul broadcast", P_FLOAT, -1, 1, build_matmul, {0}},
     {"matmul trans_b alpha", P_FLOAT, -1, 1, build_matmul, {1}},
+    {"nhwc: conv chain", P_FLOAT, -1, 1, build_nhwc_chain, {3, 9, 7, 0, 16}},
+    {"nhwc: relu6 + max_pool2d", P_FLOAT, -1, 1, build_nhwc_chain, {4, 10, 9, 1, 8}},
+    {"nhwc: avg_pool2d + batch_norm", P_FLOAT, -1, 1, build_nhwc_chain, {2, 7, 8, 2, 16}},
+    {"nhwc: residual add + relu", P_FLOAT, -1, 1, build_nhwc_chain, {3, 8, 8, 3, 24}},
+    {"nhwc: concat along channels", P_FLOAT, -1, 1, build_nhwc_chain, {1, 6, 9, 4, 16}},
+    {"nhwc: global_avg_pool", P_FLOAT, -1, 1, build_nhwc_chain, {3, 9, 9, 5, 32}},
+    {"nhwc: 4x4 map (split-k)", P_FLOAT, -1, 1, build_nhwc_chain, {8, 4, 4, 3, 64}},
     {"conv2d_dyn", P_FLOAT, -1, 1, build_conv2d_dyn, {1}},
     {"conv2d_dyn groups 2", P_FLOAT, -1, 1, build_conv2d_dyn, {2}},
     {"batch_norm_dyn", P_FLOAT, 0.25f, 2, build_batch_norm_dyn, {0}},
@@ -471,6 +538,7 @@ struct backend_slot {
     struct rt_backend *b;
     int isa;                          /* enum kcpu_isa, or -1 */
     bool must_run;                    /* may not lack a case (the CPU backend) */
+    int nhwc;                         /* "nhwc:" cases: 1 must, 0 must not run a step channels last; -1 either */
 };
 
 struct backends {
@@ -665,6 +733,20 @@ static double case_error(const struct case_data *d, enum rt_precision prec, int 
     return worst;
 }
 
+/* Steps of a loaded case that the backend runs channels last, as its
+ * describe_step says ("nhwc"). */
+static int nhwc_steps(const struct loaded *l, struct rt_backend *be)
+{
+    const struct rt_plan *p = rt_model_plan(l->m);
+    int n = 0;
+    for (int i = 0; be->iface->describe_step && i < p->n_steps; i++) {
+        char what[160] = "";
+        be->iface->describe_step(be, p, &p->steps[i], 1, what, sizeof(what));
+        n += strstr(what, "nhwc") != NULL;
+    }
+    return n;
+}
+
 /* One case at one precision through every backend; false on a mismatch or a
  * case the CPU backend cannot run. The reference runs once at the largest
  * batch: samples are independent, so a smaller batch's outputs are the
@@ -706,7 +788,12 @@ static bool check_case(const struct op_case *c, enum rt_precision prec, const st
                             why ? why + 2 : err.msg);
             continue;
         }
-        for (int bi = 0; st == RT_OK && bi < N_BATCHES; bi++) {
+        if (st == RT_OK && be[k].nhwc >= 0 && strncmp(c->name, "nhwc:", 5) == 0 &&
+            (nhwc_steps(&l, be[k].b) > 0) != (be[k].nhwc == 1)) {
+            printf("%s\n  %s runs %d steps channels last\n", line, be[k].name, nhwc_steps(&l, be[k].b));
+            ok = false;
+        }
+        for (int bi = 0; ok && st == RT_OK && bi < N_BATCHES; bi++) {
             int batch = BATCHES[bi];
             st = rt_session_run(l.s, batch, (const float *const *)d.in, got, &err);
             double worst = st == RT_OK ? case_error(&d, prec, batch, got, want) : 0;
@@ -743,7 +830,7 @@ static bool backends_open(struct backends *bs)
     struct rt_error err = {0};
     memset(bs, 0, sizeof(*bs));
     for (int i = 0; i < (int)(sizeof(bs->s) / sizeof(bs->s[0])); i++)
-        bs->s[i].isa = -1;
+        bs->s[i].isa = bs->s[i].nhwc = -1;
     if (rt_backend_ref_create(&bs->s[0].b, &err) != RT_OK ||
         rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 2}, &bs->cpu, &err) != RT_OK) {
         printf("  backends: %s\n", err.msg);
@@ -765,12 +852,14 @@ static bool backends_open(struct backends *bs)
         struct backend_slot *s = &bs->s[bs->n++];
         snprintf(s->name, sizeof(s->name), "cuda");
         s->b = bs->cuda;
+        s->nhwc = 1;
         if (rt_backend_create(RT_BACKEND_CUDA,
                               &(struct rt_backend_options){.device = -1, .cuda_kernels = RT_CUDA_KERNELS_BASELINE},
                               &bs->cuda_base, &err) == RT_OK) {
             s = &bs->s[bs->n++];
             snprintf(s->name, sizeof(s->name), "cuda-baseline");
             s->b = bs->cuda_base;
+            s->nhwc = 0;
         } else {   /* a second backend on a GPU that opened one must open too */
             printf("  cuda-baseline: %s\n", err.msg);
             return false;

@@ -17,6 +17,7 @@
 #include "runtime/backend/backend_cuda_info.h"
 #include "runtime/image/image.h"
 #include "runtime/rt_model.h"
+#include "runtime/rt_model_impl.h"
 #include "fp16_bound.h"
 #include "model_variant.h"
 #include "test_cuda_util.h"
@@ -309,14 +310,30 @@ static int argmax(const float *x, int64_t n)
     return best;
 }
 
+/* Steps of a model on the CUDA backend prepared channels last (x or y NHWC). */
+static int nhwc_steps(const struct rt_model *m)
+{
+    const struct rt_plan *p = rt_model_plan(m);
+    int n = 0;
+    for (int i = 0; i < p->n_steps; i++) {
+        const struct cuda_step_prep *pr = p->steps[i].prep;
+        n += pr && (pr->x_nhwc || pr->y_nhwc);
+    }
+    return n;
+}
+
 /* Runs every image through model dir on backend b in batches of `batch`;
- * y receives count * classes logits (poisoned first). */
-static bool eval(const char *dir, struct rt_backend *b, const struct eval_set *es, float *y, struct rt_error *err)
+ * y receives count * classes logits (poisoned first). On the CUDA backend
+ * nhwc (else NULL) receives nhwc_steps. */
+static bool eval(const char *dir, struct rt_backend *b, const struct eval_set *es, float *y, int *nhwc,
+                 struct rt_error *err)
 {
     struct rt_model *m;
     struct rt_session *s;
     if (rt_model_load(dir, b, &m, err) != RT_OK)
         return false;
+    if (nhwc)
+        *nhwc = nhwc_steps(m);
     if (rt_session_create(m, &s, err) != RT_OK) {
         rt_model_free(m);
         return false;
@@ -349,7 +366,7 @@ static bool cpu_reference(const char *src, const char *precision, struct rt_back
         *roundings = fp16_roundings(m);
         rt_model_free(m);
     }
-    ok = ok && eval(dir, cpu, es, ref, err);
+    ok = ok && eval(dir, cpu, es, ref, NULL, err);
     model_variant_remove(dir);
     return ok;
 }
@@ -357,8 +374,10 @@ static bool cpu_reference(const char *src, const char *precision, struct rt_back
 /* Each precision/engine variant of a shipped model on the GPU against the
  * CPU backend running the same variant: FP32 within 1e-5, FP16 within the
  * bound derived from its roundings (fp16_bound.h; cuDNN's second rounding
- * per convolution counted), and top-1 agreement. */
-static enum test_result model_vs_cpu(const char *name)
+ * per convolution counted), and top-1 agreement. With our kernels of the
+ * new set, a model with channels_last runs steps NHWC (resnet-mini: from
+ * the stem's output to the global pool), else none does. */
+static enum test_result model_vs_cpu(const char *name, bool channels_last)
 {
     CUDA_REQUIRE();
     char src[256], path[300], why[600];
@@ -413,7 +432,8 @@ static enum test_result model_vs_cpu(const char *name)
         RT_ASSERT(model_variant_make(src, dir, sizeof(dir), VARIANTS[v].prec, VARIANTS[v].engine, 256));
         bool f16 = VARIANTS[v].f16, dnn = VARIANTS[v].dnn;
         bool ran = cuda_backend_set(true, VARIANTS[v].kernels, &b, &err) == RT_OK;
-        ran = ran && eval(dir, b, &es, y, &err);
+        int nhwc = 0;
+        ran = ran && eval(dir, b, &es, y, &nhwc, &err);
         model_variant_remove(dir);
         if (!ran) {
             printf("  %s %s %s: %s\n", name, VARIANTS[v].prec, VARIANTS[v].engine, err.msg);
@@ -430,12 +450,14 @@ static enum test_result model_vs_cpu(const char *name)
         int64_t bad = test_count_nonfinite(y, (int64_t)n_out);
         double e = test_rel_error(y, want, (int64_t)n_out);
         double tol = f16 ? fp16_bound_vs_fp16(roundings, dnn ? convs : 0) : 1e-5;
-        printf("  %s %s conv %s vs CPU %s: rel error %.3g (tol %.3g), top-1 agrees on %d of %d, accuracy %.2f%% "
-               "(%s)\n", name, VARIANTS[v].prec, VARIANTS[v].engine, VARIANTS[v].prec, e, tol, agree, es.count,
-               100.0 * correct / es.count, rt_backend_describe(b));
+        printf("  %s %s conv %s vs CPU %s: rel error %.3g (tol %.3g), top-1 agrees on %d of %d, accuracy %.2f%%, "
+               "%d steps nhwc (%s)\n", name, VARIANTS[v].prec, VARIANTS[v].engine, VARIANTS[v].prec, e, tol, agree,
+               es.count, 100.0 * correct / es.count, nhwc, rt_backend_describe(b));
         /* FP32 may flip a near-tie or two in 10 000; FP16 rounds differently
          * near ties more often */
         bool ok = bad == 0 && e <= tol && agree * 10000LL >= (long long)es.count * (f16 ? 9990 : 9998);
+        bool want_nhwc = channels_last && !dnn && VARIANTS[v].kernels != RT_CUDA_KERNELS_BASELINE;
+        ok = ok && (nhwc > 0) == want_nhwc;
         failed += !ok;
         rt_backend_free(b);
     }
@@ -449,12 +471,12 @@ static enum test_result model_vs_cpu(const char *name)
 
 TEST(cuda_model_lenet5)
 {
-    return model_vs_cpu("lenet5");
+    return model_vs_cpu("lenet5", false);   /* conv2 reads 6 channels: NCHW throughout */
 }
 
 TEST(cuda_model_resnet_mini)
 {
-    return model_vs_cpu("resnet-mini");
+    return model_vs_cpu("resnet-mini", true);
 }
 
 /* ------------------------------------------------------------------ sticky errors */

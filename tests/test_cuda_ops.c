@@ -14,74 +14,9 @@
 
 static const enum kcuda_dtype DTYPES[2] = {KCUDA_F32, KCUDA_F16};
 
-static float *rand_buf(int64_t n, float lo, float hi, enum kcuda_dtype t)
-{
-    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    RT_ASSERT(x);
-    test_rand_fill(x, n, lo, hi);
-    if (t == KCUDA_F16)
-        round_to_half(x, n);
-    return x;
-}
-
-static float *out_buf(int64_t n)
-{
-    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    RT_ASSERT(x);
-    return x;
-}
-
-/* The GEMM kernel sets a conv2d / linear case runs through, as the sm_count
- * kcuda_gemm_plan weighs: the baseline tile by columns (0), the device's
- * choice (its SM count), and a GPU so wide that every GEMM leaves SMs idle,
- * so split-K (rows <= 64) or the smallest tile that divides the packing runs
- * whatever the device. */
-enum { KSET_BASELINE, KSET_DEVICE, KSET_WIDE, KSET_COUNT };
-static const char *const KSET_NAME[KSET_COUNT] = {"baseline", "device", "wide"};
-#define WIDE_SMS (1 << 20)
-
-static int kset_sms(int ks)
-{
-    int device = 0, sms = 0;
-    if (ks == KSET_BASELINE)
-        return 0;
-    if (ks == KSET_WIDE)
-        return WIDE_SMS;
-    RT_ASSERT(cudaGetDevice(&device) == cudaSuccess &&
-              cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
-    return sms;
-}
-
-/* Launches twice into fresh poisoned buffers: the two outputs must be bit
- * for bit the same (split-K adds its partial sums in a fixed order). */
-static bool deterministic(const char *what, const void *dev, const void *again, int64_t n, enum kcuda_dtype t,
-                          cudaError_t launch)
-{
-    float *a = out_buf(n), *b = out_buf(n);
-    bool ok = launch == cudaSuccess && dbuf_download(a, dev, n, t) && dbuf_download(b, again, n, t) &&
-              memcmp(a, b, sizeof(float) * (size_t)n) == 0;
-    if (!ok)
-        printf("  %s: a second run differs from the first\n", what);
-    free(a), free(b);
-    return ok;
-}
-
-/* Downloads dev (n values) and compares with ref. */
-static bool finish(const char *what, const void *dev, const float *ref, int64_t n, enum kcuda_dtype t,
-                   cudaError_t launch)
-{
-    float *out = out_buf(n);
-    bool ok = launch == cudaSuccess;
-    if (!ok)
-        printf("  %s: launch failed: %s\n", what, cudaGetErrorString(launch));
-    ok = ok && dbuf_download(out, dev, n, t) && cuda_check_close(what, out, ref, n, t);
-    free(out);
-    return ok;
-}
-
 /* ------------------------------------------------------------------ conv2d */
 
-/* One convolution through every kernel set (KSET_*). */
+/* One convolution through every kernel set (GSET_*). */
 static bool conv_case(const struct k_conv2d *p, bool use_bias, bool use_res, enum kcuda_dtype t)
 {
     int64_t nx = (int64_t)p->n * p->c * p->h * p->w, ny = (int64_t)p->n * p->oc * p->oh * p->ow;
@@ -91,22 +26,24 @@ static bool conv_case(const struct k_conv2d *p, bool use_bias, bool use_res, enu
     kref_conv2d_f32(p, x, w, use_bias ? b : NULL, use_res ? r : NULL, ref);
     size_t pe = kcuda_conv2d_packed_elems(p), tb = kcuda_conv2d_table_bytes(p);
     float *packed = out_buf((int64_t)pe), *table = out_buf((int64_t)(tb / sizeof(float)));
-    kcuda_conv2d_pack(p, w, packed, table);
+    kcuda_conv2d_pack(p, KCUDA_NCHW, w, packed, table);
     void *dx = dbuf_upload(x, nx, t), *dw = dbuf_upload(packed, (int64_t)pe, t);
     void *dt = dbuf_upload(table, (int64_t)(tb / sizeof(float)), KCUDA_F32);   /* raw bytes */
     void *db = dbuf_upload(b, p->oc, KCUDA_F32), *dr = dbuf_upload(r, ny, t);
     bool ok = true;
-    for (int ks = 0; ks < KSET_COUNT; ks++) {
-        int sms = kset_sms(ks);
+    for (int ks = 0; ks < GSET_COUNT; ks++) {
+        int sms = gset_sms(ks);
         void *dy = dbuf_poisoned(ny, t), *dy2 = dbuf_poisoned(ny, t);
-        cudaError_t e = kcuda_conv2d(p, sms, t, dx, dw, dt, use_bias ? db : NULL, use_res ? dr : NULL, dy, 0);
-        cudaError_t e2 = kcuda_conv2d(p, sms, t, dx, dw, dt, use_bias ? db : NULL, use_res ? dr : NULL, dy2, 0);
+        cudaError_t e = kcuda_conv2d(p, sms, t, KCUDA_NCHW, KCUDA_NCHW, dx, dw, dt, use_bias ? db : NULL,
+                                     use_res ? dr : NULL, dy, 0);
+        cudaError_t e2 = kcuda_conv2d(p, sms, t, KCUDA_NCHW, KCUDA_NCHW, dx, dw, dt, use_bias ? db : NULL,
+                                      use_res ? dr : NULL, dy2, 0);
         char what[240];
         snprintf(what, sizeof(what), "conv n%d c%d %dx%d oc%d k%dx%d s%d,%d p%d,%d d%d,%d g%d act%d%s%s (%s: %s)",
                  p->n, p->c, p->h, p->w, p->oc, p->kh, p->kw, p->stride_h, p->stride_w, p->pad_t, p->pad_l, p->dil_h,
-                 p->dil_w, p->groups, p->act, use_bias ? " bias" : "", use_res ? " res" : "", KSET_NAME[ks],
-                 kcuda_conv2d_plan(p, sms).name);
-        ok = finish(what, dy, ref, ny, t, e) && deterministic(what, dy, dy2, ny, t, e2) && ok;
+                 p->dil_w, p->groups, p->act, use_bias ? " bias" : "", use_res ? " res" : "", GSET_NAME[ks],
+                 kcuda_conv2d_plan(p, sms, t, KCUDA_NCHW, KCUDA_NCHW).name);
+        ok = check_launch(what, dy, ref, ny, t, e) && check_repeat(what, dy, dy2, ny, t, e2) && ok;
         dbuf_free(dy), dbuf_free(dy2);
     }
     dbuf_free(dx), dbuf_free(dw), dbuf_free(dt), dbuf_free(db), dbuf_free(dr);
@@ -159,7 +96,7 @@ TEST(cuda_op_conv2d_f16)
 
 /* ------------------------------------------------------------------ linear */
 
-/* One linear layer through every kernel set (KSET_*). */
+/* One linear layer through every kernel set (GSET_*). */
 static bool linear_case(const struct k_linear *p, bool use_bias, bool use_res, enum kcuda_dtype t)
 {
     int64_t nx = (int64_t)p->n * p->k, ny = (int64_t)p->n * p->m, nw = (int64_t)p->m * p->k;
@@ -172,15 +109,15 @@ static bool linear_case(const struct k_linear *p, bool use_bias, bool use_res, e
     void *dx = dbuf_upload(x, nx, t), *dw = dbuf_upload(packed, (int64_t)pe, t);
     void *db = dbuf_upload(b, p->m, KCUDA_F32), *dr = dbuf_upload(r, ny, t);
     bool ok = true;
-    for (int ks = 0; ks < KSET_COUNT; ks++) {
-        int sms = kset_sms(ks);
+    for (int ks = 0; ks < GSET_COUNT; ks++) {
+        int sms = gset_sms(ks);
         void *dy = dbuf_poisoned(ny, t), *dy2 = dbuf_poisoned(ny, t);
         cudaError_t e = kcuda_linear(p, sms, t, dx, dw, use_bias ? db : NULL, use_res ? dr : NULL, dy, 0);
         cudaError_t e2 = kcuda_linear(p, sms, t, dx, dw, use_bias ? db : NULL, use_res ? dr : NULL, dy2, 0);
         char what[160];
         snprintf(what, sizeof(what), "linear n%d k%d m%d act%d%s%s (%s: %s)", p->n, p->k, p->m, p->act,
-                 use_bias ? " bias" : "", use_res ? " res" : "", KSET_NAME[ks], kcuda_linear_plan(p, sms).name);
-        ok = finish(what, dy, ref, ny, t, e) && deterministic(what, dy, dy2, ny, t, e2) && ok;
+                 use_bias ? " bias" : "", use_res ? " res" : "", GSET_NAME[ks], kcuda_linear_plan(p, sms).name);
+        ok = check_launch(what, dy, ref, ny, t, e) && check_repeat(what, dy, dy2, ny, t, e2) && ok;
         dbuf_free(dy), dbuf_free(dy2);
     }
     dbuf_free(dx), dbuf_free(dw), dbuf_free(db), dbuf_free(dr);
@@ -276,7 +213,7 @@ TEST(cuda_op_pool2d)
             char what[160];
             snprintf(what, sizeof(what), "%s pool %dx%d k%dx%d s%d,%d p%d,%d d%d,%d -> %dx%d", is_max ? "max" : "avg",
                      p.h, p.w, p.kh, p.kw, p.stride_h, p.stride_w, p.pad_t, p.pad_l, p.dil_h, p.dil_w, p.oh, p.ow);
-            failed += !finish(what, dy, ref, ny, t, e);
+            failed += !check_launch(what, dy, ref, ny, t, e);
             dbuf_free(dx), dbuf_free(dy);
             cases++;
         }
@@ -297,7 +234,7 @@ TEST(cuda_op_global_avg_pool)
         float *x = rand_buf((int64_t)n * c * hw, -2, 2, t), *ref = out_buf((int64_t)n * c);
         kref_global_avg_pool_f32(n, c, hw, x, ref);
         void *dx = dbuf_upload(x, (int64_t)n * c * hw, t), *dy = dbuf_poisoned((int64_t)n * c, t);
-        failed += !finish("global avg pool", dy, ref, (int64_t)n * c, t, kcuda_global_avg_pool(n, c, hw, t, dx, dy, 0));
+        failed += !check_launch("global avg pool", dy, ref, (int64_t)n * c, t, kcuda_global_avg_pool(n, c, hw, t, dx, dy, 0));
         dbuf_free(dx), dbuf_free(dy);
         free(x), free(ref);
     }
@@ -320,7 +257,7 @@ TEST(cuda_op_channel_affine)
         kref_channel_affine_f32(&p, x, sc, sh, ref);
         void *dx = dbuf_upload(x, n, t), *dy = dbuf_poisoned(n, t);
         void *dsc = dbuf_upload(sc, p.c, KCUDA_F32), *dsh = dbuf_upload(sh, p.c, KCUDA_F32);
-        failed += !finish("channel affine", dy, ref, n, t, kcuda_channel_affine(&p, t, dx, dsc, dsh, dy, 0));
+        failed += !check_launch("channel affine", dy, ref, n, t, kcuda_channel_affine(&p, t, dx, dsc, dsh, dy, 0));
         dbuf_free(dx), dbuf_free(dy), dbuf_free(dsc), dbuf_free(dsh);
         free(x), free(sc), free(sh), free(ref);
     }
@@ -342,9 +279,9 @@ TEST(cuda_op_act)
             void *dx = dbuf_upload(x, n, t), *dy = dbuf_poisoned(n, t);
             char what[32];
             snprintf(what, sizeof(what), "act %d n%lld", a, (long long)n);
-            failed += !finish(what, dy, ref, n, t, kcuda_act((enum k_act)a, n, t, dx, dy, 0));
+            failed += !check_launch(what, dy, ref, n, t, kcuda_act((enum k_act)a, n, t, dx, dy, 0));
             /* in place, as the contract allows */
-            failed += !finish(what, dx, ref, n, t, kcuda_act((enum k_act)a, n, t, dx, dx, 0));
+            failed += !check_launch(what, dx, ref, n, t, kcuda_act((enum k_act)a, n, t, dx, dx, 0));
             dbuf_free(dx), dbuf_free(dy);
             free(x), free(ref);
         }
@@ -362,7 +299,7 @@ TEST(cuda_op_add)
         float *a = rand_buf(n, -4, 4, t), *b = rand_buf(n, -4, 4, t), *ref = out_buf(n);
         kref_add_f32(n, a, b, ref);
         void *da = dbuf_upload(a, n, t), *db = dbuf_upload(b, n, t), *dy = dbuf_poisoned(n, t);
-        failed += !finish("add", dy, ref, n, t, kcuda_add(n, t, da, db, dy, 0));
+        failed += !check_launch("add", dy, ref, n, t, kcuda_add(n, t, da, db, dy, 0));
         dbuf_free(da), dbuf_free(db), dbuf_free(dy);
         free(a), free(b), free(ref);
     }
@@ -386,7 +323,7 @@ TEST(cuda_op_bias_act)
         for (int64_t k = 0; k < count; k++)
             ref[k] = kref_act_f32(act, (float)((double)y[k] + b[k / hw % c] + (use_res ? r[k] : 0.0)));
         void *dy = dbuf_upload(y, count, t), *dr = dbuf_upload(r, count, t), *db = dbuf_upload(b, c, KCUDA_F32);
-        failed += !finish("bias act", dy, ref, count, t,
+        failed += !check_launch("bias act", dy, ref, count, t,
                           kcuda_bias_act(n, c, hw, t, db, use_res ? dr : NULL, act, dy, 0));
         dbuf_free(dy), dbuf_free(dr), dbuf_free(db);
         free(y), free(r), free(b), free(ref);
@@ -430,7 +367,7 @@ TEST(cuda_op_softmax)
         float *x = rand_buf(n, -10, 10, t), *ref = out_buf(n);
         kref_softmax_f32(&p, x, ref);
         void *dx = dbuf_upload(x, n, t), *dy = dbuf_poisoned(n, t);
-        failed += !finish("softmax", dy, ref, n, t, kcuda_softmax(&p, t, dx, dy, 0));
+        failed += !check_launch("softmax", dy, ref, n, t, kcuda_softmax(&p, t, dx, dy, 0));
         dbuf_free(dx), dbuf_free(dy);
         free(x), free(ref);
     }
@@ -458,7 +395,7 @@ TEST(cuda_op_concat)
         float *ref = out_buf(n);
         kref_concat_f32(&p, (const float *const *)in, lens, ref);
         void *dy = dbuf_poisoned(n, t);
-        failed += !finish("concat", dy, ref, n, t, kcuda_concat(&p, t, din, lens, dy, 0));
+        failed += !check_launch("concat", dy, ref, n, t, kcuda_concat(&p, t, din, lens, dy, 0));
         dbuf_free(dy);
         for (int k = 0; k < p.count; k++) {
             dbuf_free((void *)din[k]);
@@ -491,7 +428,7 @@ TEST(cuda_pack_emulated)
         float *packed = out_buf((int64_t)pe);
         int *table = malloc(tb);
         RT_ASSERT(table);
-        kcuda_conv2d_pack(&p, w, packed, table);
+        kcuda_conv2d_pack(&p, KCUDA_NCHW, w, packed, table);
         int kpad = (int)(tb / (4 * sizeof(int))), npad = (int)(pe / ((size_t)p.groups * (size_t)kpad));
         for (int g = 0; g < p.groups; g++)
             for (int m = 0; m < p.n * pixels; m++) {

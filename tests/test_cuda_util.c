@@ -105,6 +105,60 @@ bool cuda_check_close(const char *what, const float *out, const float *ref, int6
     return ok;
 }
 
+float *rand_buf(int64_t n, float lo, float hi, enum kcuda_dtype t)
+{
+    float *x = out_buf(n);
+    test_rand_fill(x, n, lo, hi);
+    if (t == KCUDA_F16)
+        round_to_half(x, n);
+    return x;
+}
+
+float *out_buf(int64_t n)
+{
+    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    RT_ASSERT(x);
+    return x;
+}
+
+const char *const GSET_NAME[GSET_COUNT] = {"baseline", "device", "wide"};
+
+int gset_sms(int ks)
+{
+    int device = 0, sms = 0;
+    if (ks == GSET_BASELINE)
+        return 0;
+    if (ks == GSET_WIDE)
+        return GSET_WIDE_SMS;
+    RT_ASSERT(cudaGetDevice(&device) == cudaSuccess &&
+              cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
+    return sms;
+}
+
+bool check_repeat(const char *what, const void *dev, const void *again, int64_t n, enum kcuda_dtype t,
+                  cudaError_t launch)
+{
+    float *a = out_buf(n), *b = out_buf(n);
+    bool ok = launch == cudaSuccess && dbuf_download(a, dev, n, t) && dbuf_download(b, again, n, t) &&
+              memcmp(a, b, sizeof(float) * (size_t)n) == 0;
+    if (!ok)
+        printf("  %s: a second run differs from the first\n", what);
+    free(a), free(b);
+    return ok;
+}
+
+bool check_launch(const char *what, const void *dev, const float *ref, int64_t n, enum kcuda_dtype t,
+                  cudaError_t launch)
+{
+    float *out = out_buf(n);
+    bool ok = launch == cudaSuccess;
+    if (!ok)
+        printf("  %s: launch failed: %s\n", what, cudaGetErrorString(launch));
+    ok = ok && dbuf_download(out, dev, n, t) && cuda_check_close(what, out, ref, n, t);
+    free(out);
+    return ok;
+}
+
 bool cuda_test_dataset(struct rt_dataset *ds, char *why, size_t cap)
 {
     const char *data = getenv("FASHION_MNIST_DIR") ? getenv("FASHION_MNIST_DIR") : RT_FASHION_MNIST_DIR;

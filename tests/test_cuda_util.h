@@ -46,6 +46,32 @@ void dbuf_free(void *dev);
 /* Rounds x to the nearest half in place (what an F16 kernel sees). */
 void round_to_half(float *x, int64_t n);
 
+/* Host buffers of n floats (at least one), aborting when memory runs out:
+ * uniform in [lo, hi) (half-rounded for F16: what the kernel sees), or
+ * uninitialised. */
+float *rand_buf(int64_t n, float lo, float hi, enum kcuda_dtype t);
+float *out_buf(int64_t n);
+
+/* The GEMM kernel sets a conv2d / linear case runs through, as the sm_count
+ * kcuda_gemm_plan weighs: the baseline tile by columns (0), the device's
+ * choice (its SM count), and a GPU so wide that every GEMM leaves SMs idle,
+ * so split-K (rows <= 64) or the smallest tile that divides the packing runs
+ * whatever the device. gset_sms(ks) is that count. */
+enum { GSET_BASELINE, GSET_DEVICE, GSET_WIDE, GSET_COUNT };
+extern const char *const GSET_NAME[GSET_COUNT];
+#define GSET_WIDE_SMS (1 << 20)
+int gset_sms(int ks);
+
+/* After a launch into dev (n values): the launch succeeded and dev matches
+ * ref (cuda_check_close). */
+bool check_launch(const char *what, const void *dev, const float *ref, int64_t n, enum kcuda_dtype t,
+                  cudaError_t launch);
+/* The same launch made twice, into dev and again (fresh poisoned buffers):
+ * the outputs are the same bit for bit (split-K adds its partial sums in a
+ * fixed order). */
+bool check_repeat(const char *what, const void *dev, const void *again, int64_t n, enum kcuda_dtype t,
+                  cudaError_t launch);
+
 /* Checks out (n values of an op in type t) against ref: every value written
  * and finite, relative error within 1e-5 (F32) or 2e-3 (F16). Prints the
  * error with `what`. */

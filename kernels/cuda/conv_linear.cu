@@ -8,7 +8,9 @@
  * Kpad a multiple of BK, Npad a multiple of the packing tile's BN (a
  * function of N alone, so packing and launching agree without storing it),
  * zeros in the padding. Every kernel plan_tile may choose reads that one
- * layout: its columns per block divide Npad.
+ * layout: its columns per block divide Npad. k runs over (channel, tap)
+ * for NCHW x, and over (tap, channel) for NHWC x, where a 16-byte piece of
+ * A is then consecutive channels of one pixel; the gather table follows.
  */
 #include <string.h>
 
@@ -59,12 +61,14 @@ static int64_t blocks_of(TileId t, int64_t rows, int npad, int groups)
  * 128 columns a block where that still gives every SM a block, else 32.
  * Otherwise a packing tile that gives every SM a block stays; one that
  * leaves SMs idle gives way to the largest smaller tile that fills them, or
- * the smallest (their columns divide Npad: 128 = 2 * 64 = 4 * 32). */
-static TileId plan_tile(int64_t rows, int cols, int groups, int sm_count)
+ * the smallest (their columns divide Npad: 128 = 2 * 64 = 4 * 32). Without
+ * large_ok (a kernel form that has no large tile) the large tile's columns
+ * run on the 128x64 one. */
+static TileId plan_tile(int64_t rows, int cols, int groups, int sm_count, bool large_ok)
 {
     TileId t = tile_for(cols);
     if (sm_count <= 0 || rows <= 0)
-        return t;
+        return t == TILE_L && !large_ok ? TILE_M : t;
     int npad = round_up(cols, tile_bn(t));
     bool idle = blocks_of(t, rows, npad, groups) < sm_count;
     if (rows <= SPLITK_FEW_ROWS || (idle && rows <= SPLITK_MAX_ROWS))
@@ -72,7 +76,16 @@ static TileId plan_tile(int64_t rows, int cols, int groups, int sm_count)
                                                                                                     : SPLITK_1;
     while (t > TILE_S && blocks_of(t, rows, npad, groups) < sm_count)
         t = (TileId)(t - 1);
-    return t;
+    return t == TILE_L && !large_ok ? TILE_M : t;
+}
+
+/* Whether a kernel form has the large tile. The forms new with channels
+ * last lack it where ptxas spills at its two blocks an SM (FP32 NHWC x, and
+ * NCHW x to NHWC y: 56-156 bytes on sm_90); the forms of the baseline set
+ * keep theirs, small spills included (docs/performance.md). */
+template <typename T, ALoad AL, YLayout YL> constexpr bool has_large_tile()
+{
+    return !(AL == ALoad::CONV_NHWC && std::is_same<T, float>::value) && !(AL == ALoad::CONV && YL == YLayout::ROWS);
 }
 
 struct GemmShape {
@@ -90,13 +103,14 @@ static GemmShape linear_shape(const struct k_linear *p)
     return {p->m, p->k, round_up(p->k, TileS::BK), round_up(p->m, tile_bn(tile_for(p->m))), 1};
 }
 
-template <typename T, ALoad AL, class TL> static cudaError_t launch_tile(const GemmArgs &a, cudaStream_t st)
+template <typename T, ALoad AL, YLayout YL, class TL>
+static cudaError_t launch_tile(const GemmArgs &a, cudaStream_t st)
 {
     dim3 grid((unsigned)((a.M + TL::BM - 1) / TL::BM), (unsigned)(a.Npad / TL::BN),
               (unsigned)(a.groups < 65535 ? a.groups : 65535));
     if (a.Npad / TL::BN > 65535)
         return cudaErrorInvalidConfiguration;
-    igemm_kernel<T, AL, TL><<<grid, TL::THREADS, Smem<T, AL, TL>::BYTES, st>>>(a);
+    igemm_kernel<T, AL, YL, TL><<<grid, TL::THREADS, Smem<T, AL, YL, TL>::BYTES, st>>>(a);
     return cudaGetLastError();
 }
 
@@ -106,53 +120,94 @@ template <typename T, ALoad AL, class TL> static cudaError_t launch_tile(const G
  * when any device it initialises lacks the room. */
 static bool large_tile_fits = true;
 
-template <typename T, ALoad AL, int V> static cudaError_t launch_splitk(const GemmArgs &a, cudaStream_t st)
+template <typename T, ALoad AL, YLayout YL, int V> static cudaError_t launch_splitk(const GemmArgs &a, cudaStream_t st)
 {
-    constexpr ALoad SAL = AL == ALoad::CONV ? ALoad::CONV : ALoad::ROWS;   /* A is read a value at a time */
+    constexpr ALoad SAL = AL == ALoad::ROWS_VEC ? ALoad::ROWS : AL;   /* A is read a value at a time */
     dim3 grid((unsigned)((a.M + SK_ROWS - 1) / SK_ROWS), (unsigned)(a.Npad / (32 * V)),
               (unsigned)(a.groups < 65535 ? a.groups : 65535));
     if (a.Npad / (32 * V) > 65535)
         return cudaErrorInvalidConfiguration;
-    splitk_kernel<T, SAL, V><<<grid, SK_THREADS, 0, st>>>(a);
+    splitk_kernel<T, SAL, YL, V><<<grid, SK_THREADS, 0, st>>>(a);
     return cudaGetLastError();
 }
 
-template <typename T, ALoad AL> static cudaError_t launch(const GemmArgs &a, int sm_count, cudaStream_t st)
+template <typename T, ALoad AL, YLayout YL> static cudaError_t launch(const GemmArgs &a, int sm_count, cudaStream_t st)
 {
-    TileId plan = plan_tile(a.M, a.N, a.groups, sm_count);
+    constexpr bool LARGE = has_large_tile<T, AL, YL>();
+    TileId plan = plan_tile(a.M, a.N, a.groups, sm_count, LARGE);   /* as kcuda_conv2d_plan / kcuda_linear_plan */
     switch (plan) {
     case TILE_S:
-        return launch_tile<T, AL, TileS>(a, st);
+        return launch_tile<T, AL, YL, TileS>(a, st);
     case TILE_M:
-        return launch_tile<T, AL, TileM>(a, st);
+        return launch_tile<T, AL, YL, TileM>(a, st);
     case TILE_L:
-        return large_tile_fits ? launch_tile<T, AL, TileL>(a, st) : launch_tile<T, AL, TileM>(a, st);
+        if constexpr (LARGE) {
+            if (large_tile_fits)
+                return launch_tile<T, AL, YL, TileL>(a, st);
+        }
+        return launch_tile<T, AL, YL, TileM>(a, st);
     default:
         /* split-K's conv gather takes int offsets over a block's images
          * (at most SK_ROWS of them): beyond that, the smallest tile */
-        if (AL == ALoad::CONV && (int64_t)SK_ROWS * a.c * a.h * a.w > INT32_MAX)
-            return launch_tile<T, AL, TileS>(a, st);
+        if (is_conv(AL) && (int64_t)SK_ROWS * a.c * a.h * a.w > INT32_MAX)
+            return launch_tile<T, AL, YL, TileS>(a, st);
         /* vector loads of B need its 16 (8) byte alignment; the sums are the same either way */
         if (plan == SPLITK_4 && reinterpret_cast<uintptr_t>(a.wt) % (4 * sizeof(T)) == 0)
-            return launch_splitk<T, AL, 4>(a, st);
-        return launch_splitk<T, AL, 1>(a, st);
+            return launch_splitk<T, AL, YL, 4>(a, st);
+        return launch_splitk<T, AL, YL, 1>(a, st);
     }
 }
 
-template <typename T, ALoad AL, class TL> static cudaError_t raise_smem_limit()
+template <typename T, ALoad AL, YLayout YL, class TL> static cudaError_t raise_smem_limit()
 {
-    return cudaFuncSetAttribute(igemm_kernel<T, AL, TL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)Smem<T, AL, TL>::BYTES);
+    return cudaFuncSetAttribute(igemm_kernel<T, AL, YL, TL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)Smem<T, AL, YL, TL>::BYTES);
 }
 
-template <typename T, ALoad AL> static cudaError_t raise_smem_limits()
+template <typename T, ALoad AL, YLayout YL> static cudaError_t raise_smem_limits()
 {
-    cudaError_t e = raise_smem_limit<T, AL, TileS>();
+    cudaError_t e = raise_smem_limit<T, AL, YL, TileS>();
     if (e == cudaSuccess)
-        e = raise_smem_limit<T, AL, TileM>();
-    if (e == cudaSuccess && large_tile_fits)
-        e = raise_smem_limit<T, AL, TileL>();
+        e = raise_smem_limit<T, AL, YL, TileM>();
+    if constexpr (has_large_tile<T, AL, YL>()) {
+        if (e == cudaSuccess && large_tile_fits)
+            e = raise_smem_limit<T, AL, YL, TileL>();
+    }
     return e;
+}
+
+/* Every kernel launch() may start in type T: linear's, and convolution's
+ * four layout pairs (x NCHW / NHWC, y NCHW / NHWC). */
+template <typename T> static cudaError_t raise_smem_limits_of()
+{
+    cudaError_t e = raise_smem_limits<T, ALoad::ROWS, YLayout::ROWS>();
+    if (e == cudaSuccess)
+        e = raise_smem_limits<T, ALoad::CONV, YLayout::NCHW>();
+    if (e == cudaSuccess)
+        e = raise_smem_limits<T, ALoad::CONV, YLayout::ROWS>();
+    if (e == cudaSuccess)
+        e = raise_smem_limits<T, ALoad::CONV_NHWC, YLayout::ROWS>();
+    if (e == cudaSuccess)
+        e = raise_smem_limits<T, ALoad::CONV_NHWC, YLayout::NCHW>();
+    return e;
+}
+
+/* has_large_tile of the form kcuda_conv2d launches for these layouts. */
+template <typename T> static bool conv_has_large_tile(enum kcuda_layout xl, enum kcuda_layout yl)
+{
+    if (xl == KCUDA_NHWC)
+        return yl == KCUDA_NHWC ? has_large_tile<T, ALoad::CONV_NHWC, YLayout::ROWS>()
+                                : has_large_tile<T, ALoad::CONV_NHWC, YLayout::NCHW>();
+    return yl == KCUDA_NHWC ? has_large_tile<T, ALoad::CONV, YLayout::ROWS>()
+                            : has_large_tile<T, ALoad::CONV, YLayout::NCHW>();
+}
+
+/* The largest of the large tile's shared-memory needs, over both y layouts
+ * (an upper bound of what the forms launched need). */
+template <typename T, ALoad AL> static size_t large_tile_bytes()
+{
+    size_t a = Smem<T, AL, YLayout::NCHW, TileL>::BYTES, b = Smem<T, AL, YLayout::ROWS, TileL>::BYTES;
+    return a > b ? a : b;
 }
 
 } // namespace kcuda
@@ -161,9 +216,9 @@ using namespace kcuda;
 
 extern "C" size_t kcuda_dtype_size(enum kcuda_dtype t) { return t == KCUDA_F16 ? 2 : 4; }
 
-extern "C" struct kcuda_gemm_plan kcuda_gemm_plan(int64_t rows, int cols, int groups, int sm_count)
+static struct kcuda_gemm_plan plan_of(int64_t rows, int cols, int groups, int sm_count, bool large_ok)
 {
-    TileId t = plan_tile(rows, cols, groups, sm_count);
+    TileId t = plan_tile(rows, cols, groups, sm_count, large_ok);
     struct kcuda_gemm_plan pl;
     pl.rows = tile_bm(t);
     pl.cols = tile_bn(t);
@@ -173,9 +228,16 @@ extern "C" struct kcuda_gemm_plan kcuda_gemm_plan(int64_t rows, int cols, int gr
     return pl;
 }
 
-extern "C" struct kcuda_gemm_plan kcuda_conv2d_plan(const struct k_conv2d *p, int sm_count)
+extern "C" struct kcuda_gemm_plan kcuda_gemm_plan(int64_t rows, int cols, int groups, int sm_count)
 {
-    return kcuda_gemm_plan((int64_t)p->n * p->oh * p->ow, p->oc / p->groups, p->groups, sm_count);
+    return plan_of(rows, cols, groups, sm_count, true);
+}
+
+extern "C" struct kcuda_gemm_plan kcuda_conv2d_plan(const struct k_conv2d *p, int sm_count, enum kcuda_dtype t,
+                                                    enum kcuda_layout xl, enum kcuda_layout yl)
+{
+    bool large_ok = t == KCUDA_F16 ? conv_has_large_tile<__half>(xl, yl) : conv_has_large_tile<float>(xl, yl);
+    return plan_of((int64_t)p->n * p->oh * p->ow, p->oc / p->groups, p->groups, sm_count, large_ok);
 }
 
 extern "C" struct kcuda_gemm_plan kcuda_linear_plan(const struct k_linear *p, int sm_count)
@@ -191,19 +253,18 @@ extern "C" cudaError_t kcuda_init(void)
         e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     if (e != cudaSuccess)
         return e;
-    large_tile_fits = large_tile_fits && Smem<float, ALoad::CONV, TileL>::BYTES <= (size_t)optin &&
-                      Smem<__half, ALoad::ROWS_VEC, TileL>::BYTES <= (size_t)optin &&
-                      Smem<__half, ALoad::CONV, TileL>::BYTES <= (size_t)optin &&
-                      Smem<__half, ALoad::ROWS, TileL>::BYTES <= (size_t)optin;
-    e = raise_smem_limits<float, ALoad::CONV>();
+    size_t need = 0;
+    for (size_t b : {large_tile_bytes<float, ALoad::CONV>(), large_tile_bytes<float, ALoad::CONV_NHWC>(),
+                     large_tile_bytes<float, ALoad::ROWS>(), large_tile_bytes<__half, ALoad::CONV>(),
+                     large_tile_bytes<__half, ALoad::CONV_NHWC>(), large_tile_bytes<__half, ALoad::ROWS>(),
+                     large_tile_bytes<__half, ALoad::ROWS_VEC>()})
+        need = b > need ? b : need;
+    large_tile_fits = large_tile_fits && need <= (size_t)optin;
+    e = raise_smem_limits_of<float>();
     if (e == cudaSuccess)
-        e = raise_smem_limits<float, ALoad::ROWS>();
+        e = raise_smem_limits_of<__half>();
     if (e == cudaSuccess)
-        e = raise_smem_limits<__half, ALoad::CONV>();
-    if (e == cudaSuccess)
-        e = raise_smem_limits<__half, ALoad::ROWS>();
-    if (e == cudaSuccess)
-        e = raise_smem_limits<__half, ALoad::ROWS_VEC>();
+        e = raise_smem_limits<__half, ALoad::ROWS_VEC, YLayout::ROWS>();
     return e;
 }
 
@@ -217,31 +278,57 @@ extern "C" size_t kcuda_conv2d_packed_elems(const struct k_conv2d *p)
 
 extern "C" size_t kcuda_conv2d_table_bytes(const struct k_conv2d *p) { return (size_t)conv_shape(p).Kpad * sizeof(int4); }
 
-extern "C" void kcuda_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed, void *table)
+extern "C" bool kcuda_conv2d_nhwc_takes(const struct k_conv2d *p, enum kcuda_dtype t)
+{
+    return p->groups > 0 && p->c % p->groups == 0 &&
+           (size_t)(p->c / p->groups) * kcuda_dtype_size(t) % KCUDA_NHWC_VEC_BYTES == 0;
+}
+
+extern "C" void kcuda_conv2d_pack(const struct k_conv2d *p, enum kcuda_layout xl, const float *w, float *packed,
+                                  void *table)
 {
     GemmShape s = conv_shape(p);
+    const int taps = p->kh * p->kw, cg = p->c / p->groups;
+    const bool nhwc = xl == KCUDA_NHWC;
     memset(packed, 0, kcuda_conv2d_packed_elems(p) * sizeof(float));
+    /* w's k (PyTorch's order) is ci * taps + tap; the packed k is that
+     * (NCHW x) or tap * cg + ci (NHWC x) */
     for (int g = 0; g < s.groups; g++)
         for (int n = 0; n < s.N; n++)
-            for (int k = 0; k < s.K; k++)
-                packed[((size_t)g * s.Kpad + k) * s.Npad + n] = w[((size_t)g * s.N + n) * s.K + k];
-    /* k = (ci, ki, kj) -> offset of channel ci and the tap's displacement;
-     * padding rows get a displacement no input row can have. */
+            for (int k = 0; k < s.K; k++) {
+                int wk = nhwc ? k % cg * taps + k / cg : k;
+                packed[((size_t)g * s.Kpad + k) * s.Npad + n] = w[((size_t)g * s.N + n) * s.K + wk];
+            }
+    /* packed k -> {channel (NCHW: its offset), dh, dw}; padding rows get a
+     * displacement no input row can have. */
     int4 *t = static_cast<int4 *>(table);
-    int taps = p->kh * p->kw;
     for (int k = 0; k < s.Kpad; k++) {
         if (k < s.K) {
-            int ci = k / taps, ki = k % taps / p->kw, kj = k % p->kw;
-            t[k] = make_int4(ci * p->h * p->w, ki * p->dil_h, kj * p->dil_w, 0);
+            int ci = nhwc ? k % cg : k / taps, tap = nhwc ? k / cg : k % taps;
+            int ki = tap / p->kw, kj = tap % p->kw;
+            t[k] = make_int4(nhwc ? ci : ci * p->h * p->w, ki * p->dil_h, kj * p->dil_w, 0);
         } else {
             t[k] = make_int4(0, 1 << 30, 0, 0);
         }
     }
 }
 
-extern "C" cudaError_t kcuda_conv2d(const struct k_conv2d *p, int sm_count, enum kcuda_dtype t, const void *x,
-                                    const void *packed_w, const void *table, const float *bias,
-                                    const void *residual, void *y, cudaStream_t stream)
+/* The kernel for one pair of layouts. */
+template <typename T>
+static cudaError_t launch_conv(const GemmArgs &a, int sm_count, enum kcuda_layout xl, enum kcuda_layout yl,
+                               cudaStream_t st)
+{
+    if (xl == KCUDA_NHWC)
+        return yl == KCUDA_NHWC ? launch<T, ALoad::CONV_NHWC, YLayout::ROWS>(a, sm_count, st)
+                                : launch<T, ALoad::CONV_NHWC, YLayout::NCHW>(a, sm_count, st);
+    return yl == KCUDA_NHWC ? launch<T, ALoad::CONV, YLayout::ROWS>(a, sm_count, st)
+                            : launch<T, ALoad::CONV, YLayout::NCHW>(a, sm_count, st);
+}
+
+extern "C" cudaError_t kcuda_conv2d(const struct k_conv2d *p, int sm_count, enum kcuda_dtype t,
+                                    enum kcuda_layout xl, enum kcuda_layout yl, const void *x, const void *packed_w,
+                                    const void *table, const float *bias, const void *residual, void *y,
+                                    cudaStream_t stream)
 {
     GemmShape s = conv_shape(p);
     GemmArgs a = {};
@@ -254,9 +341,12 @@ extern "C" cudaError_t kcuda_conv2d(const struct k_conv2d *p, int sm_count, enum
     a.act = p->act;
     if (a.M == 0)
         return cudaSuccess;
+    /* the NHWC gather's 16-byte pieces: whole pieces per group, an aligned x */
+    if (xl == KCUDA_NHWC && (!kcuda_conv2d_nhwc_takes(p, t) || reinterpret_cast<uintptr_t>(x) % 16 != 0))
+        return cudaErrorInvalidValue;
     if (t == KCUDA_F16)
-        return launch<__half, ALoad::CONV>(a, sm_count, stream);
-    return t == KCUDA_F32 ? launch<float, ALoad::CONV>(a, sm_count, stream) : cudaErrorInvalidValue;
+        return launch_conv<__half>(a, sm_count, xl, yl, stream);
+    return t == KCUDA_F32 ? launch_conv<float>(a, sm_count, xl, yl, stream) : cudaErrorInvalidValue;
 }
 
 /* ------------------------------------------------------------------ linear */
@@ -289,10 +379,10 @@ extern "C" cudaError_t kcuda_linear(const struct k_linear *p, int sm_count, enum
     if (a.M == 0)
         return cudaSuccess;
     if (t == KCUDA_F32)
-        return launch<float, ALoad::ROWS>(a, sm_count, stream);
+        return launch<float, ALoad::ROWS, YLayout::ROWS>(a, sm_count, stream);
     if (t != KCUDA_F16)
         return cudaErrorInvalidValue;
     bool vec = a.K % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
-    return vec ? launch<__half, ALoad::ROWS_VEC>(a, sm_count, stream)
-               : launch<__half, ALoad::ROWS>(a, sm_count, stream);
+    return vec ? launch<__half, ALoad::ROWS_VEC, YLayout::ROWS>(a, sm_count, stream)
+               : launch<__half, ALoad::ROWS, YLayout::ROWS>(a, sm_count, stream);
 }

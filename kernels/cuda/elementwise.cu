@@ -1,7 +1,7 @@
 /*
- * elementwise.cu - activations, element-wise add, the per-channel affine,
- * the bias + residual + activation epilogue of a cuDNN convolution, and
- * dtype conversion. Memory-bound grid-stride loops; arithmetic in float.
+ * elementwise.cu - activations, element-wise add, the per-channel affine
+ * (NCHW and NHWC), the bias + residual + activation epilogue of a cuDNN
+ * convolution, and dtype conversion. Memory-bound grid-stride loops; arithmetic in float.
  */
 #include "common.cuh"
 
@@ -91,6 +91,21 @@ extern "C" cudaError_t kcuda_channel_affine(const struct k_channel_affine *p, en
     return dispatch_dtype(t, [&](auto *tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         affine_kernel<T><<<GRID(count)>>>(count, p->c, p->inner, static_cast<const T *>(x), scale, shift,
+                                          static_cast<T *>(y));
+        return cudaGetLastError();
+    });
+}
+
+/* NHWC [n, hw, c]: the channel is the fastest index (inner 1). */
+extern "C" cudaError_t kcuda_channel_affine_nhwc(const struct k_channel_affine *p, enum kcuda_dtype t, const void *x,
+                                                 const float *scale, const float *shift, void *y, cudaStream_t stream)
+{
+    int64_t count = (int64_t)p->n * p->c * p->inner;
+    if (count <= 0)
+        return cudaSuccess;
+    return dispatch_dtype(t, [&](auto *tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        affine_kernel<T><<<GRID(count)>>>(count, p->c, 1, static_cast<const T *>(x), scale, shift,
                                           static_cast<T *>(y));
         return cudaGetLastError();
     });

@@ -15,7 +15,8 @@
  * deterministic without atomics or a global workspace. FP16 operands are
  * widened to float, FP32 accumulation as in igemm; the epilogue is igemm's
  * (acc + bias + residual, then the activation). Same GemmArgs, packed
- * weights and gather table as igemm.
+ * weights, gather table and layouts (ALoad, YLayout) as igemm; A is read a
+ * value at a time whatever the layout.
  */
 #pragma once
 
@@ -52,8 +53,11 @@ template <> struct BLoad<__half, 4> {
     }
 };
 
-template <typename T, ALoad AL, int V> __global__ void __launch_bounds__(SK_THREADS, 2) splitk_kernel(GemmArgs a)
+template <typename T, ALoad AL, YLayout YL, int V>
+__global__ void __launch_bounds__(SK_THREADS, 2) splitk_kernel(GemmArgs a)
 {
+    static_assert(AL != ALoad::ROWS_VEC, "split-K reads A a value at a time");
+    constexpr bool CONV = is_conv(AL), NHWC = AL == ALoad::CONV_NHWC;
     constexpr int COLS = 32 * V;
     __shared__ __align__(16) float part[SK_WARPS][SK_ROWS][COLS];   /* V = 4: 32 KB */
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -65,17 +69,18 @@ template <typename T, ALoad AL, int V> __global__ void __launch_bounds__(SK_THRE
 
     for (int g = blockIdx.z; g < a.groups; g += gridDim.z) {
         const T *wg = static_cast<const T *>(a.wt) + (int64_t)g * a.Kpad * a.Npad + n0 + lane * V;
-        /* Per row of the block (warp-uniform): conv, where its image's
-         * group starts (elements past xb) and its top-left tap; linear, its
-         * first element (r * K past xb). Rows past M read nothing. */
+        /* Per row of the block (warp-uniform): conv, where its image
+         * starts (elements past xb, the block's first image at its group's
+         * first channel) and its top-left tap; linear, its first element
+         * (r * K past xb). Rows past M read nothing. */
         const int live = min(SK_ROWS, a.M - m0);
         const T *xb = x;
         int xrow[SK_ROWS], ih0[SK_ROWS], iw0[SK_ROWS];
-        if (AL == ALoad::CONV) {
+        if (CONV) {
             /* the block's rows span at most SK_ROWS images: int offsets
              * (the launch checks SK_ROWS * c * h * w fits) */
             const int img0 = m0 / a.pixels;
-            xb = x + ((int64_t)img0 * a.c + (int64_t)g * a.cg) * a.h * a.w;
+            xb = x + (int64_t)img0 * a.c * a.h * a.w + (int64_t)g * a.cg * (NHWC ? 1 : a.h * a.w);
 #pragma unroll
             for (int r = 0; r < SK_ROWS; r++) {
                 int m = min(m0 + r, a.M - 1), img = m / a.pixels, pix = m % a.pixels;
@@ -101,15 +106,15 @@ template <typename T, ALoad AL, int V> __global__ void __launch_bounds__(SK_THRE
             float b[V];
             BLoad<T, V>::get(wg + (int64_t)k * a.Npad, b);
             int4 t = make_int4(0, 0, 0, 0);
-            if (AL == ALoad::CONV)
+            if (CONV)
                 t = __ldg(&a.table[k]);
 #pragma unroll
             for (int r = 0; r < SK_ROWS; r++) {
                 float av = 0.0f;
-                if (AL == ALoad::CONV) {
+                if (CONV) {
                     int ih = ih0[r] + t.y, iw = iw0[r] + t.z;
                     if ((unsigned)ih < (unsigned)a.h && (unsigned)iw < (unsigned)a.w)
-                        av = to_f(xb[xrow[r] + t.x + ih * a.w + iw]);
+                        av = to_f(xb[xrow[r] + t.x + (ih * a.w + iw) * (NHWC ? a.c : 1)]);
                 } else if (r < live) {
                     av = to_f(xb[xrow[r] + k]);
                 }
@@ -134,9 +139,8 @@ template <typename T, ALoad AL, int V> __global__ void __launch_bounds__(SK_THRE
             for (int w = 1; w < SK_WARPS; w++)
                 v += part[w][r][cl];
             int col = g * a.N + n;
-            int64_t i = AL == ALoad::CONV
-                            ? ((int64_t)(m / a.pixels) * a.oc + col) * a.pixels + m % a.pixels
-                            : (int64_t)m * a.oc + n;
+            int64_t i = YL == YLayout::NCHW ? ((int64_t)(m / a.pixels) * a.oc + col) * a.pixels + m % a.pixels
+                                            : (int64_t)m * a.oc + col;
             if (a.bias)
                 v += a.bias[col];
             if (res)

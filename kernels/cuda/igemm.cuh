@@ -5,22 +5,28 @@
  *
  * GEMM view, per group g:  C[M, N] = A[M, K] . B[K, N]
  *   conv:   M = n * oh * ow (output pixels), N = oc / groups, K = c/groups*kh*kw;
- *           A is gathered from NCHW x through a per-k table, never stored.
+ *           A is gathered from x through a per-k table, never stored:
+ *           NCHW x one element at a time (K ordered channel, then tap), or
+ *           NHWC x 16 bytes at a time (K ordered tap, then channel: a
+ *           16-byte piece is consecutive channels of one pixel, so the
+ *           channels per group must come in whole 16-byte pieces).
  *   linear: M = batch, N = out features, K = in features; A = x [M, K].
  *   B is the packed weight [groups][Kpad][Npad], zero padded, so B tiles
  *   never need bounds checks and are copied with 16-byte cp.async.
  *
  * One block computes a BM x BN tile of C over an NS-stage shared-memory
  * pipeline (BK = 32 deep per stage). A tiles that can be copied 16 bytes at a
- * time (FP16 linear, K % 8 == 0) go through cp.async as well; gathered and
- * unaligned A tiles are loaded into registers one stage ahead and stored
- * after the stage's math, so their latency hides behind it too.
+ * time (FP16 linear with K % 8 == 0, FP16 NHWC conv) go through cp.async as
+ * well; the other A tiles are loaded into registers one stage ahead (FP32
+ * NHWC conv: 16-byte loads) and stored after the stage's math, so their
+ * latency hides behind it too.
  *
  * Shared memory (dynamic), reused for the C tile once the loop is done:
  *   | A stage 0 .. NS-1 | B stage 0 .. NS-1 |      then      | C tile (float) |
- *   A: [BK][BM+pad] (k-major; conv, and all FP32) or [BM][BK+pad] (FP16 linear)
- *   B: [BK][BN+pad];  C: [BN][BM+4] for conv (pixels contiguous, like NCHW y)
- *   or [BM][BN+4] for linear (features contiguous, like y [batch, m]).
+ *   A: [BK][BM+pad] (k-major; NCHW conv, and all FP32) or [BM][BK+pad]
+ *      (FP16 linear and NHWC conv)
+ *   B: [BK][BN+pad];  C: [BN][BM+4] for NCHW y (pixels contiguous) or
+ *   [BM][BN+4] for rows of columns: linear y [batch, m] and NHWC y.
  */
 #pragma once
 
@@ -30,12 +36,20 @@
 
 namespace kcuda {
 
-enum class ALoad { CONV, ROWS, ROWS_VEC };
+/* How A is read: CONV gathers NCHW x an element at a time, CONV_NHWC
+ * gathers NHWC x 16 bytes at a time; ROWS / ROWS_VEC read linear's x [M, K]
+ * an element / 16 bytes at a time. */
+enum class ALoad { CONV, CONV_NHWC, ROWS, ROWS_VEC };
+/* How y is written: NCHW y[img][col][pixel], or ROWS y[m][col] (linear's
+ * [batch, m], and NHWC conv output, whose rows are pixels). */
+enum class YLayout { NCHW, ROWS };
+
+__host__ __device__ constexpr bool is_conv(ALoad al) { return al == ALoad::CONV || al == ALoad::CONV_NHWC; }
 
 struct GemmArgs {
-    const void *x;          /* conv: NCHW input; linear: [M, K] */
+    const void *x;          /* conv: NCHW or NHWC input; linear: [M, K] */
     const void *wt;         /* packed weights [groups][Kpad][Npad] */
-    const int4 *table;      /* conv: per k {offset of channel, dh, dw, 0}, Kpad entries */
+    const int4 *table;      /* conv: per k {channel (NCHW: its offset), dh, dw, 0}, Kpad entries */
     const float *bias;      /* [groups * N] or NULL */
     const void *res;        /* same layout as y, or NULL */
     void *y;
@@ -58,10 +72,10 @@ using TileS = Tile<64, 32, 32, 16, 4>;     /* 4 warps: N <= 32 */
 using TileM = Tile<128, 64, 32, 32, 2>;    /* 8 warps: N <= 64 */
 using TileL = Tile<128, 128, 64, 32, 2>;   /* 8 warps */
 
-template <typename T, ALoad AL, class TL> struct Smem {
+template <typename T, ALoad AL, YLayout YL, class TL> struct Smem {
     static constexpr bool F16 = std::is_same<T, __half>::value;
     static constexpr bool A_KMAJOR = AL == ALoad::CONV || !F16;
-    static constexpr bool C_MMAJOR = AL == ALoad::CONV;
+    static constexpr bool C_MMAJOR = YL == YLayout::NCHW;
     static constexpr int PAD = 16 / (int)sizeof(T);   /* rows stay 16-byte aligned */
     static constexpr int LDA = A_KMAJOR ? TL::BM + PAD : TL::BK + PAD;
     static constexpr int A_ELEMS = A_KMAJOR ? TL::BK * LDA : TL::BM * LDA;
@@ -92,16 +106,67 @@ struct ConvRow {
     bool valid;
 };
 
-template <typename T, ALoad AL, class TL> struct Gemm {
-    using S = Smem<T, AL, TL>;
+/* Per-thread state of the NHWC gather: the row (output pixel) whose
+ * 16-byte pieces this thread copies, fixed for the whole K loop. Two
+ * neighbouring threads share a row (every tile has THREADS = 2 * BM) and
+ * take its pieces alternately, so each copy instruction of a warp reads
+ * whole 32-byte sectors: piece p of the thread is tile column
+ * (2p + tid % 2) * VEC. A row's BK values are 64 (FP16) or 128 (FP32)
+ * contiguous bytes of one pixel. */
+template <typename T, class TL> struct NhwcRow {
+    static constexpr int VEC = 16 / (int)sizeof(T);      /* elements of a 16-byte piece */
+    static constexpr int PPT = TL::BK / VEC / 2;         /* pieces per thread */
+    static_assert(TL::THREADS == 2 * TL::BM && TL::BK % (2 * VEC) == 0, "two threads a row, whole pieces");
+    const T *xb;            /* the row's image, channel 0 of the group */
+    int ih0, iw0;
+
+    static __device__ __forceinline__ int row() { return (int)threadIdx.x / 2; }
+    static __device__ __forceinline__ int col(int p) { return (2 * p + (int)threadIdx.x % 2) * VEC; }
+
+    /* Rows past M gather row M - 1 again: in bounds, and their C rows are
+     * never stored. */
+    __device__ __forceinline__ void init(const GemmArgs &a, int g, int m0)
+    {
+        int m = min(m0 + row(), a.M - 1);
+        int img = m / a.pixels, pix = m % a.pixels;
+        ih0 = (pix / a.ow) * a.stride_h - a.pad_t;
+        iw0 = (pix % a.ow) * a.stride_w - a.pad_l;
+        xb = static_cast<const T *>(a.x) + (int64_t)img * a.h * a.w * a.c + (int64_t)g * a.cg;
+    }
+
+    /* The piece at table entry t ({channel, dh, dw, 0} of its column), or
+     * NULL where the tap falls outside the image or past K (the padding
+     * entries' dh puts every row below the image: h < 2^29, since a sample
+     * holds fewer than 2^31 elements of at least 4 channels). The offset is
+     * an int: it stays inside one sample. */
+    __device__ __forceinline__ const T *piece(const GemmArgs &a, int4 t) const
+    {
+        int ih = ih0 + t.y, iw = iw0 + t.z;
+        bool in = (unsigned)ih < (unsigned)a.h && (unsigned)iw < (unsigned)a.w;
+        return in ? xb + (ih * a.w + iw) * a.c + t.x : nullptr;
+    }
+};
+
+template <typename T, ALoad AL, YLayout YL, class TL> struct Gemm {
+    using S = Smem<T, AL, YL, TL>;
+    using NR = NhwcRow<T, TL>;
     static constexpr int BM = TL::BM, BN = TL::BN, BK = TL::BK, THREADS = TL::THREADS;
 
     /* Register loads of the A tile at k0 (see ARegs). */
-    static __device__ __forceinline__ void a_load_regs(const GemmArgs &a, const ConvRow &row, int m0, int k0,
-                                                       ARegs<T, AL, TL> &r)
+    static __device__ __forceinline__ void a_load_regs(const GemmArgs &a, const ConvRow &row, const NR &nr, int m0,
+                                                       int k0, ARegs<T, AL, TL> &r)
     {
         const int tid = threadIdx.x;
-        if (AL == ALoad::CONV) {
+        if constexpr (AL == ALoad::CONV_NHWC) {
+            /* FP32 only (FP16 copies with cp.async): one LDG.128 a piece */
+            static_assert(!S::F16 && ARegs<T, AL, TL>::N == NR::PPT * 4, "four floats a piece");
+#pragma unroll
+            for (int p = 0; p < NR::PPT; p++) {
+                const T *src = nr.piece(a, __ldg(&a.table[k0 + NR::col(p)]));
+                float4 v = src ? __ldg(reinterpret_cast<const float4 *>(src)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                r.v[p * 4] = v.x, r.v[p * 4 + 1] = v.y, r.v[p * 4 + 2] = v.z, r.v[p * 4 + 3] = v.w;
+            }
+        } else if (AL == ALoad::CONV) {
             constexpr int KSTEP = THREADS / BM;
             const T *xb = reinterpret_cast<const T *>(row.xb);
 #pragma unroll
@@ -122,12 +187,14 @@ template <typename T, ALoad AL, class TL> struct Gemm {
         }
     }
 
-    static __device__ __forceinline__ void a_store_regs(T *as, const ARegs<T, AL, TL> &r)
+    static __device__ __forceinline__ void a_store_regs(T *as, const NR &nr, const ARegs<T, AL, TL> &r)
     {
         const int tid = threadIdx.x;
 #pragma unroll
         for (int j = 0; j < ARegs<T, AL, TL>::N; j++) {
-            if (AL == ALoad::CONV) {
+            if (AL == ALoad::CONV_NHWC) {   /* k-major: value j % 4 of piece j / 4 */
+                as[(NR::col(j / 4) + j % 4) * S::LDA + NR::row()] = r.v[j];
+            } else if (AL == ALoad::CONV) {
                 as[(tid / BM + j * (THREADS / BM)) * S::LDA + tid % BM] = r.v[j];
             } else {
                 int ml = tid / BK + j * (THREADS / BK), kl = tid % BK;
@@ -136,9 +203,10 @@ template <typename T, ALoad AL, class TL> struct Gemm {
         }
     }
 
-    /* cp.async of the 16-byte pieces of a tile: B always, A for ROWS_VEC. */
-    static __device__ __forceinline__ void async_loads(const GemmArgs &a, int g, int m0, int n0, int k0, T *as,
-                                                       T *bs)
+    /* cp.async of the 16-byte pieces of a tile: B always, A for ROWS_VEC
+     * and FP16 CONV_NHWC (zero-filled outside the image and past K). */
+    static __device__ __forceinline__ void async_loads(const GemmArgs &a, const NR &nr, int g, int m0, int n0, int k0,
+                                                       T *as, T *bs)
     {
         const int tid = threadIdx.x;
         constexpr int VEC = 16 / (int)sizeof(T);
@@ -158,14 +226,21 @@ template <typename T, ALoad AL, class TL> struct Gemm {
                 cp_async16(as + ml * S::LDA + kc, ok ? x + (int64_t)m * a.K + k : x, ok ? 16 : 0);
             }
         }
+        if (AL == ALoad::CONV_NHWC && S::F16) {
+#pragma unroll
+            for (int p = 0; p < NR::PPT; p++) {
+                const T *src = nr.piece(a, __ldg(&a.table[k0 + NR::col(p)]));
+                cp_async16(as + NR::row() * S::LDA + NR::col(p), src ? src : static_cast<const T *>(a.x), src ? 16 : 0);
+            }
+        }
     }
 };
 
 /* ------------------------------------------------------------------ math */
 
 /* FP16: WMMA 16x16x16 fragments, FP32 accumulators. */
-template <ALoad AL, class TL> struct MathF16 {
-    using S = Smem<__half, AL, TL>;
+template <ALoad AL, YLayout YL, class TL> struct MathF16 {
+    using S = Smem<__half, AL, YL, TL>;
     static constexpr int FM = TL::WM / 16, FN = TL::WN / 16;
     using LayoutA = typename std::conditional<S::A_KMAJOR, nvcuda::wmma::col_major, nvcuda::wmma::row_major>::type;
     nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc[FM][FN];
@@ -220,8 +295,8 @@ template <ALoad AL, class TL> struct MathF16 {
 
 /* FP32: each lane of a warp owns TM x TN outputs, in groups of 4 rows (and 4
  * columns) spaced so that a warp's float4 reads of a k-row are contiguous. */
-template <ALoad AL, class TL> struct MathF32 {
-    using S = Smem<float, AL, TL>;
+template <ALoad AL, YLayout YL, class TL> struct MathF32 {
+    using S = Smem<float, AL, YL, TL>;
     static constexpr int LM = 8, LN = 4;
     static constexpr int TM = TL::WM / LM, TN = TL::WN / LN;
     static_assert(TM % 4 == 0 && TN % 4 == 0, "float4 groups");
@@ -277,15 +352,16 @@ template <ALoad AL, class TL> struct MathF32 {
     }
 };
 
-template <typename T, ALoad AL, class TL>
-using Math = typename std::conditional<std::is_same<T, __half>::value, MathF16<AL, TL>, MathF32<AL, TL>>::type;
+template <typename T, ALoad AL, YLayout YL, class TL>
+using Math =
+    typename std::conditional<std::is_same<T, __half>::value, MathF16<AL, YL, TL>, MathF32<AL, YL, TL>>::type;
 
 /* ------------------------------------------------------------------ kernel */
 
-template <typename T, ALoad AL, class TL> __device__ __forceinline__ void epilogue(const GemmArgs &a, int g, int m0,
-                                                                                  int n0, const float *cs)
+template <typename T, ALoad AL, YLayout YL, class TL>
+__device__ __forceinline__ void epilogue(const GemmArgs &a, int g, int m0, int n0, const float *cs)
 {
-    using S = Smem<T, AL, TL>;
+    using S = Smem<T, AL, YL, TL>;
     const int tid = threadIdx.x;
     const T *res = static_cast<const T *>(a.res);
     T *y = static_cast<T *>(a.y);
@@ -310,15 +386,16 @@ template <typename T, ALoad AL, class TL> __device__ __forceinline__ void epilog
             y[i] = from_f<T>(act_apply(a.act, v));
         }
     } else {
-        /* linear: y[m][n], n contiguous */
+        /* rows: y[m][g*N + n], n contiguous (linear: one group) */
         for (int e = tid; e < TL::BM * TL::BN; e += TL::THREADS) {
             int ml = e / TL::BN, nl = e % TL::BN, m = m0 + ml, n = n0 + nl;
             if (m >= a.M || n >= a.N)
                 continue;
-            int64_t i = (int64_t)m * a.oc + n;
+            int col = g * a.N + n;
+            int64_t i = (int64_t)m * a.oc + col;
             float v = cs[ml * S::LDC + nl];
             if (a.bias)
-                v += a.bias[n];
+                v += a.bias[col];
             if (res)
                 v += to_f(res[i]);
             y[i] = from_f<T>(act_apply(a.act, v));
@@ -326,11 +403,13 @@ template <typename T, ALoad AL, class TL> __device__ __forceinline__ void epilog
     }
 }
 
-template <typename T, ALoad AL, class TL> __global__ void __launch_bounds__(TL::THREADS, TL::MIN_BLOCKS) igemm_kernel(GemmArgs a)
+template <typename T, ALoad AL, YLayout YL, class TL>
+__global__ void __launch_bounds__(TL::THREADS, TL::MIN_BLOCKS) igemm_kernel(GemmArgs a)
 {
-    using S = Smem<T, AL, TL>;
-    using G = Gemm<T, AL, TL>;
-    constexpr bool REG_A = AL != ALoad::ROWS_VEC;
+    using S = Smem<T, AL, YL, TL>;
+    using G = Gemm<T, AL, YL, TL>;
+    /* A through registers: all but the 16-byte cp.async copies */
+    constexpr bool REG_A = AL != ALoad::ROWS_VEC && !(AL == ALoad::CONV_NHWC && S::F16);
     constexpr int NS = S::STAGES;
     extern __shared__ __align__(128) unsigned char smem[];
     T *as_base = reinterpret_cast<T *>(smem);
@@ -353,7 +432,10 @@ template <typename T, ALoad AL, class TL> __global__ void __launch_bounds__(TL::
             row.xb = static_cast<const char *>(a.x) +
                      ((int64_t)img * a.c + (int64_t)g * a.cg) * a.h * a.w * (int64_t)sizeof(T);
         }
-        Math<T, AL, TL> math;
+        NhwcRow<T, TL> nr;
+        if (AL == ALoad::CONV_NHWC)
+            nr.init(a, g, m0);
+        Math<T, AL, YL, TL> math;
         math.zero();
         ARegs<T, AL, TL> regs;
 
@@ -361,11 +443,11 @@ template <typename T, ALoad AL, class TL> __global__ void __launch_bounds__(TL::
 #pragma unroll
         for (int s = 0; s < NS - 1; s++) {
             if (s < kt_count) {
-                if (REG_A) {
-                    G::a_load_regs(a, row, m0, s * TL::BK, regs);
-                    G::a_store_regs(as_base + s * S::A_ELEMS, regs);
+                if constexpr (REG_A) {
+                    G::a_load_regs(a, row, nr, m0, s * TL::BK, regs);
+                    G::a_store_regs(as_base + s * S::A_ELEMS, nr, regs);
                 }
-                G::async_loads(a, g, m0, n0, s * TL::BK, as_base + s * S::A_ELEMS, bs_base + s * S::B_ELEMS);
+                G::async_loads(a, nr, g, m0, n0, s * TL::BK, as_base + s * S::A_ELEMS, bs_base + s * S::B_ELEMS);
             }
             cp_async_commit();
         }
@@ -376,21 +458,23 @@ template <typename T, ALoad AL, class TL> __global__ void __launch_bounds__(TL::
             int next = kt + NS - 1, slot = next % NS;
             bool has_next = next < kt_count;
             if (has_next) {
-                G::async_loads(a, g, m0, n0, next * TL::BK, as_base + slot * S::A_ELEMS,
+                G::async_loads(a, nr, g, m0, n0, next * TL::BK, as_base + slot * S::A_ELEMS,
                                bs_base + slot * S::B_ELEMS);
-                if (REG_A)
-                    G::a_load_regs(a, row, m0, next * TL::BK, regs);
+                if constexpr (REG_A)
+                    G::a_load_regs(a, row, nr, m0, next * TL::BK, regs);
             }
             cp_async_commit();
             math.stage(as_base + (kt % NS) * S::A_ELEMS, bs_base + (kt % NS) * S::B_ELEMS, wm0, wn0);
-            if (REG_A && has_next)
-                G::a_store_regs(as_base + slot * S::A_ELEMS, regs);
+            if constexpr (REG_A) {
+                if (has_next)
+                    G::a_store_regs(as_base + slot * S::A_ELEMS, nr, regs);
+            }
         }
         cp_async_wait<0>();
         __syncthreads();   /* all math done: the pipeline's memory becomes the C tile */
         math.store(cs, wm0, wn0);
         __syncthreads();
-        epilogue<T, AL, TL>(a, g, m0, n0, cs);
+        epilogue<T, AL, YL, TL>(a, g, m0, n0, cs);
         __syncthreads();   /* the next group reuses shared memory */
     }
 }

@@ -6,7 +6,8 @@
  *   `stream` and returns the launch status (cudaGetLastError()), never
  *   synchronising. Faults inside a kernel surface at the caller's next
  *   synchronisation;
- * - activations are NCHW (as everywhere in inferd) in one element type per
+ * - activations are NCHW (as everywhere in inferd), or NHWC (channels
+ *   last) where a function says so, in one element type per
  *   call, `enum kcuda_dtype`: float or IEEE half. bias, scale and shift are
  *   always float. Arithmetic is FP32 (FP16 operands on tensor cores with FP32
  *   accumulation for convolution and linear);
@@ -24,6 +25,13 @@
  *     float *packed = malloc(kcuda_linear_packed_elems(&p) * sizeof(float));
  *     kcuda_linear_pack(&p, w_host, packed);            // upload to d_w
  *     kcuda_linear(&p, sm_count, KCUDA_F32, d_x, d_w, d_bias, NULL, d_y, stream);
+ *
+ * Channels last: a convolution reads x and writes y (and its residual) in
+ * either layout, chosen per call; reading NHWC x turns the gather into
+ * 16-byte loads. Pooling, global average pooling and the per-channel
+ * affine have NHWC forms; element-wise ops do not care, and a concat along
+ * NHWC channels is kcuda_concat with outer n * h * w and inner 1. The CUDA backend
+ * decides which tensors are NHWC (runtime/backend/layout_nhwc.h).
  */
 #ifndef KCUDA_H
 #define KCUDA_H
@@ -41,6 +49,8 @@ extern "C" {
 #endif
 
 enum kcuda_dtype { KCUDA_F32 = 0, KCUDA_F16 };
+/* An activation tensor's layout: [n, c, h, w] or [n, h, w, c]. */
+enum kcuda_layout { KCUDA_NCHW = 0, KCUDA_NHWC };
 
 /* Bytes of one element of type t. */
 size_t kcuda_dtype_size(enum kcuda_dtype t);
@@ -71,20 +81,32 @@ struct kcuda_gemm_plan {
     const char *name;       /* for profiles: "tile 128x128", "split-k 8x32", ... (static) */
 };
 struct kcuda_gemm_plan kcuda_gemm_plan(int64_t rows, int cols, int groups, int sm_count);
-struct kcuda_gemm_plan kcuda_conv2d_plan(const struct k_conv2d *p, int sm_count);
+/* A convolution's plan for its form (type, x and y layouts): some forms
+ * new with channels last have no 128x128 tile and run 128x64 instead. */
+struct kcuda_gemm_plan kcuda_conv2d_plan(const struct k_conv2d *p, int sm_count, enum kcuda_dtype t,
+                                         enum kcuda_layout xl, enum kcuda_layout yl);
 struct kcuda_gemm_plan kcuda_linear_plan(const struct k_linear *p, int sm_count);
 
 /* Elements of the packed weight buffer, and bytes of the gather table. */
 size_t kcuda_conv2d_packed_elems(const struct k_conv2d *p);
 size_t kcuda_conv2d_table_bytes(const struct k_conv2d *p);
+/* Whether the convolution can read NHWC x of type t: the gather copies 16
+ * bytes (KCUDA_NHWC_VEC_BYTES) at a time, so each group's channels must fill
+ * whole pieces (c / groups a multiple of 8 in FP16, of 4 in FP32). Host code. */
+#define KCUDA_NHWC_VEC_BYTES 16
+bool kcuda_conv2d_nhwc_takes(const struct k_conv2d *p, enum kcuda_dtype t);
 /* w is [oc, c / groups, kh, kw] FP32; fills packed (packed_elems floats) and
- * table (table_bytes). Host code; p->n does not matter. */
-void kcuda_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed, void *table);
+ * table (table_bytes) for x in layout xl (the reduction's order differs).
+ * Host code; p->n does not matter. */
+void kcuda_conv2d_pack(const struct k_conv2d *p, enum kcuda_layout xl, const float *w, float *packed, void *table);
 /* y = act(conv(x, w) + bias + residual); bias and residual may be NULL.
- * sm_count: as for kcuda_gemm_plan (0: the baseline tile). */
-cudaError_t kcuda_conv2d(const struct k_conv2d *p, int sm_count, enum kcuda_dtype t, const void *x,
-                         const void *packed_w, const void *table, const float *bias, const void *residual, void *y,
-                         cudaStream_t stream);
+ * sm_count: as for kcuda_gemm_plan (0: the baseline tile). x is in layout
+ * xl (packed_w and table packed for it), y and residual in yl. NHWC x must
+ * be 16-byte aligned and kcuda_conv2d_nhwc_takes, else
+ * cudaErrorInvalidValue. */
+cudaError_t kcuda_conv2d(const struct k_conv2d *p, int sm_count, enum kcuda_dtype t, enum kcuda_layout xl,
+                         enum kcuda_layout yl, const void *x, const void *packed_w, const void *table,
+                         const float *bias, const void *residual, void *y, cudaStream_t stream);
 
 size_t kcuda_linear_packed_elems(const struct k_linear *p);
 /* w is [m, k] FP32 (PyTorch's layout). Host code. */
@@ -105,6 +127,17 @@ cudaError_t kcuda_global_avg_pool(int n, int c, int64_t hw, enum kcuda_dtype t, 
                                   cudaStream_t stream);
 cudaError_t kcuda_channel_affine(const struct k_channel_affine *p, enum kcuda_dtype t, const void *x,
                                  const float *scale, const float *shift, void *y, cudaStream_t stream);
+/* The same three on NHWC x and y (p's fields keep their meaning):
+ * [n, oh, ow, c] pooled from [n, h, w, c]; [n, hw, c] -> [n, c]; the affine
+ * over [n, hw = p->inner, c]. */
+cudaError_t kcuda_max_pool2d_nhwc(const struct k_pool2d *p, enum kcuda_dtype t, const void *x, void *y,
+                                  cudaStream_t stream);
+cudaError_t kcuda_avg_pool2d_nhwc(const struct k_pool2d *p, enum kcuda_dtype t, const void *x, void *y,
+                                  cudaStream_t stream);
+cudaError_t kcuda_global_avg_pool_nhwc(int n, int c, int64_t hw, enum kcuda_dtype t, const void *x, void *y,
+                                       cudaStream_t stream);
+cudaError_t kcuda_channel_affine_nhwc(const struct k_channel_affine *p, enum kcuda_dtype t, const void *x,
+                                      const float *scale, const float *shift, void *y, cudaStream_t stream);
 /* y may equal x. */
 cudaError_t kcuda_act(enum k_act act, int64_t count, enum kcuda_dtype t, const void *x, void *y,
                       cudaStream_t stream);

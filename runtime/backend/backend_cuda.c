@@ -190,12 +190,22 @@ static enum rt_status cuda_prepare_step(struct rt_backend *b, const struct rt_pl
         }
         return r;
     }
-    if (s->op != RT_OP_CONV2D && s->op != RT_OP_LINEAR && s->op != RT_OP_BATCH_NORM)
+    bool x_nhwc, y_nhwc;
+    enum rt_status r = cuda_step_layouts(cb, p, s, &x_nhwc, &y_nhwc, err);
+    if (r != RT_OK)
+        return r;
+    bool weights = s->op == RT_OP_CONV2D || s->op == RT_OP_LINEAR || s->op == RT_OP_BATCH_NORM;
+    if (!weights && !x_nhwc && !y_nhwc)
         return RT_OK;
-    enum kcuda_dtype dt = plan_dtype(p);
     struct cuda_step_prep *pr = calloc(1, sizeof(*pr));
     if (!pr)
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    pr->x_nhwc = x_nhwc;
+    pr->y_nhwc = y_nhwc;
+    s->prep = pr;
+    if (!weights)
+        return RT_OK;
+    enum kcuda_dtype dt = plan_dtype(p);
     const struct rt_weight *wt = &s->node->w[RT_W_WEIGHT];
     const float *host = wt->data;
     size_t elems = 1, table_bytes = 0;
@@ -213,7 +223,7 @@ static enum rt_status cuda_prepare_step(struct rt_backend *b, const struct rt_pl
             packed = malloc(elems * sizeof(float));
             table = malloc(table_bytes);
             if (packed && table)
-                kcuda_conv2d_pack(k, host, packed, table);
+                kcuda_conv2d_pack(k, x_nhwc ? KCUDA_NHWC : KCUDA_NCHW, host, packed, table);
             host = packed;
         }
     } else if (s->op == RT_OP_LINEAR) {
@@ -223,14 +233,12 @@ static enum rt_status cuda_prepare_step(struct rt_backend *b, const struct rt_pl
             kcuda_linear_pack(&s->k.linear, host, packed);
         host = packed;
     }
-    enum rt_status r = RT_OK;
     if (!host || (table_bytes && !table))
         r = rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory packing weights of '%s'", s->node->name);
     for (int i = 0; i < cb->n_dev && r == RT_OK; i++)
         r = prepare_on(cb, i, s, dt, host, elems, table, table_bytes, pr, err);
     free(packed);
     free(table);
-    s->prep = pr;
     if (r != RT_OK) {
         cuda_release_step(b, s);
         rt_error_prefix(err, "node '%s'", s->node->name);

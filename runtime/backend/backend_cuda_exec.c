@@ -5,9 +5,11 @@
  * eager while steps are timed), then waits for the stream and copies the
  * outputs from pinned memory to the caller.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/backend/backend_cuda_impl.h"
+#include "runtime/backend/layout_nhwc.h"
 
 static size_t stage_round(size_t bytes) { return (bytes + CUDA_STAGE_ALIGN - 1) / CUDA_STAGE_ALIGN * CUDA_STAGE_ALIGN; }
 
@@ -120,12 +122,47 @@ static const struct cuda_dev_weights *weights_of(const struct cuda_session *cs, 
 
 int cuda_gemm_sms(const struct cuda_backend *cb, int slot) { return cb->baseline ? 0 : cb->sms[slot]; }
 
+bool cuda_nhwc_wanted(const struct cuda_backend *cb, const struct rt_plan *p)
+{
+    return !cb->baseline &&
+           !(p->cfg && (p->cfg->precision == RT_PRECISION_INT8 || p->cfg->conv_engine == RT_CONV_ENGINE_CUDNN));
+}
+
+static bool conv_reads_nhwc(const struct k_conv2d *p, void *dtype)
+{
+    return kcuda_conv2d_nhwc_takes(p, *(const enum kcuda_dtype *)dtype);
+}
+
+/* (Each step's prepare runs the whole pass again: once per model load, a
+ * few sweeps over the plan.) */
+enum rt_status cuda_step_layouts(const struct cuda_backend *cb, const struct rt_plan *p, const struct rt_step *s,
+                                 bool *x_nhwc, bool *y_nhwc, struct rt_error *err)
+{
+    *x_nhwc = *y_nhwc = false;
+    if (!cuda_nhwc_wanted(cb, p))
+        return RT_OK;
+    bool *nhwc = malloc((size_t)p->g->n_tensors * sizeof(bool));
+    if (!nhwc)
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    enum kcuda_dtype dt = p->cfg && p->cfg->precision == RT_PRECISION_FP16 ? KCUDA_F16 : KCUDA_F32;
+    rt_nhwc_plan(p, conv_reads_nhwc, &dt, nhwc);
+    *x_nhwc = nhwc[s->in[0]];
+    *y_nhwc = nhwc[s->out];
+    free(nhwc);
+    return RT_OK;
+}
+
+/* The step's layouts as prepared (NCHW when it has no prep). */
+static bool x_nhwc(const struct rt_step *s) { return s->prep && ((const struct cuda_step_prep *)s->prep)->x_nhwc; }
+static bool y_nhwc(const struct rt_step *s) { return s->prep && ((const struct cuda_step_prep *)s->prep)->y_nhwc; }
+static enum kcuda_layout layout(bool nhwc) { return nhwc ? KCUDA_NHWC : KCUDA_NCHW; }
+
 static cudaError_t conv2d_run(const struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
                               const struct rt_step_io *io)
 {
     const struct cuda_dev_weights *w = weights_of(cs, s);
-    return kcuda_conv2d(&k->conv, cuda_gemm_sms(cs->cb, cs->slot), cs->dt, io->in[0], w->w, w->table, w->bias,
-                        io->residual, io->out, cs->stream);
+    return kcuda_conv2d(&k->conv, cuda_gemm_sms(cs->cb, cs->slot), cs->dt, layout(x_nhwc(s)), layout(y_nhwc(s)),
+                        io->in[0], w->w, w->table, w->bias, io->residual, io->out, cs->stream);
 }
 
 static cudaError_t linear_run(const struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
@@ -140,6 +177,8 @@ static cudaError_t batch_norm_run(const struct cuda_session *cs, const struct rt
                                   const union rt_step_params *k, const struct rt_step_io *io)
 {
     const struct cuda_dev_weights *w = weights_of(cs, s);
+    if (x_nhwc(s))
+        return kcuda_channel_affine_nhwc(&k->affine, cs->dt, io->in[0], w->w, w->bias, io->out, cs->stream);
     return kcuda_channel_affine(&k->affine, cs->dt, io->in[0], w->w, w->bias, io->out, cs->stream);
 }
 
@@ -152,18 +191,25 @@ static cudaError_t act_run(const struct cuda_session *cs, const struct rt_step *
 static cudaError_t max_pool2d_run(const struct cuda_session *cs, const struct rt_step *s,
                                   const union rt_step_params *k, const struct rt_step_io *io)
 {
+    if (x_nhwc(s))
+        return kcuda_max_pool2d_nhwc(&k->pool, cs->dt, io->in[0], io->out, cs->stream);
     return kcuda_max_pool2d(&k->pool, cs->dt, io->in[0], io->out, cs->stream);
 }
 
 static cudaError_t avg_pool2d_run(const struct cuda_session *cs, const struct rt_step *s,
                                   const union rt_step_params *k, const struct rt_step_io *io)
 {
+    if (x_nhwc(s))
+        return kcuda_avg_pool2d_nhwc(&k->pool, cs->dt, io->in[0], io->out, cs->stream);
     return kcuda_avg_pool2d(&k->pool, cs->dt, io->in[0], io->out, cs->stream);
 }
 
 static cudaError_t global_avg_pool_run(const struct cuda_session *cs, const struct rt_step *s,
                                        const union rt_step_params *k, const struct rt_step_io *io)
 {
+    if (x_nhwc(s))
+        return kcuda_global_avg_pool_nhwc((int)k->channels.n, (int)k->channels.c, k->channels.inner, cs->dt,
+                                          io->in[0], io->out, cs->stream);
     return kcuda_global_avg_pool((int)k->channels.n, (int)k->channels.c, k->channels.inner, cs->dt, io->in[0],
                                  io->out, cs->stream);
 }
@@ -183,10 +229,16 @@ static cudaError_t softmax_run(const struct cuda_session *cs, const struct rt_st
 static cudaError_t concat_run(const struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
                               const struct rt_step_io *io)
 {
-    return kcuda_concat(&k->concat.k, cs->dt, io->in, k->concat.lens, io->out, cs->stream);
+    struct k_concat c = k->concat.k;
+    if (x_nhwc(s)) {   /* along NHWC channels: rows are pixels */
+        c.outer *= c.inner;
+        c.inner = 1;
+    }
+    return kcuda_concat(&c, cs->dt, io->in, k->concat.lens, io->out, cs->stream);
 }
 
-/* Activations all run act_run (the step's act says which). No kernel yet:
+/* Activations all run act_run (the step's act says which); they and add
+ * run the same on NCHW and NHWC tensors. No kernel yet:
  * binary, matmul, conv2d_dyn, batch_norm_dyn (ONNX models using them stay
  * on the CPU backend); views are no steps; quantize and dequantize are INT8
  * steps (backend_cuda_q8.c). */

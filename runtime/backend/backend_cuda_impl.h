@@ -75,9 +75,12 @@ struct cuda_dev_weights {
     float *bias;                    /* conv/linear: bias or NULL; bn: shift */
 };
 
-/* Per plan step, per device slot: what prepare_step uploaded. */
+/* Per plan step, per device slot: what prepare_step uploaded. Steps
+ * without weights have one only when a tensor of theirs is NHWC. */
 struct cuda_step_prep {
     bool cudnn;                     /* convolution runs through cuDNN */
+    bool x_nhwc, y_nhwc;            /* input 0, and output (and residual), channels last
+                                     * (runtime/backend/layout_nhwc.h; cuda_nhwc_wanted) */
     struct cuda_q8_prep *q8;        /* INT8 steps, else NULL */
     struct cuda_dev_weights dev[CUDA_MAX_DEVICES];
 };
@@ -153,6 +156,14 @@ bool cuda_step_fits(const struct rt_step *s, char *why, size_t why_len);
  * and SMs: smaller tiles or split-K when a GEMM would leave SMs idle), or 0
  * with the baseline set (the tile by columns alone). */
 int cuda_gemm_sms(const struct cuda_backend *cb, int slot);
+/* The one place that turns channels-last activations on for a plan: FP32
+ * and FP16 models on our convolution kernels; not with the baseline set,
+ * not for INT8 models, not with conv_engine "cudnn" (NCHW throughout). */
+bool cuda_nhwc_wanted(const struct cuda_backend *cb, const struct rt_plan *p);
+/* Step s's layouts under the plan's layout pass (false, false when not
+ * wanted); RT_ERR_NO_MEMORY when the pass's host buffer cannot be had. */
+enum rt_status cuda_step_layouts(const struct cuda_backend *cb, const struct rt_plan *p, const struct rt_step *s,
+                                 bool *x_nhwc, bool *y_nhwc, struct rt_error *err);
 
 /* backend_cuda_q8.c */
 /* Whether an INT8 step (s->q8) has a kernel; else why not. */

@@ -84,23 +84,33 @@ enum rt_status cuda_profile_read(void *ctx, struct rt_step_timing *times, int n_
     return RT_OK;
 }
 
+/* The layout of a step's x (or y) as prepared. */
+static enum kcuda_layout layout(const struct cuda_step_prep *pr, bool y)
+{
+    return pr && (y ? pr->y_nhwc : pr->x_nhwc) ? KCUDA_NHWC : KCUDA_NCHW;
+}
+
 void cuda_describe_step(struct rt_backend *b, const struct rt_plan *p, const struct rt_step *s, int batch, char *out,
                         size_t cap)
 {
     const struct cuda_step_prep *pr = s->prep;
     union rt_step_params k = rt_step_params(s, batch);
-    const char *dt = p->cfg && p->cfg->precision == RT_PRECISION_FP16 ? "fp16" : "fp32";
+    bool f16 = p->cfg && p->cfg->precision == RT_PRECISION_FP16;
+    const char *dt = f16 ? "fp16" : "fp32";
+    enum kcuda_dtype dtype = f16 ? KCUDA_F16 : KCUDA_F32;
     if (s->q8)   /* (the first device's choice) */
         snprintf(out, cap, "int8%s",
                  !rt_op_has(s->op, RT_T_GEMM) ? "" : cuda_q8_mma(b->ctx, 0, s, &k) ? " imma gemm" : " dp4a gemm");
     else if (pr && pr->cudnn)
         snprintf(out, cap, "cudnn + bias_act, %s", dt);
     else if (s->op == RT_OP_CONV2D)
-        snprintf(out, cap, "implicit gemm %s, %s", kcuda_conv2d_plan(&k.conv, cuda_gemm_sms(b->ctx, 0)).name, dt);
+        snprintf(out, cap, "implicit gemm %s, %s%s%s",
+                 kcuda_conv2d_plan(&k.conv, cuda_gemm_sms(b->ctx, 0), dtype, layout(pr, false), layout(pr, true)).name,
+                 dt, pr && pr->x_nhwc ? ", x nhwc" : "", pr && pr->y_nhwc ? ", y nhwc" : "");
     else if (s->op == RT_OP_LINEAR)
         snprintf(out, cap, "gemm %s, %s", kcuda_linear_plan(&k.linear, cuda_gemm_sms(b->ctx, 0)).name, dt);
     else
-        snprintf(out, cap, "%s", dt);
+        snprintf(out, cap, "%s%s", dt, pr && pr->x_nhwc ? ", nhwc" : "");
 }
 
 /* ---- rates: a 4096^3 GEMM (137 GFLOP) through kcuda_linear, and relu from
