@@ -68,14 +68,18 @@ def step_name(path):
 
 
 def assign(node, steps):
+    """The step a peer's node belongs to: the step it names, or, for a node
+    inferd fuses into a convolution (a Clip or Relu beside it, named in the
+    same scope), the one step of that scope; None when no step or several
+    share the scope."""
     segs = [s for s in node.split("/") if s]
     for i in range(len(segs), 0, -1):
         name = step_name("/".join(segs[:i]))
         if name in steps:
             return name
-        for s in steps:   # a fused neighbour: layer1.0.relu -> layer1.0.conv1's block
-            if name and s.startswith(name + "."):
-                return None
+        kids = [s for s in steps if s.startswith(name + ".")]
+        if kids:
+            return kids[0] if len(kids) == 1 else None
     return None
 
 
