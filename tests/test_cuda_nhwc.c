@@ -103,14 +103,15 @@ TEST(cuda_nhwc_host_rules)
     ASSERT_EQ_INT(kcuda_conv2d(&p, 0, KCUDA_F32, KCUDA_NHWC, KCUDA_NCHW, (void *)(uintptr_t)264, NULL, NULL, NULL,
                                NULL, NULL, 0),
                   cudaErrorInvalidValue);
-    /* the plan: the 128x128 tile is FP16's alone with NHWC x, and no form's
-     * that reads NCHW x into NHWC y */
+    /* the plan: the 128x128 tile is FP16's alone with NHWC x, no form's that
+     * reads NCHW x into NHWC y, and that form in FP32 has 64x32 only */
     struct k_conv2d big = {.n = 64, .c = 256, .h = 14, .w = 14, .oc = 256, .oh = 14, .ow = 14, .kh = 3, .kw = 3,
                            .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1, .groups = 1};
     ASSERT_STR_EQ(kcuda_conv2d_plan(&big, 132, KCUDA_F16, KCUDA_NHWC, KCUDA_NHWC).name, "tile 128x128");
     ASSERT_STR_EQ(kcuda_conv2d_plan(&big, 132, KCUDA_F16, KCUDA_NHWC, KCUDA_NCHW).name, "tile 128x128");
     ASSERT_STR_EQ(kcuda_conv2d_plan(&big, 132, KCUDA_F32, KCUDA_NHWC, KCUDA_NHWC).name, "tile 128x64");
     ASSERT_STR_EQ(kcuda_conv2d_plan(&big, 132, KCUDA_F16, KCUDA_NCHW, KCUDA_NHWC).name, "tile 128x64");
+    ASSERT_STR_EQ(kcuda_conv2d_plan(&big, 132, KCUDA_F32, KCUDA_NCHW, KCUDA_NHWC).name, "tile 64x32");
     ASSERT_STR_EQ(kcuda_conv2d_plan(&big, 132, KCUDA_F32, KCUDA_NCHW, KCUDA_NCHW).name, "tile 128x128");
     ASSERT_STR_EQ(kcuda_conv2d_plan(&big, 0, KCUDA_F32, KCUDA_NHWC, KCUDA_NCHW).name, "tile 128x64");
     return TEST_PASS;
@@ -124,7 +125,7 @@ static bool conv_case(const struct k_conv2d *p, enum kcuda_layout xl, enum kcuda
                       enum kcuda_dtype t)
 {
     int64_t hw = (int64_t)p->h * p->w, pixels = (int64_t)p->oh * p->ow;
-    int64_t nx = p->n * p->c * hw, ny = p->n * p->oc * pixels;
+    int64_t nx = (int64_t)p->n * p->c * hw, ny = (int64_t)p->n * p->oc * pixels;
     int64_t nw = (int64_t)p->oc * (p->c / p->groups) * p->kh * p->kw;
     float *x = rand_buf(nx, -1, 1, t), *w = rand_buf(nw, -1, 1, t), *r = rand_buf(ny, -1, 1, t);
     float *b = rand_buf(p->oc, -1, 1, KCUDA_F32), *ref = out_buf(ny);
@@ -233,7 +234,7 @@ TEST(cuda_op_pool2d_nhwc)
             continue;   /* no window fits */
         i++;
         int64_t hw = (int64_t)p.h * p.w, ohw = (int64_t)p.oh * p.ow;
-        int64_t nx = p.n * p.c * hw, ny = p.n * p.c * ohw;
+        int64_t nx = (int64_t)p.n * p.c * hw, ny = (int64_t)p.n * p.c * ohw;
         float *x = rand_buf(nx, -4, 4, t), *ref = out_buf(ny);
         (is_max ? kref_max_pool2d_f32 : kref_avg_pool2d_f32)(&p, x, ref);
         float *xn = nhwc_of(x, p.n, p.c, hw), *refn = nhwc_of(ref, p.n, p.c, ohw);

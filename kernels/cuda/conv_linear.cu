@@ -61,14 +61,14 @@ static int64_t blocks_of(TileId t, int64_t rows, int npad, int groups)
  * 128 columns a block where that still gives every SM a block, else 32.
  * Otherwise a packing tile that gives every SM a block stays; one that
  * leaves SMs idle gives way to the largest smaller tile that fills them, or
- * the smallest (their columns divide Npad: 128 = 2 * 64 = 4 * 32). Without
- * large_ok (a kernel form that has no large tile) the large tile's columns
- * run on the 128x64 one. */
-static TileId plan_tile(int64_t rows, int cols, int groups, int sm_count, bool large_ok)
+ * the smallest (their columns divide Npad: 128 = 2 * 64 = 4 * 32). A tile
+ * larger than max_tile (the largest a kernel form has) gives way to that
+ * one. */
+static TileId plan_tile(int64_t rows, int cols, int groups, int sm_count, TileId max_tile)
 {
     TileId t = tile_for(cols);
     if (sm_count <= 0 || rows <= 0)
-        return t == TILE_L && !large_ok ? TILE_M : t;
+        return t > max_tile ? max_tile : t;
     int npad = round_up(cols, tile_bn(t));
     bool idle = blocks_of(t, rows, npad, groups) < sm_count;
     if (rows <= SPLITK_FEW_ROWS || (idle && rows <= SPLITK_MAX_ROWS))
@@ -76,16 +76,21 @@ static TileId plan_tile(int64_t rows, int cols, int groups, int sm_count, bool l
                                                                                                     : SPLITK_1;
     while (t > TILE_S && blocks_of(t, rows, npad, groups) < sm_count)
         t = (TileId)(t - 1);
-    return t == TILE_L && !large_ok ? TILE_M : t;
+    return t > max_tile ? max_tile : t;
 }
 
-/* Whether a kernel form has the large tile. The forms new with channels
- * last lack it where ptxas spills at its two blocks an SM (FP32 NHWC x, and
- * NCHW x to NHWC y: 56-156 bytes on sm_90); the forms of the baseline set
- * keep theirs, small spills included (docs/performance.md). */
-template <typename T, ALoad AL, YLayout YL> constexpr bool has_large_tile()
+/* The largest tile of a kernel form. The forms new with channels last stop
+ * below a tile where ptxas spills at its blocks per SM (make cuda-report):
+ * FP32 NHWC x and FP16 NCHW x to NHWC y at 128x64 (their 128x128 spills
+ * 24-72 bytes on sm_90), FP32 NCHW x to NHWC y at 64x32 (128x64 spills 12
+ * bytes on sm_75). The forms of the baseline set keep all three, the
+ * spills of their 128x128 included (docs/performance.md). */
+template <typename T, ALoad AL, YLayout YL> constexpr TileId max_tile()
 {
-    return !(AL == ALoad::CONV_NHWC && std::is_same<T, float>::value) && !(AL == ALoad::CONV && YL == YLayout::ROWS);
+    constexpr bool F32 = std::is_same<T, float>::value;
+    if (AL == ALoad::CONV && YL == YLayout::ROWS)
+        return F32 ? TILE_S : TILE_M;
+    return AL == ALoad::CONV_NHWC && F32 ? TILE_M : TILE_L;
 }
 
 struct GemmShape {
@@ -133,29 +138,27 @@ template <typename T, ALoad AL, YLayout YL, int V> static cudaError_t launch_spl
 
 template <typename T, ALoad AL, YLayout YL> static cudaError_t launch(const GemmArgs &a, int sm_count, cudaStream_t st)
 {
-    constexpr bool LARGE = has_large_tile<T, AL, YL>();
-    TileId plan = plan_tile(a.M, a.N, a.groups, sm_count, LARGE);   /* as kcuda_conv2d_plan / kcuda_linear_plan */
-    switch (plan) {
-    case TILE_S:
-        return launch_tile<T, AL, YL, TileS>(a, st);
-    case TILE_M:
-        return launch_tile<T, AL, YL, TileM>(a, st);
-    case TILE_L:
-        if constexpr (LARGE) {
-            if (large_tile_fits)
+    constexpr TileId MAX = max_tile<T, AL, YL>();
+    TileId plan = plan_tile(a.M, a.N, a.groups, sm_count, MAX);   /* as kcuda_conv2d_plan / kcuda_linear_plan */
+    if (plan <= TILE_L) {
+        if constexpr (MAX == TILE_L) {
+            if (plan == TILE_L && large_tile_fits)
                 return launch_tile<T, AL, YL, TileL>(a, st);
         }
-        return launch_tile<T, AL, YL, TileM>(a, st);
-    default:
-        /* split-K's conv gather takes int offsets over a block's images
-         * (at most SK_ROWS of them): beyond that, the smallest tile */
-        if (is_conv(AL) && (int64_t)SK_ROWS * a.c * a.h * a.w > INT32_MAX)
-            return launch_tile<T, AL, YL, TileS>(a, st);
-        /* vector loads of B need its 16 (8) byte alignment; the sums are the same either way */
-        if (plan == SPLITK_4 && reinterpret_cast<uintptr_t>(a.wt) % (4 * sizeof(T)) == 0)
-            return launch_splitk<T, AL, YL, 4>(a, st);
-        return launch_splitk<T, AL, YL, 1>(a, st);
+        if constexpr (MAX >= TILE_M) {
+            if (plan >= TILE_M)
+                return launch_tile<T, AL, YL, TileM>(a, st);
+        }
+        return launch_tile<T, AL, YL, TileS>(a, st);
     }
+    /* split-K's conv gather takes int offsets over a block's images (at
+     * most SK_ROWS of them): beyond that, the smallest tile */
+    if (is_conv(AL) && (int64_t)SK_ROWS * a.c * a.h * a.w > INT32_MAX)
+        return launch_tile<T, AL, YL, TileS>(a, st);
+    /* vector loads of B need its 16 (8) byte alignment; the sums are the same either way */
+    if (plan == SPLITK_4 && reinterpret_cast<uintptr_t>(a.wt) % (4 * sizeof(T)) == 0)
+        return launch_splitk<T, AL, YL, 4>(a, st);
+    return launch_splitk<T, AL, YL, 1>(a, st);
 }
 
 template <typename T, ALoad AL, YLayout YL, class TL> static cudaError_t raise_smem_limit()
@@ -166,10 +169,13 @@ template <typename T, ALoad AL, YLayout YL, class TL> static cudaError_t raise_s
 
 template <typename T, ALoad AL, YLayout YL> static cudaError_t raise_smem_limits()
 {
+    constexpr TileId MAX = max_tile<T, AL, YL>();
     cudaError_t e = raise_smem_limit<T, AL, YL, TileS>();
-    if (e == cudaSuccess)
-        e = raise_smem_limit<T, AL, YL, TileM>();
-    if constexpr (has_large_tile<T, AL, YL>()) {
+    if constexpr (MAX >= TILE_M) {
+        if (e == cudaSuccess)
+            e = raise_smem_limit<T, AL, YL, TileM>();
+    }
+    if constexpr (MAX == TILE_L) {
         if (e == cudaSuccess && large_tile_fits)
             e = raise_smem_limit<T, AL, YL, TileL>();
     }
@@ -192,14 +198,13 @@ template <typename T> static cudaError_t raise_smem_limits_of()
     return e;
 }
 
-/* has_large_tile of the form kcuda_conv2d launches for these layouts. */
-template <typename T> static bool conv_has_large_tile(enum kcuda_layout xl, enum kcuda_layout yl)
+/* max_tile of the form kcuda_conv2d launches for these layouts. */
+template <typename T> static TileId conv_max_tile(enum kcuda_layout xl, enum kcuda_layout yl)
 {
     if (xl == KCUDA_NHWC)
-        return yl == KCUDA_NHWC ? has_large_tile<T, ALoad::CONV_NHWC, YLayout::ROWS>()
-                                : has_large_tile<T, ALoad::CONV_NHWC, YLayout::NCHW>();
-    return yl == KCUDA_NHWC ? has_large_tile<T, ALoad::CONV, YLayout::ROWS>()
-                            : has_large_tile<T, ALoad::CONV, YLayout::NCHW>();
+        return yl == KCUDA_NHWC ? max_tile<T, ALoad::CONV_NHWC, YLayout::ROWS>()
+                                : max_tile<T, ALoad::CONV_NHWC, YLayout::NCHW>();
+    return yl == KCUDA_NHWC ? max_tile<T, ALoad::CONV, YLayout::ROWS>() : max_tile<T, ALoad::CONV, YLayout::NCHW>();
 }
 
 /* The largest of the large tile's shared-memory needs, over both y layouts
@@ -216,9 +221,9 @@ using namespace kcuda;
 
 extern "C" size_t kcuda_dtype_size(enum kcuda_dtype t) { return t == KCUDA_F16 ? 2 : 4; }
 
-static struct kcuda_gemm_plan plan_of(int64_t rows, int cols, int groups, int sm_count, bool large_ok)
+static struct kcuda_gemm_plan plan_of(int64_t rows, int cols, int groups, int sm_count, TileId max)
 {
-    TileId t = plan_tile(rows, cols, groups, sm_count, large_ok);
+    TileId t = plan_tile(rows, cols, groups, sm_count, max);
     struct kcuda_gemm_plan pl;
     pl.rows = tile_bm(t);
     pl.cols = tile_bn(t);
@@ -230,14 +235,14 @@ static struct kcuda_gemm_plan plan_of(int64_t rows, int cols, int groups, int sm
 
 extern "C" struct kcuda_gemm_plan kcuda_gemm_plan(int64_t rows, int cols, int groups, int sm_count)
 {
-    return plan_of(rows, cols, groups, sm_count, true);
+    return plan_of(rows, cols, groups, sm_count, TILE_L);
 }
 
 extern "C" struct kcuda_gemm_plan kcuda_conv2d_plan(const struct k_conv2d *p, int sm_count, enum kcuda_dtype t,
                                                     enum kcuda_layout xl, enum kcuda_layout yl)
 {
-    bool large_ok = t == KCUDA_F16 ? conv_has_large_tile<__half>(xl, yl) : conv_has_large_tile<float>(xl, yl);
-    return plan_of((int64_t)p->n * p->oh * p->ow, p->oc / p->groups, p->groups, sm_count, large_ok);
+    TileId max = t == KCUDA_F16 ? conv_max_tile<__half>(xl, yl) : conv_max_tile<float>(xl, yl);
+    return plan_of((int64_t)p->n * p->oh * p->ow, p->oc / p->groups, p->groups, sm_count, max);
 }
 
 extern "C" struct kcuda_gemm_plan kcuda_linear_plan(const struct k_linear *p, int sm_count)

@@ -82,7 +82,7 @@ struct kcuda_gemm_plan {
 };
 struct kcuda_gemm_plan kcuda_gemm_plan(int64_t rows, int cols, int groups, int sm_count);
 /* A convolution's plan for its form (type, x and y layouts): some forms
- * new with channels last have no 128x128 tile and run 128x64 instead. */
+ * new with channels last lack the larger tiles and run a smaller one. */
 struct kcuda_gemm_plan kcuda_conv2d_plan(const struct k_conv2d *p, int sm_count, enum kcuda_dtype t,
                                          enum kcuda_layout xl, enum kcuda_layout yl);
 struct kcuda_gemm_plan kcuda_linear_plan(const struct k_linear *p, int sm_count);
