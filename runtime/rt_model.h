@@ -46,9 +46,11 @@ enum rt_cuda_graphs { RT_CUDA_GRAPHS_AUTO = 0, RT_CUDA_GRAPHS_ON, RT_CUDA_GRAPHS
 
 /* Which CUDA kernel set runs: NEW the newest the device can run (INT8
  * conv / linear on tensor cores from sm_80; FP32 / FP16 conv / linear with
- * a tile chosen from rows, columns and the SM count, split-K for few rows),
- * BASELINE the older kernels they replace (INT8: dp4a; FP32 / FP16: the
- * tile by output channels alone), kept for comparison and as the fallback;
+ * a tile chosen from rows, columns and the SM count, split-K for few rows,
+ * and channels-last (NHWC) activations around convolutions where the
+ * layout pass allows), BASELINE the older kernels they replace (INT8: dp4a;
+ * FP32 / FP16: the tile by output channels alone, NCHW throughout), kept
+ * for comparison and as the fallback;
  * AUTO is $INFERD_CUDA_KERNELS when set, else NEW. */
 enum rt_cuda_kernels { RT_CUDA_KERNELS_AUTO = 0, RT_CUDA_KERNELS_NEW, RT_CUDA_KERNELS_BASELINE, RT_CUDA_KERNELS_COUNT };
 

@@ -38,7 +38,9 @@ const struct rt_plan *rt_model_plan(const struct rt_model *m);
 struct rt_backend *rt_model_backend(const struct rt_model *m);
 
 /* data: batch samples of graph tensor `tensor` (F32, host memory, valid
- * during the call). */
+ * during the call), in the order the backend stores them: the CUDA
+ * backend's channels-last tensors (runtime/backend/layout_nhwc.h) arrive
+ * NHWC, which statistics over all values (calibration) do not notice. */
 typedef void (*rt_observe_fn)(void *user, int tensor, const float *data, int batch);
 
 /* rt_session_run that also hands fn every F32 tensor as it is written:

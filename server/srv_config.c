@@ -56,8 +56,8 @@ static const struct srv_option OPTIONS[] = {
      "CUDA backend: capture a CUDA graph per batch size (auto: on unless $INFERD_CUDA_GRAPHS=0)"},
     {"cuda-kernels", OPT_ENUM, OFF(cuda_kernels), "auto", 0, 0, CUDA_KERNELS, "SET",
      "CUDA backend's kernel set: new (INT8 conv / linear on tensor cores from sm_80; FP32 / FP16 "
-     "split-K for few rows) or baseline (dp4a; tiles by output channels), for comparison; auto: "
-     "$INFERD_CUDA_KERNELS if set, else new"},
+     "split-K for few rows, channels-last convolutions) or baseline (dp4a; tiles by output "
+     "channels; NCHW), for comparison; auto: $INFERD_CUDA_KERNELS if set, else new"},
     {"http-threads", OPT_INT, OFF(http_threads), "0", 0, 1024, NULL, "N",
      "HTTP threads (0: one per core)"},
     {"log-level", OPT_ENUM, OFF(log_level), "info", 0, 0, SRV_LOG_LEVEL_NAMES, "LEVEL",
