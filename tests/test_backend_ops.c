@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "runtime/backend/backend.h"
+#include "runtime/backend/layout_nhwc.h"
 #include "runtime/rt_model_impl.h"
 #include "kernels/cpu/kcpu.h"
 #include "op_shapes.h"
@@ -733,6 +734,25 @@ static double case_error(const struct case_data *d, enum rt_precision prec, int 
     return worst;
 }
 
+/* FP16's rule for reading NHWC (8 channels a 16-byte piece; FP32's 4
+ * follows from it). */
+static bool whole_half_pieces(const struct k_conv2d *p, void *user) { return p->c / p->groups % 8 == 0; }
+
+/* Whether the channels-last pass (runtime/backend/layout_nhwc.h) keeps some
+ * tensor of a loaded case NHWC, on any machine: the "nhwc:" cases must
+ * reach the NHWC kernels wherever a GPU runs them. */
+static bool nhwc_planned(const struct loaded *l)
+{
+    const struct rt_plan *p = rt_model_plan(l->m);
+    bool *nhwc = calloc((size_t)p->g->n_tensors, sizeof(bool)), any = false;
+    RT_ASSERT(nhwc);
+    rt_nhwc_plan(p, whole_half_pieces, NULL, nhwc);
+    for (int t = 0; t < p->g->n_tensors; t++)
+        any = any || nhwc[t];
+    free(nhwc);
+    return any;
+}
+
 /* Steps of a loaded case that the backend runs channels last, as its
  * describe_step says ("nhwc"). */
 static int nhwc_steps(const struct loaded *l, struct rt_backend *be)
@@ -776,6 +796,10 @@ static bool check_case(const struct op_case *c, enum rt_precision prec, const st
     if (ok && (load_case(c, prec, scales, be[0].b, seen, &l, &err) != RT_OK ||
                rt_session_run(l.s, MAX_BATCH, (const float *const *)d.in, want, &err) != RT_OK)) {
         printf("%s\n  ref failed: %s\n", line, err.msg);
+        ok = false;
+    }
+    if (ok && strncmp(c->name, "nhwc:", 5) == 0 && !nhwc_planned(&l)) {
+        printf("%s\n  the layout pass keeps no tensor channels last\n", line);
         ok = false;
     }
     unload(&l);

@@ -232,11 +232,15 @@ TEST(cuda_op_pool2d_nhwc)
         p.ow = (p.w + 2 * p.pad_l - p.dil_w * (p.kw - 1) - 1) / p.stride_w + 1;
         if (p.h + 2 * p.pad_t < p.dil_h * (p.kh - 1) + 1 || p.w + 2 * p.pad_l < p.dil_w * (p.kw - 1) + 1)
             continue;   /* no window fits */
-        i++;
         int64_t hw = (int64_t)p.h * p.w, ohw = (int64_t)p.oh * p.ow;
         int64_t nx = (int64_t)p.n * p.c * hw, ny = (int64_t)p.n * p.c * ohw;
         float *x = rand_buf(nx, -4, 4, t), *ref = out_buf(ny);
         (is_max ? kref_max_pool2d_f32 : kref_avg_pool2d_f32)(&p, x, ref);
+        if (test_count_nonfinite(ref, ny) != 0) {   /* a window over padding only has no max */
+            free(x), free(ref);
+            continue;
+        }
+        i++;
         float *xn = nhwc_of(x, p.n, p.c, hw), *refn = nhwc_of(ref, p.n, p.c, ohw);
         void *dx = dbuf_upload(xn, nx, t), *dy = dbuf_poisoned(ny, t);
         cudaError_t e = (is_max ? kcuda_max_pool2d_nhwc : kcuda_avg_pool2d_nhwc)(&p, t, dx, dy, 0);
