@@ -404,7 +404,8 @@ void kcpu_conv2d_q8(struct kcpu_threads *th, const struct k_conv2d *p, const int
      * their one-thread speed before, 1.72-1.86x after. */
     j.row_chunks = 1;
     j.chunk_rows = j.d.mg;
-    if (!j.by_image && threads > 1 && p->groups * j.chunks < 4 * threads && j.d.panels >= 2 * threads) {
+    if (!j.by_image && threads > 1 && p->groups * j.chunks < 4 * (int64_t)threads &&
+        j.d.panels >= 2 * (int64_t)threads) {
         j.chunk_rows = kcpu_ceil_div(j.d.panels, threads) * KQ8_MR;
         j.row_chunks = kcpu_ceil_div(j.d.mg, j.chunk_rows);
     }
