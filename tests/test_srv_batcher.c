@@ -8,7 +8,6 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "http_harness.h"
@@ -72,7 +71,7 @@ TEST(srv_batcher_cheap_batch_runs_on_submitting_thread)
     ASSERT_FALSE(here);                           /* the cost per row is not known yet: the worker */
     ASSERT_TRUE(run_one(m, x, again, NULL, &here));
     ASSERT_TRUE(here);                            /* known now, the instance idle: this thread */
-    ASSERT_TRUE(memcmp(first, again, sizeof(first)) == 0);
+    ASSERT_TRUE(test_same_bits(first, again, sizeof(first)));
     /* The last reference drops inside the run on this thread: the model
      * is freed on another, after the run ends. */
     ASSERT_TRUE(run_one(m, x, again, m, &here));
@@ -85,7 +84,7 @@ TEST(srv_batcher_cheap_batch_runs_on_submitting_thread)
         ASSERT_TRUE(run_one(m, x, worker, NULL, &here));
         ASSERT_FALSE(here);
     }
-    ASSERT_TRUE(memcmp(first, worker, sizeof(first)) == 0);
+    ASSERT_TRUE(test_same_bits(first, worker, sizeof(first)));
     srv_model_unref(m);
     srv_model_wait_frees();
     rt_backend_free(be);
