@@ -35,13 +35,18 @@ static int64_t band_reach(const struct k_conv2d *p, int64_t rows)
     return (rows - 1) * p->stride_h + (int64_t)(p->kh - 1) * p->dil_h + 1;
 }
 
-/* Channel vectors per block: the most, up to 4, that divide the output
- * channels' vectors. */
-static int block_vecs(const struct k_conv2d *p)
+/* Channel vectors per block: the most, up to `most`, that divide the
+ * output channels' vectors. */
+static int block_vecs_up_to(const struct k_conv2d *p, int most)
 {
     int q = p->oc / 16;
-    return q % 4 == 0 ? 4 : q % 3 == 0 ? 3 : q % 2 == 0 ? 2 : 1;
+    for (int v = most; v > 1; v--)
+        if (q % v == 0)
+            return v;
+    return 1;
 }
+
+static int block_vecs(const struct k_conv2d *p) { return block_vecs_up_to(p, 4); }
 
 /* Shapes the kernel computes, on any ISA (scratch is sized for them so
  * that the ISA may change after sizing). Measured against the GEMM paths
@@ -73,10 +78,10 @@ int kcpu_convpix_applies(const struct k_conv2d *p)
     return kcpu_isa() == KCPU_ISA_AVX512 && shape_fits(p);
 }
 
-static struct pix_plan plan(const struct k_conv2d *p)
+static struct pix_plan plan_vecs(const struct k_conv2d *p, int vecs)
 {
     struct pix_plan c;
-    c.vecs = block_vecs(p);
+    c.vecs = vecs;
     c.kg = (int64_t)p->c * p->kh * p->kw;
     c.pixels = (int64_t)p->oh * p->ow;
     /* Each output row in runs of near-equal length, none above what a tile holds. */
@@ -92,6 +97,8 @@ static struct pix_plan plan(const struct k_conv2d *p)
     c.gw = c.padded ? gw : p->w;
     return c;
 }
+
+static struct pix_plan plan(const struct k_conv2d *p) { return plan_vecs(p, block_vecs(p)); }
 
 static int64_t table_floats(const struct pix_plan *c)
 {
@@ -177,6 +184,21 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
     const struct pix_plan *c = &j.c;
     if (p->n <= 0 || p->oh <= 0 || p->ow <= 0)
         return;
+    /* Fewer images than threads: an image's rows are split among them,
+     * unless they do not split evenly (a 7x7 map: 4 rows against 3) and the
+     * channels do (smaller blocks if need be): then by channel blocks. */
+    int threads = kcpu_threads_count(th);
+    int64_t split = kcpu_ceil_div(threads, p->n);
+    if (split > 1 && p->oh % split != 0) {
+        for (int v = c->vecs; v >= 1; v--) {
+            struct pix_plan b = plan_vecs(p, block_vecs_up_to(p, v));
+            if (b.blocks % threads == 0) {
+                j.c = b;
+                split = 1;
+                break;
+            }
+        }
+    }
     /* Scratch: the tap offsets, then the threads' slices. */
     char *base = kcpu_align64(scratch);
     int64_t *boff = (int64_t *)(void *)base;
@@ -186,11 +208,9 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
                 boff[k++] = (ci * c->gh + ki * p->dil_h) * c->gw + kj * p->dil_w;
     j.boff = boff;
     j.slices = c->padded ? (float *)(void *)(base + table_floats(c) * (int64_t)sizeof(float)) : NULL;
-    /* Bands: an image split among the threads when there are fewer images
-     * than threads; tasks: one band each, the pool deals them out in runs
-     * (never below KCPU_MIN_TASK_MACS). */
-    int threads = kcpu_threads_count(th);
-    int64_t split = kcpu_ceil_div(threads, p->n);
+    /* Bands: an image split among the threads as above; tasks: one band
+     * each, the pool deals them out in runs (never below
+     * KCPU_MIN_TASK_MACS). */
     j.band_rows = kcpu_min64(c->band_max, kcpu_ceil_div(p->oh, split));
     j.bands = kcpu_ceil_div(p->oh, j.band_rows);
     int64_t band_macs = j.band_rows * p->ow * c->vecs * 16 * c->kg;
