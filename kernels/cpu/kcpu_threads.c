@@ -9,15 +9,9 @@
  * tensors in every step of a forward pass (what it wrote, it reads: no
  * cache lines crossing between the cores), and a thread that runs late
  * (descheduled, or a task slower than the others) still has its tasks
- * taken. A worker enters a run through its gate before it reads the job,
- * and the caller, its own tasks done, closes the gate and waits only for
- * the workers inside: no worker can still be reading the job when the
- * next run overwrites it, and a worker that has not entered by then (its
- * CPU taken by another process, or by the hypervisor) does not hold the
- * caller up; it skips that run. (Waiting for every worker to check in
- * cost a descheduled worker's whole time slice per step: resnet-mini on
- * two threads beside one busy process took 560 us a sample, against 350
- * on one thread.) Nothing is allocated after kcpu_threads_create.
+ * taken. The caller returns only after every worker has checked in for
+ * that generation, so no worker can still be reading the job when the
+ * next run overwrites it. Nothing is allocated after kcpu_threads_create.
  *
  * Waking a sleeping thread costs tens of microseconds here (a futex wake,
  * and on a VM an idle vCPU to rouse), more than most steps of a small
@@ -48,14 +42,6 @@
  * the rest of its run (a wake-up costs 14-15 us here: bench_threads). */
 #define KCPU_THREADS_WAKE_WORTH_NS 20000
 
-/* The gate of a run: its generation, whether the caller has closed it,
- * and how many workers are inside. */
-#define GATE_INSIDE ((uint64_t)0xFFFF)
-#define GATE_CLOSED ((uint64_t)1 << 16)
-#define GATE_GEN_SHIFT 17
-
-static inline uint64_t gate_generation(uint64_t gate) { return gate >> GATE_GEN_SHIFT; }
-
 /* One thread's share of a run: tasks [next, end), claimed by fetch-add (by
  * its owner, or by a thief); a line of its own, so claims do not contend. */
 struct task_range {
@@ -69,9 +55,9 @@ struct kcpu_threads {
     pthread_t *workers;        /* threads - 1 */
     pthread_mutex_t mu;
     pthread_cond_t wake;       /* a new generation or stop */
-    pthread_cond_t done;       /* the last worker left a closed gate */
+    pthread_cond_t done;       /* the last worker checked in */
     atomic_uint_fast64_t generation;
-    atomic_uint_fast64_t gate; /* generation << GATE_GEN_SHIFT | GATE_CLOSED | workers inside */
+    atomic_int busy;           /* workers not yet checked in this generation */
     atomic_int sleepers;       /* workers waiting on `wake` (under mu) */
     atomic_bool stop;
     atomic_bool running;       /* the caller is inside a split run */
@@ -157,20 +143,14 @@ static void *worker_main(void *p)
             break;
         }
         seen = atomic_load(&th->generation);
+        kcpu_task_fn fn = th->fn;
+        void *arg = th->arg;
         pthread_mutex_unlock(&th->mu);
 
-        /* Enter the run while its gate is open; a closed or newer one: skip it. */
-        uint64_t g = atomic_load_explicit(&th->gate, memory_order_acquire);
-        bool entered = false;
-        while (!entered && gate_generation(g) == (seen & (UINT64_MAX >> GATE_GEN_SHIFT)) && !(g & GATE_CLOSED))
-            entered = atomic_compare_exchange_weak_explicit(&th->gate, &g, g + 1, memory_order_acq_rel,
-                                                            memory_order_acquire);
-        if (!entered)
-            continue;
-        run_tasks(th, th->fn, th->arg, index);
-        uint64_t left = atomic_fetch_sub_explicit(&th->gate, 1, memory_order_acq_rel) - 1;
-        if ((left & GATE_CLOSED) && (left & GATE_INSIDE) == 0) {
-            pthread_mutex_lock(&th->mu);   /* the caller checks the gate under mu before it waits */
+        run_tasks(th, fn, arg, index);
+
+        if (atomic_fetch_sub(&th->busy, 1) == 1) {
+            pthread_mutex_lock(&th->mu);   /* the caller checks busy under mu before it waits */
             pthread_cond_signal(&th->done);
             pthread_mutex_unlock(&th->mu);
         }
@@ -196,7 +176,7 @@ struct kcpu_threads *kcpu_threads_create(int threads)
         th->ranges[i].end = 0;
     }
     atomic_init(&th->generation, 0);
-    atomic_init(&th->gate, GATE_CLOSED);
+    atomic_init(&th->busy, 0);
     atomic_init(&th->sleepers, 0);
     atomic_init(&th->stop, false);
     atomic_init(&th->running, false);
@@ -280,30 +260,27 @@ void kcpu_threads_run(struct kcpu_threads *th, int64_t tasks, kcpu_task_fn fn, v
         th->ranges[i].end = first + (tasks - first) * (i + 1) / th->threads;
     }
     atomic_store_explicit(&th->running, true, memory_order_relaxed);
-    uint64_t gen = atomic_load_explicit(&th->generation, memory_order_relaxed) + 1;
-    atomic_store_explicit(&th->gate, gen << GATE_GEN_SHIFT, memory_order_release);   /* open, nobody inside */
-    atomic_store_explicit(&th->generation, gen, memory_order_release);
+    atomic_store(&th->busy, th->threads - 1);
+    atomic_fetch_add_explicit(&th->generation, 1, memory_order_release);
     if (atomic_load(&th->sleepers) > 0)
         pthread_cond_broadcast(&th->wake);
     pthread_mutex_unlock(&th->mu);
 
     run_tasks(th, fn, arg, 0);
 
-    /* Close the gate; the workers inside finish their last tasks within
-     * microseconds: spin for them, then sleep. (Sleeping at once after
-     * waking a worker lets the scheduler run it on this CPU, where it then
-     * competes with this thread for milliseconds: measured slower,
-     * bench_threads.) */
-    atomic_fetch_or_explicit(&th->gate, GATE_CLOSED, memory_order_acq_rel);
+    /* Hot workers finish their last tasks within microseconds: spin for
+     * them, then sleep. (Sleeping at once after waking a worker lets the
+     * scheduler run it on this CPU, where it then competes with this thread
+     * for milliseconds: measured slower, bench_threads.) */
     int64_t until = now_ns() + KCPU_THREADS_WAIT_SPIN_NS;
-    for (unsigned i = 1; atomic_load_explicit(&th->gate, memory_order_acquire) & GATE_INSIDE; i++) {
+    for (unsigned i = 1; atomic_load_explicit(&th->busy, memory_order_acquire) > 0; i++) {
         cpu_relax();
         if (i % 64 == 0 && now_ns() > until)
             break;
     }
-    if (atomic_load(&th->gate) & GATE_INSIDE) {
+    if (atomic_load(&th->busy) > 0) {
         pthread_mutex_lock(&th->mu);
-        while (atomic_load(&th->gate) & GATE_INSIDE)
+        while (atomic_load(&th->busy) > 0)
             pthread_cond_wait(&th->done, &th->mu);
         pthread_mutex_unlock(&th->mu);
     }
