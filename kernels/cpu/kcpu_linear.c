@@ -4,9 +4,12 @@
  *
  * W^T is packed once into KCPU_NR-column strips ([strip][k][KCPU_NR], zero
  * padded), so each output feature is a column and the bias is a column
- * bias. Each task packs one KCPU_MR-row panel of x into its thread's scratch
- * and multiplies it with a run of strips; tasks cover (strip run, panel)
- * pairs so that batch 1 still splits over the output features.
+ * bias. The KCPU_MR-row panels of x are transposed into scratch first, once
+ * each, then every task multiplies one panel with a run of strips; tasks
+ * cover (strip run, panel) pairs so that batch 1 still splits over the
+ * output features. (Each task transposing its own panel did it once per
+ * strip run: MobileNetV2's 1280 -> 1000 classifier at batch 16 took 2.5 ms
+ * on two threads, onnxruntime 0.27.)
  */
 #include "kcpu_impl.h"
 
@@ -36,21 +39,35 @@ static int64_t panel_floats(const struct k_linear *p)
     return (int64_t)KCPU_MR * p->k;
 }
 
+/* Floats of one transposed panel, a 64-byte multiple. */
+static int64_t panel_stride(const struct k_linear *p) { return (panel_floats(p) + 15) / 16 * 16; }
+
 size_t kcpu_linear_scratch_bytes(const struct k_linear *p, int threads)
 {
-    /* Each thread's panel starts on a 64-byte boundary. */
-    int64_t per_thread = (panel_floats(p) + 15) / 16 * 16;
-    return (size_t)(threads * per_thread) * sizeof(float) + 64;
+    (void)threads;   /* the panels are shared */
+    return (size_t)(kcpu_ceil_div(p->n, KCPU_MR) * panel_stride(p)) * sizeof(float) + 64;
 }
 
 struct linear_job {
     const struct k_linear *p;
     const float *x, *packed_w, *bias, *residual;
     float *y;
-    float *scratch;
-    int64_t scratch_per_thread;
+    float *panels_at;          /* the transposed panels, panel_stride apart */
     int64_t panels, strips, strips_per_task;
 };
+
+/* Panel `panel` of x: its rows in [k][KCPU_MR] order. */
+static void transpose_task(void *arg, int64_t panel, int thread)
+{
+    const struct linear_job *j = arg;
+    const struct k_linear *p = j->p;
+    int64_t r0 = panel * KCPU_MR;
+    int rows = (int)kcpu_min64(KCPU_MR, p->n - r0);
+    float *a = j->panels_at + panel * panel_stride(p);
+    for (int64_t kk = 0; kk < p->k; kk++)
+        for (int i = 0; i < rows; i++)
+            a[kk * KCPU_MR + i] = j->x[(r0 + i) * p->k + kk];
+}
 
 static void linear_task(void *arg, int64_t task, int thread)
 {
@@ -59,12 +76,7 @@ static void linear_task(void *arg, int64_t task, int thread)
     int64_t panel = task % j->panels, run = task / j->panels;
     int64_t r0 = panel * KCPU_MR;
     int rows = (int)kcpu_min64(KCPU_MR, p->n - r0);
-
-    /* Transpose the panel's rows into [k][KCPU_MR] order. */
-    float *a = j->scratch + thread * j->scratch_per_thread;
-    for (int64_t kk = 0; kk < p->k; kk++)
-        for (int i = 0; i < rows; i++)
-            a[kk * KCPU_MR + i] = j->x[(r0 + i) * p->k + kk];
+    const float *a = j->panels_at + panel * panel_stride(p);
 
     int64_t s0 = run * j->strips_per_task;
     int64_t col0 = s0 * KCPU_NR;
@@ -90,8 +102,7 @@ void kcpu_linear_f32(struct kcpu_threads *th, const struct k_linear *p,
     int threads = kcpu_threads_count(th);
     struct linear_job j = {
         .p = p, .x = x, .packed_w = packed_w, .bias = bias, .residual = residual, .y = y,
-        .scratch = kcpu_align64(scratch),
-        .scratch_per_thread = (panel_floats(p) + 15) / 16 * 16,
+        .panels_at = kcpu_align64(scratch),
         .panels = kcpu_ceil_div(p->n, KCPU_MR),
         .strips = kcpu_ceil_div(p->m, KCPU_NR),
     };
@@ -104,5 +115,6 @@ void kcpu_linear_f32(struct kcpu_threads *th, const struct k_linear *p,
     int64_t strip_macs = kcpu_min64(p->n, KCPU_MR) * kcpu_max64(1, p->k) * KCPU_NR;
     spt = kcpu_max64(spt, kcpu_min64(j.strips, kcpu_ceil_div(KCPU_MIN_TASK_MACS, strip_macs)));
     j.strips_per_task = spt;
+    kcpu_threads_run(th, j.panels, transpose_task, &j);
     kcpu_threads_run(th, j.panels * kcpu_ceil_div(j.strips, spt), linear_task, &j);
 }
