@@ -435,8 +435,9 @@ def check_cell(name, precision, logits, fp32_ref):
 # ---------------------------------------------------------------------------
 
 
-def interleaved(engines, batch, window, repeats):
-    """Median images/s per engine and the median per-round ratio inferd / engine."""
+def interleaved(engines, batch, window, repeats, windows=False):
+    """Median images/s per engine and the median per-round ratio inferd / engine;
+    with windows, each window's rate printed too."""
     iters = []
     try:
         for i, e in enumerate(engines):   # warm-up, and iterations per window
@@ -459,6 +460,9 @@ def interleaved(engines, batch, window, repeats):
                 rates[i].append(iters[i] * batch / e.run(iters[i]))
     finally:
         alone(engines, None)
+    if windows:
+        for e, r in zip(engines, rates):
+            log(f"  windows, {e.name}: " + " ".join(f"{v:.0f}" for v in r))
     medians = [statistics.median(r) for r in rates]
     ratios = [statistics.median(rates[0][k] / r[k] for k in range(repeats)) for r in rates]
     return medians, ratios
@@ -497,6 +501,7 @@ def main():
     ap.add_argument("--window", type=float, default=None, help="seconds per window (default 0.3, 0.1 with --quick)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--windows", action="store_true", help="print every window's images/s, per engine")
     args = ap.parse_args()
     repeats = args.repeats or (3 if args.quick else 7)
     window = args.window or (0.1 if args.quick else 0.3)
@@ -538,7 +543,7 @@ def main():
                 if not ok:
                     failed = True
                     continue
-                results[precision][(name, batch)] = interleaved(engines, batch, window, repeats)
+                results[precision][(name, batch)] = interleaved(engines, batch, window, repeats, args.windows)
                 med = results[precision][(name, batch)][0]
                 log(f"  images/s: inferd {med[0]:.1f}, onnxruntime {med[1]:.1f}, OpenVINO {med[2]:.1f}")
             for e in engines:
