@@ -89,21 +89,15 @@ static inline __m512i apply_hi33(__m512i x, const struct rows16 *r)
     return _mm512_srav_epi32(_mm512_add_epi32(kq8_hi32_512(e, o), r->rnd32), r->sh32);
 }
 
-/* The general form in 64-bit lanes (even and odd rows apart), the
- * residual's term and the clamp included, as kq8_requant16. */
+/* The general form in 64-bit lanes (even and odd rows apart), each lane's
+ * own shift, then kq8_requant16's tail (residual, clamp). */
 static inline __m512i requant_general(__m512i x, const struct rows16 *r, int has_res, __m512i res,
                                       const struct kq8_mult512 *rv, __m512i lo, __m512i hi)
 {
     __m512i ev = _mm512_srav_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, r->m), r->rnd_even), r->sh_even);
     __m512i od = _mm512_srav_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), r->m_odd),
                                                     r->rnd_odd), r->sh_odd);
-    if (has_res) {
-        ev = _mm512_add_epi64(ev, kq8_apply_even512(res, rv));
-        od = _mm512_add_epi64(od, kq8_apply_odd512(res, rv));
-    }
-    ev = _mm512_min_epi64(_mm512_max_epi64(ev, lo), hi);
-    od = _mm512_min_epi64(_mm512_max_epi64(od, lo), hi);
-    return _mm512_mask_blend_epi32(0xAAAA, ev, _mm512_slli_epi64(od, 32));
+    return kq8_requant_tail16(ev, od, has_res, res, rv, lo, hi);
 }
 
 void kq8_gemv_avx512(const struct kq8_block *b, const int8_t *x, int n, int64_t k)

@@ -112,12 +112,12 @@ static inline __attribute__((always_inline)) __m512i kq8_apply_hi33_512(__m512i 
     return _mm512_sra_epi32(_mm512_add_epi32(kq8_hi32_512(e, o), q->rnd), q->sh);
 }
 
-/* 16 outputs, as int32 lanes, from 16 (acc + bias) lanes and 16 residual
- * lanes: the general 64-bit path; lo and hi are the clamp as int64 lanes. */
-static inline __m512i kq8_requant16(__m512i v, const struct kq8_mult512 *mv, int has_res, __m512i r,
-                                    const struct kq8_mult512 *rv, __m512i lo, __m512i hi)
+/* The general path's end: the residual's term added to the even (ev) and
+ * odd (od) results in 64-bit lanes, the clamp [lo, hi] (as int64 lanes),
+ * and the 16 results back as int32 lanes in order. */
+static inline __m512i kq8_requant_tail16(__m512i ev, __m512i od, int has_res, __m512i r,
+                                         const struct kq8_mult512 *rv, __m512i lo, __m512i hi)
 {
-    __m512i ev = kq8_apply_even512(v, mv), od = kq8_apply_odd512(v, mv);
     if (has_res) {
         ev = _mm512_add_epi64(ev, kq8_apply_even512(r, rv));
         od = _mm512_add_epi64(od, kq8_apply_odd512(r, rv));
@@ -125,6 +125,14 @@ static inline __m512i kq8_requant16(__m512i v, const struct kq8_mult512 *mv, int
     ev = _mm512_min_epi64(_mm512_max_epi64(ev, lo), hi);
     od = _mm512_min_epi64(_mm512_max_epi64(od, lo), hi);
     return _mm512_mask_blend_epi32(0xAAAA, ev, _mm512_slli_epi64(od, 32));
+}
+
+/* 16 outputs, as int32 lanes, from 16 (acc + bias) lanes and 16 residual
+ * lanes: the general 64-bit path; lo and hi are the clamp as int64 lanes. */
+static inline __m512i kq8_requant16(__m512i v, const struct kq8_mult512 *mv, int has_res, __m512i r,
+                                    const struct kq8_mult512 *rv, __m512i lo, __m512i hi)
+{
+    return kq8_requant_tail16(kq8_apply_even512(v, mv), kq8_apply_odd512(v, mv), has_res, r, rv, lo, hi);
 }
 
 #endif /* KCPU_Q8_AVX512_H */

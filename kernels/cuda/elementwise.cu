@@ -82,33 +82,33 @@ extern "C" cudaError_t kcuda_add(int64_t count, enum kcuda_dtype t, const void *
     });
 }
 
-extern "C" cudaError_t kcuda_channel_affine(const struct k_channel_affine *p, enum kcuda_dtype t, const void *x,
-                                            const float *scale, const float *shift, void *y, cudaStream_t stream)
+/* The affine over count elements whose channel repeats every `inner`
+ * (NCHW: the plane; NHWC: 1, the channel fastest). */
+static cudaError_t channel_affine(const struct k_channel_affine *p, int64_t inner, enum kcuda_dtype t, const void *x,
+                                  const float *scale, const float *shift, void *y, cudaStream_t stream)
 {
     int64_t count = (int64_t)p->n * p->c * p->inner;
     if (count <= 0)
         return cudaSuccess;
     return dispatch_dtype(t, [&](auto *tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        affine_kernel<T><<<GRID(count)>>>(count, p->c, p->inner, static_cast<const T *>(x), scale, shift,
+        affine_kernel<T><<<GRID(count)>>>(count, p->c, inner, static_cast<const T *>(x), scale, shift,
                                           static_cast<T *>(y));
         return cudaGetLastError();
     });
+}
+
+extern "C" cudaError_t kcuda_channel_affine(const struct k_channel_affine *p, enum kcuda_dtype t, const void *x,
+                                            const float *scale, const float *shift, void *y, cudaStream_t stream)
+{
+    return channel_affine(p, p->inner, t, x, scale, shift, y, stream);
 }
 
 /* NHWC [n, hw, c]: the channel is the fastest index (inner 1). */
 extern "C" cudaError_t kcuda_channel_affine_nhwc(const struct k_channel_affine *p, enum kcuda_dtype t, const void *x,
                                                  const float *scale, const float *shift, void *y, cudaStream_t stream)
 {
-    int64_t count = (int64_t)p->n * p->c * p->inner;
-    if (count <= 0)
-        return cudaSuccess;
-    return dispatch_dtype(t, [&](auto *tag) {
-        using T = std::remove_pointer_t<decltype(tag)>;
-        affine_kernel<T><<<GRID(count)>>>(count, p->c, 1, static_cast<const T *>(x), scale, shift,
-                                          static_cast<T *>(y));
-        return cudaGetLastError();
-    });
+    return channel_affine(p, 1, t, x, scale, shift, y, stream);
 }
 
 extern "C" cudaError_t kcuda_bias_act(int n, int c, int64_t hw, enum kcuda_dtype t, const float *bias,
