@@ -746,7 +746,7 @@ static bool nhwc_planned(const struct loaded *l)
     const struct rt_plan *p = rt_model_plan(l->m);
     bool *nhwc = calloc((size_t)p->g->n_tensors, sizeof(bool)), any = false;
     RT_ASSERT(nhwc);
-    rt_nhwc_plan(p, whole_half_pieces, NULL, nhwc);
+    rt_nhwc_plan(p, RT_NHWC_FLOAT_STEPS, whole_half_pieces, NULL, nhwc);
     for (int t = 0; t < p->g->n_tensors; t++)
         any = any || nhwc[t];
     free(nhwc);

@@ -282,6 +282,103 @@ TEST(int8_conv2d_rows_split_over_threads)
     return r;
 }
 
+/* [n][c][hw] <-> [n][hw][c], elements of esize bytes. */
+static void to_nhwc(const void *src, void *dst, int64_t n, int64_t c, int64_t hw, size_t esize)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t px = 0; px < hw; px++)
+                memcpy((char *)dst + ((i * hw + px) * c + ch) * esize, (const char *)src + ((i * c + ch) * hw + px) * esize,
+                       esize);
+}
+
+static void to_nchw(const void *src, void *dst, int64_t n, int64_t c, int64_t hw, size_t esize)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t px = 0; px < hw; px++)
+                memcpy((char *)dst + ((i * c + ch) * hw + px) * esize, (const char *)src + ((i * hw + px) * c + ch) * esize,
+                       esize);
+}
+
+/* One case of the channels-last convolution (groups 1 or depthwise): x read NHWC or,
+ * half the time, NCHW; y (and the residual) NHWC, compared with the
+ * reference's NCHW result turned round, under every ISA (the plain-C path
+ * below AVX-512 VNNI) and pool; with edges, edge_epilogue's rounding. */
+static enum test_result nhwc_case(const struct k_conv2d *p, struct pools *ps, bool edges)
+{
+    const int64_t xn = (int64_t)p->n * p->c * p->h * p->w, yn = (int64_t)p->n * p->oc * p->oh * p->ow;
+    const int64_t wn = (int64_t)p->oc * (p->c / p->groups) * p->kh * p->kw, ohw = (int64_t)p->oh * p->ow;
+    const int out_i32 = !edges && test_rand_int(0, 4) == 0, has_res = !out_i32 && test_rand_int(0, 1);
+    const int x_nchw = test_rand_int(0, 1);
+    int8_t *x = test_rand_q8(xn), *w = test_rand_q8(wn), *res = has_res ? test_rand_q8(yn) : NULL;
+    struct test_epilogue ep;
+    test_epilogue_init(&ep, p->oc, (int64_t)(p->c / p->groups) * p->kh * p->kw, out_i32);
+    if (edges)
+        edge_epilogue(&ep, p->oc);
+    const size_t esize = out_i32 ? 4 : 1, ybytes = (size_t)yn * esize;
+    int8_t *xt = malloc((size_t)xn + 1), *rt = malloc((size_t)yn + 1);
+    void *want = poisoned(ybytes), *got = poisoned(ybytes), *back = poisoned(ybytes);
+    void *packed = aligned_alloc(64, (kcpu_conv2d_q8_nhwc_packed_bytes(p) + 63) / 64 * 64);
+    void *scratch = malloc(kcpu_conv2d_q8_nhwc_scratch_bytes(p, 3));
+    RT_ASSERT(xt && rt && packed && scratch);
+    to_nhwc(x, xt, p->n, p->c, (int64_t)p->h * p->w, 1);
+    if (res)
+        to_nhwc(res, rt, p->n, p->oc, ohw, 1);
+    kcpu_conv2d_q8_nhwc_pack(p, w, packed);
+    kref_conv2d_q8(p, x, w, &ep.e, res, want);
+    enum test_result r = TEST_PASS;
+    FOR_EACH_ISA(isa) {
+        memset(got, POISON, ybytes + GUARD);
+        kcpu_conv2d_q8_nhwc(ps->p[test_rand_int(0, 3)], p, x_nchw ? x : xt, x_nchw, packed, &ep.e, res ? rt : NULL,
+                            got, scratch);
+        to_nchw(got, back, p->n, p->oc, ohw, esize);
+        memcpy((char *)back + ybytes, (char *)got + ybytes, GUARD);
+        if (!same_bytes(__LINE__, back, want, ybytes, "nhwc conv")) {
+            test_fail_msg(__FILE__, __LINE__,
+                          "conv n=%d c=%d %dx%d oc=%d k=%dx%d s=%d,%d d=%d,%d pad=%d,%d -> %dx%d i32=%d res=%d x_nchw=%d",
+                          p->n, p->c, p->h, p->w, p->oc, p->kh, p->kw, p->stride_h, p->stride_w, p->dil_h, p->dil_w,
+                          p->pad_t, p->pad_l, p->oh, p->ow, out_i32, has_res, x_nchw);
+            r = TEST_FAIL;
+            break;
+        }
+    }
+    free(x), free(w), free(res), free(xt), free(rt), free(want), free(got), free(back), free(packed), free(scratch);
+    test_epilogue_free(&ep);
+    return r;
+}
+
+/* The channels-last convolution: random shapes (dense and depthwise), the
+ * models' layers and the GEMM's edge shapes with edge rounding. */
+TEST(int8_conv2d_nhwc)
+{
+    static const struct k_conv2d EDGES[] = {
+        GEMM_CONV(1, 16, 56, 96, 1, 1, 56), GEMM_CONV(2, 96, 14, 24, 1, 1, 14), GEMM_CONV(1, 40, 7, 17, 1, 1, 7),
+        GEMM_CONV(1, 3, 30, 9, 1, 1, 30),   GEMM_CONV(1, 64, 7, 64, 3, 1, 7),   GEMM_CONV(2, 5, 9, 11, 3, 2, 5),
+        GEMM_CONV(1, 32, 14, 72, 3, 1, 14),
+    };
+    const int nedges = (int)(sizeof(EDGES) / sizeof(EDGES[0]));
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (int it = 0; it < 60 && r == TEST_PASS; it++) {
+        struct k_conv2d p = test_random_conv(false);
+        p.groups = 1;
+        r = nhwc_case(&p, &ps, false);
+    }
+    for (int it = 0; it < 20 && r == TEST_PASS; it++) {
+        struct k_conv2d p = test_random_depthwise(it % 4 == 3);
+        r = nhwc_case(&p, &ps, false);
+    }
+    for (int i = 0; i < TEST_MODEL_CONV_COUNT && r == TEST_PASS; i++)
+        if (TEST_MODEL_CONVS[i].groups == 1 || TEST_MODEL_CONVS[i].groups == TEST_MODEL_CONVS[i].c)
+            r = nhwc_case(&TEST_MODEL_CONVS[i], &ps, false);
+    for (int it = 0; it < 2 * nedges && r == TEST_PASS; it++)
+        r = nhwc_case(&EDGES[it % nedges], &ps, true);
+    pools_close(&ps);
+    return r;
+}
+
 TEST(int8_linear_random)
 {
     struct pools ps;
@@ -311,7 +408,9 @@ TEST(int8_pools_random)
         struct k_q8_mult gm = test_rand_mult(0);
         int8_t *x = test_rand_q8(xn);
         int8_t *w_max = poisoned((size_t)yn), *w_avg = poisoned((size_t)yn), *w_gl = poisoned((size_t)gn);
-        int8_t *g = poisoned((size_t)(yn + gn));
+        int8_t *g = poisoned((size_t)(yn + gn)), *back = poisoned((size_t)yn), *xt = malloc((size_t)xn + 1);
+        RT_ASSERT(xt);
+        to_nhwc(x, xt, p.n, p.c, (int64_t)p.h * p.w, 1);
         kref_max_pool2d_q8(&p, x, w_max);
         kref_avg_pool2d_q8(&p, counts, x, w_avg);
         kref_global_avg_pool_q8(p.n, p.c, (int64_t)p.h * p.w, gm, x, w_gl);
@@ -326,8 +425,17 @@ TEST(int8_pools_random)
             memset(g, POISON, (size_t)gn + GUARD);
             kcpu_global_avg_pool_q8(pool, p.n, p.c, (int64_t)p.h * p.w, gm, x, g);
             ok = ok && CHECK_SAME(g, w_gl, gn, "global avg pool");
+            /* channels last: max pooling NHWC to NHWC, global average to [n, c] */
+            memset(g, POISON, (size_t)yn + GUARD);
+            kcpu_max_pool2d_q8_nhwc(pool, &p, xt, g);
+            to_nchw(g, back, p.n, p.c, (int64_t)p.oh * p.ow, 1);
+            memcpy(back + yn, g + yn, GUARD);
+            ok = ok && CHECK_SAME(back, w_max, yn, "max pool nhwc");
+            memset(g, POISON, (size_t)gn + GUARD);
+            kcpu_global_avg_pool_q8_nhwc(pool, p.n, p.c, (int64_t)p.h * p.w, gm, xt, g);
+            ok = ok && CHECK_SAME(g, w_gl, gn, "global avg pool nhwc");
         }
-        free(x), free(w_max), free(w_avg), free(w_gl), free(g);
+        free(x), free(xt), free(back), free(w_max), free(w_avg), free(w_gl), free(g);
     }
     pools_close(&ps);
     return ok ? TEST_PASS : TEST_FAIL;

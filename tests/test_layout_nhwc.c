@@ -84,7 +84,7 @@ static struct rt_step *mini_conv(struct mini *m, int x, int y, int c)
     return s;
 }
 
-static void mini_plan(struct mini *m) { rt_nhwc_plan(&m->p, whole_pieces, NULL, m->nhwc); }
+static void mini_plan(struct mini *m) { rt_nhwc_plan(&m->p, RT_NHWC_FLOAT_STEPS, whole_pieces, NULL, m->nhwc); }
 
 /* input -> conv (16) -> a -> relu -> b -> conv (c2) -> out: the edge
  * convolutions convert; a refused read pulls its whole chain back to NCHW. */
@@ -216,7 +216,7 @@ static bool model_counts(const char *dir, struct counts *c)
     const struct rt_plan *p = ok ? rt_model_plan(m) : NULL;
     bool *nhwc = ok ? calloc((size_t)p->g->n_tensors, sizeof(bool)) : NULL;
     if (nhwc) {
-        rt_nhwc_plan(p, whole_pieces, NULL, nhwc);
+        rt_nhwc_plan(p, RT_NHWC_FLOAT_STEPS, whole_pieces, NULL, nhwc);
         for (int i = 0; i < p->n_steps; i++) {
             const struct rt_step *s = &p->steps[i];
             c->convs += s->op == RT_OP_CONV2D;

@@ -38,6 +38,25 @@ void kcpu_conv2d_q8(struct kcpu_threads *th, const struct k_conv2d *p, const int
                     const void *packed_w, const struct k_q8_epilogue *e, const int8_t *residual,
                     void *y, void *scratch);
 
+/* Channels last: x [n, h, w, c] (or [n, c, h, w] with x_nchw set: the
+ * kernel's padded copy of x converts it), y and residual [n, oh, ow, oc].
+ * Bit-identical to kcpu_conv2d_q8 on the same values. takes: whether the
+ * kernel serves p on this CPU (AVX-512 VNNI; groups 1, or depthwise: the
+ * kernel of kcpu_q8_dwn.h); the other ISAs run
+ * a plain-C path, correct but slow, should kcpu_isa_set change the ISA
+ * after a plan chose the layout. */
+int kcpu_conv2d_q8_nhwc_takes(const struct k_conv2d *p);
+size_t kcpu_conv2d_q8_nhwc_packed_bytes(const struct k_conv2d *p);
+void kcpu_conv2d_q8_nhwc_pack(const struct k_conv2d *p, const int8_t *w, void *packed);
+size_t kcpu_conv2d_q8_nhwc_scratch_bytes(const struct k_conv2d *p, int threads);
+void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, const int8_t *x, int x_nchw,
+                         const void *packed_w, const struct k_q8_epilogue *e, const int8_t *residual, void *y,
+                         void *scratch);
+/* Pooling on channels-last x; global average pooling writes y [n, c]. */
+void kcpu_max_pool2d_q8_nhwc(struct kcpu_threads *th, const struct k_pool2d *p, const int8_t *x, int8_t *y);
+void kcpu_global_avg_pool_q8_nhwc(struct kcpu_threads *th, int n, int c, int64_t hw, struct k_q8_mult mult,
+                                  const int8_t *x, int8_t *y);
+
 size_t kcpu_linear_q8_packed_bytes(const struct k_linear *p);
 void kcpu_linear_q8_pack(const struct k_linear *p, const int8_t *w, void *packed);
 size_t kcpu_linear_q8_scratch_bytes(const struct k_linear *p, int threads);

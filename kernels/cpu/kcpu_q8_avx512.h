@@ -135,4 +135,86 @@ static inline __m512i kq8_requant16(__m512i v, const struct kq8_mult512 *mv, int
     return kq8_requant_tail16(kq8_apply_even512(v, mv), kq8_apply_odd512(v, mv), has_res, r, rv, lo, hi);
 }
 
+/* ------------------------------------------------ lanes = output channels */
+/* When the 16 lanes are 16 output channels (the matrix-vector kernel, the
+ * channels-last convolutions), each lane has its own multiplier and shift:
+ * the forms above, made per lane. init is where a lane's sum starts:
+ * bias - 128 * wsum (the VNNI kernels' flipped sign bits). Lanes past n
+ * get harmless constants (their results are not stored). */
+struct kq8_lanes16 {
+    __m512i init, m, m_odd;
+    __m512i rnd32, sh32;        /* the shift >= 33 form: 2^(s - 33), s - 32 */
+    __m512i rnd_even, sh_even;  /* the general form, 64-bit lanes of the even lanes */
+    __m512i rnd_odd, sh_odd;    /* and of the odd ones */
+    int hi33;                   /* every lane's shift >= 33 */
+};
+
+/* wsum may be NULL (sums taken on unflipped bytes: init = bias). */
+static inline void kq8_lanes16_of(const int32_t *bias, const int32_t *wsum, const struct k_q8_mult *mult, int n,
+                                  struct kq8_lanes16 *r)
+{
+    int32_t init[16], m[16], rnd32[16], sh32[16];
+    int64_t rnd64[16], sh64[16];
+    r->hi33 = 1;
+    for (int i = 0; i < 16; i++) {
+        const struct k_q8_mult q = i < n ? mult[i] : (struct k_q8_mult){0, 33};
+        /* unsigned: the sum may wrap on the way, the final value fits */
+        init[i] = i < n ? (int32_t)((uint32_t)bias[i] - (wsum ? 128u * (uint32_t)wsum[i] : 0u)) : 0;
+        m[i] = q.m;
+        r->hi33 = r->hi33 && kq8_hi33_path(q);
+        rnd32[i] = q.shift >= 33 ? 1 << (q.shift - 33) : 0;
+        sh32[i] = q.shift - 32;
+        rnd64[i] = (int64_t)1 << (q.shift - 1);
+        sh64[i] = q.shift;
+    }
+    const __m512i even = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), odd = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+    r->init = _mm512_loadu_si512(init);
+    r->m = _mm512_loadu_si512(m);
+    r->m_odd = _mm512_srli_epi64(r->m, 32);
+    r->rnd32 = _mm512_loadu_si512(rnd32);
+    r->sh32 = _mm512_loadu_si512(sh32);
+    r->rnd_even = _mm512_permutex2var_epi64(_mm512_loadu_si512(rnd64), even, _mm512_loadu_si512(rnd64 + 8));
+    r->rnd_odd = _mm512_permutex2var_epi64(_mm512_loadu_si512(rnd64), odd, _mm512_loadu_si512(rnd64 + 8));
+    r->sh_even = _mm512_permutex2var_epi64(_mm512_loadu_si512(sh64), even, _mm512_loadu_si512(sh64 + 8));
+    r->sh_odd = _mm512_permutex2var_epi64(_mm512_loadu_si512(sh64), odd, _mm512_loadu_si512(sh64 + 8));
+}
+
+/* What a layer's lanes share: the residual's multiplier in both forms and
+ * the clamp, as int32 and int64 lanes. */
+struct kq8_lane_epi {
+    struct kq8_mult512_hi rh;
+    struct kq8_mult512 rv;
+    __m512i lo32, hi32, lo64, hi64;
+    int has_res, res_hi;        /* res_hi: the residual's shift >= 8 (the hi form takes it) */
+};
+
+static inline struct kq8_lane_epi kq8_lane_epi_of(const struct k_q8_epilogue *e, int has_res)
+{
+    /* the residual multiplier means nothing (may be zeroed) without a residual */
+    const struct k_q8_mult rm = has_res ? e->res_mult : (struct k_q8_mult){0, 1};
+    struct kq8_lane_epi ep = {kq8_mult512_hi_of(rm), kq8_mult512_of(rm), _mm512_set1_epi32(e->lo),
+                              _mm512_set1_epi32(e->hi), _mm512_set1_epi64(e->lo), _mm512_set1_epi64(e->hi),
+                              has_res, !has_res || rm.shift >= 8};
+    return ep;
+}
+
+/* 16 outputs as int32 lanes from 16 sums (init already added) and 16
+ * residual lanes (read only with a residual): k_q8_requant(_res) lane by
+ * lane, bit for bit. */
+static inline __attribute__((always_inline)) __m512i kq8_lanes_requant(__m512i x, const struct kq8_lanes16 *r,
+                                                                       const struct kq8_lane_epi *ep, __m512i res)
+{
+    if (r->hi33 && ep->res_hi) {
+        __m512i e = _mm512_mul_epi32(x, r->m), o = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), r->m_odd);
+        __m512i q = _mm512_srav_epi32(_mm512_add_epi32(kq8_hi32_512(e, o), r->rnd32), r->sh32);
+        if (ep->has_res)
+            q = _mm512_add_epi32(q, kq8_apply_hi512(res, &ep->rh, 1));
+        return _mm512_min_epi32(_mm512_max_epi32(q, ep->lo32), ep->hi32);
+    }
+    __m512i ev = _mm512_srav_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, r->m), r->rnd_even), r->sh_even);
+    __m512i od = _mm512_srav_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), r->m_odd),
+                                                    r->rnd_odd), r->sh_odd);
+    return kq8_requant_tail16(ev, od, ep->has_res, res, &ep->rv, ep->lo64, ep->hi64);
+}
+
 #endif /* KCPU_Q8_AVX512_H */

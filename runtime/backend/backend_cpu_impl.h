@@ -11,6 +11,9 @@
 
 /* Whether op has an INT8 kernel. */
 bool rt_cpu_q8_supports(enum rt_op op);
+/* For profiles: ", nhwc", ", x nhwc" or ", y nhwc" where the step's
+ * tensors are channels last, else "". */
+const char *rt_cpu_q8_layouts(const struct rt_step *s);
 /* s->prep becomes the step's rt_q8_step plus packed weights. */
 enum rt_status rt_cpu_q8_prepare(const struct rt_plan *p, struct rt_step *s, int max_batch,
                                  struct rt_error *err);

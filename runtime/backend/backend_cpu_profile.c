@@ -19,11 +19,12 @@ void rt_cpu_describe_step(struct rt_backend *b, const struct rt_plan *p, const s
     if (s->op == RT_OP_CONV2D && !s->q8)
         snprintf(out, cap, "%s, %s", kcpu_conv2d_method(&k.conv), isa);
     else if (s->op == RT_OP_CONV2D)
-        snprintf(out, cap, "int8 %s, %s", kcpu_conv2d_q8_method(&k.conv), isa);
+        snprintf(out, cap, "int8 %s, %s%s", rt_cpu_q8_layouts(s)[0] ? "channels-last direct" : kcpu_conv2d_q8_method(&k.conv),
+                 isa, rt_cpu_q8_layouts(s));
     else if (rt_op_has(s->op, RT_T_GEMM))
         snprintf(out, cap, "%sgemm, %s", s->q8 ? "int8 " : "", isa);
     else
-        snprintf(out, cap, "%s%s", s->q8 ? "int8, " : "", isa);
+        snprintf(out, cap, "%s%s%s", s->q8 ? "int8, " : "", isa, s->q8 ? rt_cpu_q8_layouts(s) : "");
 }
 
 /* The work measured: a GEMM of 0.54 GFLOP whose operands (9 MiB) mostly

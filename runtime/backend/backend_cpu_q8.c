@@ -1,24 +1,29 @@
 /*
  * backend_cpu_q8.c - INT8 steps on the CPU backend: the load-time numbers
  * of rt_q8_step_prepare plus packed weights, and one kernel per op from
- * kernels/cpu/kcpu_q8.h.
+ * kernels/cpu/kcpu_q8.h. Where the channels-last convolution serves the
+ * CPU, INT8 tensors between convolutions are NHWC (the layout pass of
+ * runtime/backend/layout_nhwc.h, run at load); each step keeps whether its
+ * x and y are.
  */
 #include <stdlib.h>
 
 #include "kernels/cpu/kcpu_q8.h"
 #include "runtime/backend/backend_cpu_impl.h"
+#include "runtime/backend/layout_nhwc.h"
 #include "runtime/precision/quant.h"
 
 struct q8_prep {
     struct rt_q8_step q;
     void *packed;              /* conv2d, linear */
+    bool x_nhwc, y_nhwc;       /* the step's first input and its output are channels last */
 };
 
 typedef void (*q8_run_fn)(struct kcpu_threads *threads, void *scratch, const struct rt_step *s,
                           const union rt_step_params *k, const struct rt_step_io *io);
 /* Packs the step's I8 weights (k at the model's max batch); NULL when out of memory. */
 typedef void *(*q8_pack_fn)(const struct rt_step *s, const union rt_step_params *k);
-typedef size_t (*q8_scratch_fn)(const union rt_step_params *k, int threads);
+typedef size_t (*q8_scratch_fn)(const struct rt_step *s, const union rt_step_params *k, int threads);
 
 struct q8_op {
     q8_run_fn run;
@@ -28,24 +33,35 @@ struct q8_op {
 
 static const struct rt_q8_step *q8_of(const struct rt_step *s) { return &((const struct q8_prep *)s->prep)->q; }
 static const void *packed_of(const struct rt_step *s) { return ((const struct q8_prep *)s->prep)->packed; }
+static bool x_nhwc(const struct rt_step *s) { return ((const struct q8_prep *)s->prep)->x_nhwc; }
+static bool y_nhwc(const struct rt_step *s) { return ((const struct q8_prep *)s->prep)->y_nhwc; }
 
 static void conv2d_run(struct kcpu_threads *threads, void *scratch, const struct rt_step *s, const union rt_step_params *k,
                        const struct rt_step_io *io)
 {
-    kcpu_conv2d_q8(threads, &k->conv, io->in[0], packed_of(s), &q8_of(s)->epi, io->residual, io->out, scratch);
+    if (y_nhwc(s))
+        kcpu_conv2d_q8_nhwc(threads, &k->conv, io->in[0], !x_nhwc(s), packed_of(s), &q8_of(s)->epi, io->residual,
+                            io->out, scratch);
+    else
+        kcpu_conv2d_q8(threads, &k->conv, io->in[0], packed_of(s), &q8_of(s)->epi, io->residual, io->out, scratch);
 }
 
 static void *conv2d_pack(const struct rt_step *s, const union rt_step_params *k)
 {
-    void *packed = aligned_alloc(64, (kcpu_conv2d_q8_packed_bytes(&k->conv) + 63) / 64 * 64);
-    if (packed)
+    const bool nhwc = y_nhwc(s);
+    size_t bytes = nhwc ? kcpu_conv2d_q8_nhwc_packed_bytes(&k->conv) : kcpu_conv2d_q8_packed_bytes(&k->conv);
+    void *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (packed && nhwc)
+        kcpu_conv2d_q8_nhwc_pack(&k->conv, s->node->w[RT_W_WEIGHT].q, packed);
+    else if (packed)
         kcpu_conv2d_q8_pack(&k->conv, s->node->w[RT_W_WEIGHT].q, packed);
     return packed;
 }
 
-static size_t conv2d_scratch(const union rt_step_params *k, int threads)
+static size_t conv2d_scratch(const struct rt_step *s, const union rt_step_params *k, int threads)
 {
-    return kcpu_conv2d_q8_scratch_bytes(&k->conv, threads);
+    return y_nhwc(s) ? kcpu_conv2d_q8_nhwc_scratch_bytes(&k->conv, threads)
+                     : kcpu_conv2d_q8_scratch_bytes(&k->conv, threads);
 }
 
 static void linear_run(struct kcpu_threads *threads, void *scratch, const struct rt_step *s, const union rt_step_params *k,
@@ -62,8 +78,9 @@ static void *linear_pack(const struct rt_step *s, const union rt_step_params *k)
     return packed;
 }
 
-static size_t linear_scratch(const union rt_step_params *k, int threads)
+static size_t linear_scratch(const struct rt_step *s, const union rt_step_params *k, int threads)
 {
+    (void)s;
     return kcpu_linear_q8_scratch_bytes(&k->linear, threads);
 }
 
@@ -93,7 +110,10 @@ static void act_run(struct kcpu_threads *threads, void *scratch, const struct rt
 static void max_pool2d_run(struct kcpu_threads *threads, void *scratch, const struct rt_step *s,
                            const union rt_step_params *k, const struct rt_step_io *io)
 {
-    kcpu_max_pool2d_q8(threads, &k->pool, io->in[0], io->out);
+    if (x_nhwc(s))
+        kcpu_max_pool2d_q8_nhwc(threads, &k->pool, io->in[0], io->out);
+    else
+        kcpu_max_pool2d_q8(threads, &k->pool, io->in[0], io->out);
 }
 
 static void avg_pool2d_run(struct kcpu_threads *threads, void *scratch, const struct rt_step *s,
@@ -105,8 +125,12 @@ static void avg_pool2d_run(struct kcpu_threads *threads, void *scratch, const st
 static void global_avg_pool_run(struct kcpu_threads *threads, void *scratch, const struct rt_step *s,
                                 const union rt_step_params *k, const struct rt_step_io *io)
 {
-    kcpu_global_avg_pool_q8(threads, (int)k->channels.n, (int)k->channels.c, k->channels.inner, q8_of(s)->mult[0],
-                            io->in[0], io->out);
+    if (x_nhwc(s))
+        kcpu_global_avg_pool_q8_nhwc(threads, (int)k->channels.n, (int)k->channels.c, k->channels.inner,
+                                     q8_of(s)->mult[0], io->in[0], io->out);
+    else
+        kcpu_global_avg_pool_q8(threads, (int)k->channels.n, (int)k->channels.c, k->channels.inner,
+                                q8_of(s)->mult[0], io->in[0], io->out);
 }
 
 static void add_run(struct kcpu_threads *threads, void *scratch, const struct rt_step *s, const union rt_step_params *k,
@@ -141,6 +165,35 @@ static const struct q8_op *q8_op(enum rt_op op) { return rt_op_has(op, RT_T_ACT)
 
 bool rt_cpu_q8_supports(enum rt_op op) { return q8_op(op)->run != NULL; }
 
+const char *rt_cpu_q8_layouts(const struct rt_step *s)
+{
+    const struct q8_prep *pr = s->prep;
+    if (!pr || (!pr->x_nhwc && !pr->y_nhwc))
+        return "";
+    return pr->x_nhwc && pr->y_nhwc ? ", nhwc" : pr->x_nhwc ? ", x nhwc" : ", y nhwc";
+}
+
+static bool conv_takes_nhwc(const struct k_conv2d *p, void *user)
+{
+    (void)user;
+    return kcpu_conv2d_q8_nhwc_takes(p);
+}
+
+/* Step s's layouts from the whole plan's pass (each INT8 step's prepare
+ * runs it again: once per load, a few sweeps over the plan). */
+static enum rt_status step_layouts(const struct rt_plan *p, const struct rt_step *s, struct q8_prep *pr,
+                                   struct rt_error *err)
+{
+    bool *nhwc = malloc((size_t)p->g->n_tensors * sizeof(bool));
+    if (!nhwc)
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    rt_nhwc_plan(p, RT_NHWC_Q8_STEPS, conv_takes_nhwc, NULL, nhwc);
+    pr->x_nhwc = s->n_in > 0 && nhwc[s->in[0]];
+    pr->y_nhwc = nhwc[s->out];
+    free(nhwc);
+    return RT_OK;
+}
+
 enum rt_status rt_cpu_q8_prepare(const struct rt_plan *p, struct rt_step *s, int max_batch,
                                  struct rt_error *err)
 {
@@ -149,6 +202,11 @@ enum rt_status rt_cpu_q8_prepare(const struct rt_plan *p, struct rt_step *s, int
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
     enum rt_status st = rt_q8_step_prepare(p, s, &pr->q, err);
     if (st != RT_OK) {
+        free(pr);
+        return st;
+    }
+    if ((st = step_layouts(p, s, pr, err)) != RT_OK) {
+        rt_q8_step_free(&pr->q);
         free(pr);
         return st;
     }
@@ -176,7 +234,7 @@ void rt_cpu_q8_release(struct rt_step *s)
 size_t rt_cpu_q8_scratch_bytes(const struct rt_step *s, const union rt_step_params *k, int threads)
 {
     q8_scratch_fn need = q8_op(s->op)->scratch;
-    return need ? need(k, threads) : 0;
+    return need ? need(s, k, threads) : 0;
 }
 
 void rt_cpu_q8_run(struct kcpu_threads *threads, void *scratch, const struct rt_step *s, int batch,

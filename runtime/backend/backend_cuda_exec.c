@@ -145,7 +145,7 @@ enum rt_status cuda_step_layouts(const struct cuda_backend *cb, const struct rt_
     if (!nhwc)
         return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
     enum kcuda_dtype dt = p->cfg && p->cfg->precision == RT_PRECISION_FP16 ? KCUDA_F16 : KCUDA_F32;
-    rt_nhwc_plan(p, conv_reads_nhwc, &dt, nhwc);
+    rt_nhwc_plan(p, RT_NHWC_FLOAT_STEPS, conv_reads_nhwc, &dt, nhwc);
     *x_nhwc = nhwc[s->in[0]];
     *y_nhwc = nhwc[s->out];
     free(nhwc);

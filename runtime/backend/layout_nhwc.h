@@ -25,6 +25,17 @@
  * convolution reads the NCHW input then runs NHWC up to the convolution or
  * pooling that leaves it: ResNet's blocks, residuals included, stay NHWC
  * from the stem's output to the global pool.
+ *
+ * The CPU keeps its INT8 steps channels last (RT_NHWC_Q8_STEPS), where its
+ * channels-last convolution (kcpu_conv2d_q8_nhwc) serves the shape; its
+ * float steps stay NCHW:
+ *
+ *   - convolution: y NHWC only where conv_takes_nhwc holds, the residual
+ *     alike; x NHWC only into NHWC y (the kernel's padded copy of x turns
+ *     NCHW round, nothing turns y round);
+ *   - activations (tables), add and max pooling: one layout;
+ *   - global average pooling: x either, y [n, c];
+ *   - every other step NCHW.
  */
 #ifndef RT_LAYOUT_NHWC_H
 #define RT_LAYOUT_NHWC_H
@@ -36,8 +47,16 @@
 /* Whether the backend's convolution can read NHWC x for this shape. */
 typedef bool (*rt_nhwc_conv_rule)(const struct k_conv2d *p, void *user);
 
+/* Which steps a backend keeps channels last where it can; the others keep
+ * every tensor NCHW. */
+enum rt_nhwc_steps {
+    RT_NHWC_FLOAT_STEPS,   /* the GPU's: the rules above */
+    RT_NHWC_Q8_STEPS,      /* the CPU's INT8 steps, below */
+};
+
 /* Fills nhwc[t] for every tensor t of p->g (p->g->n_tensors entries, the
  * caller's): true where t is stored NHWC. */
-void rt_nhwc_plan(const struct rt_plan *p, rt_nhwc_conv_rule conv_takes_nhwc, void *user, bool *nhwc);
+void rt_nhwc_plan(const struct rt_plan *p, enum rt_nhwc_steps which, rt_nhwc_conv_rule conv_takes_nhwc, void *user,
+                  bool *nhwc);
 
 #endif /* RT_LAYOUT_NHWC_H */

@@ -1,0 +1,330 @@
+/*
+ * kcpu_q8_nhwc.c - the channels-last INT8 convolution (see kcpu_q8_nhwc.h
+ * for the layouts): weight packing, the padded copy of x, the task split
+ * over (image, block group, output row), the plain-C tile for other ISAs,
+ * and max and global average pooling on channels-last tensors.
+ */
+#include <string.h>
+
+#include "kcpu_q8_dwn.h"
+#include "kcpu_q8_nhwc.h"
+
+struct geom {
+    int64_t cp;                /* padded x's bytes per pixel */
+    int64_t hp, wp;            /* padded x's rows and pixels per row */
+    int taps;
+    int64_t blocks;            /* blocks of 16 output channels */
+    int64_t wblock;            /* packed bytes per block */
+};
+
+static struct geom geom_of(const struct k_conv2d *p)
+{
+    struct geom d;
+    d.cp = kcpu_ceil_div(p->c, 4) * 4;
+    d.hp = kcpu_max64((int64_t)p->h + p->pad_t, (int64_t)(p->oh - 1) * p->stride_h + (int64_t)(p->kh - 1) * p->dil_h + 1);
+    d.wp = kcpu_max64((int64_t)p->w + p->pad_l, (int64_t)(p->ow - 1) * p->stride_w + (int64_t)(p->kw - 1) * p->dil_w + 1);
+    d.taps = p->kh * p->kw;
+    d.blocks = kcpu_ceil_div(p->oc, 16);
+    d.wblock = d.taps * d.cp * 16;
+    return d;
+}
+
+int kcpu_conv2d_q8_nhwc_takes(const struct k_conv2d *p)
+{
+    return kq8_b_flipped() && (p->groups == 1 || kq8_dwn_applies(p));
+}
+
+size_t kcpu_conv2d_q8_nhwc_packed_bytes(const struct k_conv2d *p)
+{
+    if (kq8_dwn_applies(p))
+        return kq8_dwn_packed_bytes(p);
+    struct geom d = geom_of(p);
+    return (size_t)(d.blocks * d.wblock + d.blocks * 16 * 4);
+}
+
+void kcpu_conv2d_q8_nhwc_pack(const struct k_conv2d *p, const int8_t *w, void *packed)
+{
+    if (kq8_dwn_applies(p)) {
+        kq8_dwn_pack(p, w, packed);
+        return;
+    }
+    struct geom d = geom_of(p);
+    int8_t *a = packed;
+    int32_t *wsum = (int32_t *)(a + d.blocks * d.wblock);
+    const int64_t taps = d.taps, quads = d.cp / 4;
+    for (int64_t b = 0; b < d.blocks; b++)
+        for (int64_t t = 0; t < taps; t++)
+            for (int64_t q = 0; q < quads; q++)
+                for (int64_t l = 0; l < 16; l++)
+                    for (int64_t j = 0; j < 4; j++) {
+                        int64_t o = b * 16 + l, ch = 4 * q + j;
+                        a[b * d.wblock + ((t * quads + q) * 16 + l) * 4 + j] =
+                            o < p->oc && ch < p->c ? w[(o * p->c + ch) * taps + t] : 0;
+                    }
+    for (int64_t o = 0; o < d.blocks * 16; o++) {
+        int32_t s = 0;
+        for (int64_t k = 0; o < p->oc && k < (int64_t)p->c * taps; k++)
+            s += w[o * p->c * taps + k];
+        wsum[o] = s;
+    }
+}
+
+static int64_t padded_bytes(const struct k_conv2d *p, const struct geom *d)
+{
+    return (p->n * d->hp * d->wp * d->cp + 63) / 64 * 64;
+}
+
+/* A depthwise layer's x turned NHWC (when it comes NCHW), then its own. */
+static int64_t dw_x_bytes(const struct k_conv2d *p) { return ((int64_t)p->n * p->c * p->h * p->w + 63) / 64 * 64; }
+
+size_t kcpu_conv2d_q8_nhwc_scratch_bytes(const struct k_conv2d *p, int threads)
+{
+    if (kq8_dwn_applies(p))
+        return (size_t)dw_x_bytes(p) + kq8_dwn_scratch_bytes(p, threads) + 64;
+    struct geom d = geom_of(p);
+    return (size_t)(padded_bytes(p, &d) + KQ8_NHWC_CONSTS_BYTES(d.blocks) + (d.taps * 8 + 63) / 64 * 64 + 64);
+}
+
+/* ------------------------------------------------------------ padded x */
+
+struct pad_job {
+    const struct k_conv2d *p;
+    struct geom d;
+    const int8_t *x;
+    int x_nchw;
+    uint8_t *xp;
+};
+
+/* Padded row r of image i: its pixels' bytes, sign bits flipped, 0x80 around. */
+static void pad_task(void *arg, int64_t task, int thread)
+{
+    (void)thread;
+    const struct pad_job *j = arg;
+    const struct k_conv2d *p = j->p;
+    const int64_t cp = j->d.cp, wp = j->d.wp, img = task / j->d.hp, r = task % j->d.hp, ih = r - p->pad_t;
+    const int64_t c = p->c, w = p->w;
+    uint8_t *dst = j->xp + task * wp * cp;
+    if (ih < 0 || ih >= p->h) {
+        memset(dst, 0x80, (size_t)(wp * cp));
+        return;
+    }
+    const int64_t left = p->pad_l * cp, used = kcpu_min64(w, wp - p->pad_l) * cp;
+    memset(dst, 0x80, (size_t)left);
+    memset(dst + left + used, 0x80, (size_t)(wp * cp - left - used));
+    uint8_t *row = dst + left;
+    if (j->x_nchw) {
+        const int8_t *src = j->x + (img * c * p->h + ih) * w;
+        for (int64_t iw = 0; iw < used / cp; iw++) {
+            for (int64_t ch = 0; ch < c; ch++)
+                row[iw * cp + ch] = (uint8_t)src[ch * p->h * w + iw] ^ 0x80u;
+            for (int64_t ch = c; ch < cp; ch++)
+                row[iw * cp + ch] = 0x80;
+        }
+    } else if (cp == c) {
+        const uint8_t *src = (const uint8_t *)j->x + (img * p->h + ih) * w * c;
+        for (int64_t i = 0; i < used; i++)
+            row[i] = src[i] ^ 0x80u;
+    } else {
+        const uint8_t *src = (const uint8_t *)j->x + (img * p->h + ih) * w * c;
+        for (int64_t iw = 0; iw < used / cp; iw++) {
+            for (int64_t ch = 0; ch < c; ch++)
+                row[iw * cp + ch] = src[iw * c + ch] ^ 0x80u;
+            for (int64_t ch = c; ch < cp; ch++)
+                row[iw * cp + ch] = 0x80;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ tiles */
+
+struct conv_job {
+    const struct k_conv2d *p;
+    struct geom d;
+    const uint8_t *xp;
+    const int8_t *w;
+    const int32_t *wsum;
+    const int64_t *toff;
+    const void *consts;
+    const struct k_q8_epilogue *e;
+    const int8_t *res;
+    void *y;
+    int vecs;                  /* blocks per tile */
+    int64_t groups;            /* block groups: ceil(blocks / vecs) */
+    int avx512;
+};
+
+/* The plain-C tile: the same sums (flipped bytes, bias - 128 * wsum) and
+ * the epilogue of kernel_quant.h. */
+static void tile_scalar(const struct conv_job *j, const struct kq8_nhwc_tile *t, int vecs, int pixels)
+{
+    const struct k_q8_epilogue *e = j->e;
+    for (int r = 0; r < pixels; r++)
+        for (int l = 0; l < vecs * 16 && l < t->oc_left; l++) {
+            const int64_t o = (int64_t)t->block0 * 16 + l, b = o / 16;
+            int32_t acc = (int32_t)((uint32_t)e->bias[o] - 128u * (uint32_t)j->wsum[o]);
+            for (int k = 0; k < t->taps; k++)
+                for (int64_t q = 0; q < t->quads; q++)
+                    for (int i = 0; i < 4; i++)
+                        acc += (int32_t)t->x[r * t->xs + t->toff[k] + 4 * q + i] *
+                               j->w[b * j->d.wblock + ((k * t->quads + q) * 16 + o % 16) * 4 + i];
+            const int64_t at = r * t->oc + l;
+            if (e->out_i32)
+                ((int32_t *)t->y)[at] = acc;
+            else if (t->res)
+                ((int8_t *)t->y)[at] = k_q8_requant_res(acc, 0, e->mult[o], t->res[at], e->res_mult, e->lo, e->hi);
+            else
+                ((int8_t *)t->y)[at] = k_q8_requant(acc, 0, e->mult[o], e->lo, e->hi);
+        }
+}
+
+/* One output row of one image for one block group, in tiles of as even a
+ * width as the row allows. */
+static void conv_task(void *arg, int64_t task, int thread)
+{
+    (void)thread;
+    const struct conv_job *j = arg;
+    const struct k_conv2d *p = j->p;
+    const int64_t oh = p->oh, row = task % oh, g = task / oh % j->groups, img = task / oh / j->groups;
+    const int64_t b0 = g * j->vecs;
+    const int vecs = (int)kcpu_min64(j->vecs, j->d.blocks - b0);
+    const int64_t most = kq8_nhwc_max_pixels(vecs), ntiles = kcpu_ceil_div(p->ow, most);
+    const int64_t out0 = ((img * oh + row) * p->ow) * p->oc + b0 * 16;
+    struct kq8_nhwc_tile t = {
+        .xs = (int64_t)p->stride_w * j->d.cp,
+        .toff = j->toff,
+        .taps = j->d.taps,
+        .quads = j->d.cp / 4,
+        .w = j->w + b0 * j->d.wblock,
+        .wblock = j->d.wblock,
+        .consts = j->consts,
+        .block0 = (int)b0,
+        .e = j->e,
+        .oc = p->oc,
+        .oc_left = (int)(p->oc - b0 * 16),
+    };
+    const uint8_t *xrow = j->xp + ((img * j->d.hp + row * p->stride_h) * j->d.wp) * j->d.cp;
+    const int elem = j->e->out_i32 ? 4 : 1;
+    for (int64_t i = 0, col = 0; i < ntiles; i++) {
+        const int pixels = (int)(p->ow / ntiles + (i < p->ow % ntiles));
+        t.x = xrow + col * t.xs;
+        t.res = j->res ? j->res + out0 + col * p->oc : NULL;
+        t.y = (int8_t *)j->y + (out0 + col * p->oc) * elem;
+        if (j->avx512)
+            kq8_nhwc_tile_avx512(&t, vecs, pixels);
+        else
+            tile_scalar(j, &t, vecs, pixels);
+        col += pixels;
+    }
+}
+
+void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, const int8_t *x, int x_nchw,
+                         const void *packed_w, const struct k_q8_epilogue *e, const int8_t *residual, void *y,
+                         void *scratch)
+{
+    if (kq8_dwn_applies(p)) {
+        int8_t *xt = kcpu_align64(scratch);
+        if (x_nchw) {
+            const int64_t hw = (int64_t)p->h * p->w;
+            for (int64_t i = 0; i < p->n; i++)
+                for (int64_t ch = 0; ch < p->c; ch++)
+                    for (int64_t px = 0; px < hw; px++)
+                        xt[(i * hw + px) * p->c + ch] = x[(i * p->c + ch) * hw + px];
+        }
+        kq8_dwn_conv(th, p, x_nchw ? xt : x, packed_w, e, residual, y, xt + dw_x_bytes(p));
+        return;
+    }
+    struct geom d = geom_of(p);
+    if (p->n <= 0 || p->oc <= 0 || p->oh <= 0 || p->ow <= 0)
+        return;
+    uint8_t *s = kcpu_align64(scratch);
+    struct pad_job pj = {.p = p, .d = d, .x = x, .x_nchw = x_nchw, .xp = s};
+    kcpu_threads_run(th, p->n * d.hp, pad_task, &pj);
+    s += padded_bytes(p, &d);
+
+    struct conv_job j = {.p = p, .d = d, .xp = pj.xp, .w = packed_w, .e = e, .res = residual, .y = y,
+                         .avx512 = kq8_b_flipped()};
+    j.wsum = (const int32_t *)(j.w + d.blocks * d.wblock);
+    if (j.avx512)
+        kq8_nhwc_consts_avx512(e->bias, j.wsum, e->mult, p->oc, e, residual != NULL, s);
+    j.consts = s;
+    s += KQ8_NHWC_CONSTS_BYTES(d.blocks);
+    int64_t *toff = (int64_t *)s;
+    for (int ki = 0; ki < p->kh; ki++)
+        for (int kj = 0; kj < p->kw; kj++)
+            toff[ki * p->kw + kj] = ((int64_t)ki * p->dil_h * d.wp + (int64_t)kj * p->dil_w) * d.cp;
+    j.toff = toff;
+    /* widest tiles, unless that leaves too few tasks to share */
+    const int64_t want = 4 * (int64_t)kcpu_threads_count(th);
+    j.vecs = (int)kcpu_min64(4, d.blocks);
+    while (j.vecs > 1 && p->n * p->oh * kcpu_ceil_div(d.blocks, j.vecs) < want)
+        j.vecs--;
+    j.groups = kcpu_ceil_div(d.blocks, j.vecs);
+    kcpu_threads_run(th, p->n * j.groups * p->oh, conv_task, &j);
+}
+
+/* ------------------------------------------------------------ pooling */
+
+struct pool_job {
+    const struct k_pool2d *p;
+    const int8_t *x;
+    int8_t *y;
+    struct k_q8_mult mult;
+    int64_t hw, c;
+};
+
+/* One output row of one image: every channel of each pixel at once. */
+static void max_pool_task(void *arg, int64_t task, int thread)
+{
+    (void)thread;
+    const struct pool_job *j = arg;
+    const struct k_pool2d *p = j->p;
+    const int64_t c = p->c, img = task / p->oh, oy = task % p->oh;
+    int8_t *out = j->y + task * p->ow * c;
+    for (int64_t ox = 0; ox < p->ow; ox++, out += c) {
+        memset(out, K_Q8_MIN, (size_t)c);
+        for (int64_t ki = 0; ki < p->kh; ki++) {
+            const int64_t ih = oy * p->stride_h - p->pad_t + ki * p->dil_h;
+            if (ih < 0 || ih >= p->h)
+                continue;
+            for (int64_t kj = 0; kj < p->kw; kj++) {
+                const int64_t iw = ox * p->stride_w - p->pad_l + kj * p->dil_w;
+                if (iw < 0 || iw >= p->w)
+                    continue;
+                const int8_t *in = j->x + ((img * p->h + ih) * p->w + iw) * c;
+                for (int64_t ch = 0; ch < c; ch++)
+                    out[ch] = in[ch] > out[ch] ? in[ch] : out[ch];
+            }
+        }
+    }
+}
+
+void kcpu_max_pool2d_q8_nhwc(struct kcpu_threads *th, const struct k_pool2d *p, const int8_t *x, int8_t *y)
+{
+    struct pool_job j = {.p = p, .x = x, .y = y};
+    kcpu_threads_run(th, (int64_t)p->n * p->oh, max_pool_task, &j);
+}
+
+#define GAP_CHANNELS 256   /* channels summed at once, on the stack */
+
+/* Up to GAP_CHANNELS channels of one image. */
+static void global_avg_task(void *arg, int64_t task, int thread)
+{
+    (void)thread;
+    const struct pool_job *j = arg;
+    const int64_t chunks = kcpu_ceil_div(j->c, GAP_CHANNELS), img = task / chunks;
+    const int64_t c0 = task % chunks * GAP_CHANNELS, nc = kcpu_min64(GAP_CHANNELS, j->c - c0);
+    int32_t sum[GAP_CHANNELS] = {0};
+    const int8_t *in = j->x + img * j->hw * j->c + c0;
+    for (int64_t i = 0; i < j->hw; i++, in += j->c)
+        for (int64_t ch = 0; ch < nc; ch++)
+            sum[ch] += in[ch];
+    for (int64_t ch = 0; ch < nc; ch++)
+        j->y[img * j->c + c0 + ch] = k_q8_clamp(k_q8_apply(sum[ch], j->mult), K_Q8_MIN, K_Q8_MAX);
+}
+
+void kcpu_global_avg_pool_q8_nhwc(struct kcpu_threads *th, int n, int c, int64_t hw, struct k_q8_mult mult,
+                                  const int8_t *x, int8_t *y)
+{
+    struct pool_job j = {.x = x, .y = y, .mult = mult, .hw = hw, .c = c};
+    kcpu_threads_run(th, n * kcpu_ceil_div(c, GAP_CHANNELS), global_avg_task, &j);
+}

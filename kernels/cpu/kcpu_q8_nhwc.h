@@ -1,0 +1,69 @@
+/*
+ * kcpu_q8_nhwc.h - the channels-last INT8 convolution (kcpu_q8.h,
+ * kcpu_conv2d_q8_nhwc), internal to kernels/cpu.
+ *
+ * Activations [n][h][w][c] let the kernel work as OpenVINO's does on its
+ * channel-blocked layout: lanes are 16 output channels, and one 32-bit
+ * broadcast of a pixel's four consecutive input channels feeds vpdpbusd
+ * against a 64-byte weight vector (16 output channels by those four input
+ * channels). Nothing is packed per call but a padded, sign-flipped copy of
+ * x, and nothing is computed that is not an output: the NCHW GEMM packs each
+ * input byte once per kernel tap and computes its implicit grid's padding
+ * columns (on a 7x7 map, 64 lanes for 49 pixels).
+ *
+ *   padded x: per image hp rows of wp pixels of cp = 4 * ceil(c / 4) bytes,
+ *     x's pixel (ih, iw) at (ih + pad_t, iw + pad_l), each byte x ^ 0x80
+ *     (vpdpbusd takes unsigned bytes; a padding byte is 0x80, i.e. 0);
+ *   packed weights: per block of 16 output channels, [tap][quad][16][4]
+ *     int8 (tap = ki * kw + kj, quad = input channels 4q .. 4q + 3, zero
+ *     past c and past oc), then int32 wsum[blocks * 16], each channel's
+ *     weight sum (the kernel starts its sums at bias - 128 * wsum).
+ *
+ * A tile is `pixels` consecutive outputs of one output row by `vecs`
+ * blocks: pixels * vecs accumulators in registers.
+ */
+#ifndef KCPU_Q8_NHWC_H
+#define KCPU_Q8_NHWC_H
+
+#include "kcpu_q8_impl.h"
+
+#define KQ8_NHWC_MAX_PIX 24   /* pixels of a one-block tile (24 accumulators) */
+
+struct kq8_nhwc_tile {
+    const uint8_t *x;          /* the tile's first pixel's window origin in the padded x */
+    int64_t xs;                /* bytes between the tile's pixels: stride_w * cp */
+    const int64_t *toff;       /* [taps] a tap's byte offset from the window origin */
+    int taps;
+    int64_t quads;             /* cp / 4 */
+    const int8_t *w;           /* the first block's weights */
+    int64_t wblock;            /* bytes between blocks' weights */
+    const void *consts;        /* kq8_nhwc_consts_avx512's, for every block of the layer */
+    int block0;                /* the tile's first block */
+    const struct k_q8_epilogue *e;
+    const int8_t *res;         /* the tile's first output in the residual, or NULL */
+    void *y;                   /* its first output: int8, or int32 with e->out_i32 */
+    int64_t oc;                /* elements between output pixels */
+    int oc_left;               /* output channels from the first block on (masks the last) */
+};
+
+/* Runs one tile of vecs (1..4) blocks by pixels (1..kq8_nhwc_max_pixels(vecs)). */
+void kq8_nhwc_tile_avx512(const struct kq8_nhwc_tile *t, int vecs, int pixels);
+
+/* The most pixels a tile of vecs blocks takes: up to 24 accumulators, the
+ * weight vectors and a broadcast beside them in the 32 registers. */
+static inline int kq8_nhwc_max_pixels(int vecs)
+{
+    static const int most[5] = {0, KQ8_NHWC_MAX_PIX, 12, 8, 6};
+    return most[vecs];
+}
+
+/* The epilogue's constants for a call (the residual's multiplier and
+ * the clamp, then each block's lanes): at most KQ8_NHWC_CONSTS_BYTES(blocks)
+ * bytes, 64-byte aligned. */
+#define KQ8_NHWC_EPI_BYTES 768
+#define KQ8_NHWC_LANES_BYTES 704
+#define KQ8_NHWC_CONSTS_BYTES(blocks) (KQ8_NHWC_EPI_BYTES + (int64_t)(blocks) * KQ8_NHWC_LANES_BYTES)
+void kq8_nhwc_consts_avx512(const int32_t *bias, const int32_t *wsum, const struct k_q8_mult *mult, int oc,
+                            const struct k_q8_epilogue *e, int has_res, void *consts);
+
+#endif /* KCPU_Q8_NHWC_H */
