@@ -5,7 +5,9 @@
  * is bit-identical on the other. docs/quantization.md states the same rules
  * in prose.
  *
- * INT8 tensors: int8_t, NCHW like FP32 ones, symmetric (zero point 0),
+ * INT8 tensors: int8_t, NCHW like FP32 ones (the CPU backend keeps some
+ * channels last between its own steps: runtime/backend/layout_nhwc.h),
+ * symmetric (zero point 0),
  * values in [-127, 127] (-128 never occurs, so a product of two values fits
  * the s8 x s8 tricks of the CPU kernels). A tensor's real value is
  * q * scale with one float scale per tensor. Weights have one scale per

@@ -1,6 +1,6 @@
 # mk/deps.mk - the Debian packages each part needs, and the deps* targets
 # that install those missing (apt-get, with sudo when not root).
-.PHONY: deps deps-python deps-peers deps-client deps-wrk deps-ui deps-bundle deps-deploy deps-fuzz deps-lint
+.PHONY: deps deps-python deps-peers deps-client deps-wrk deps-ui deps-bundle deps-deploy deps-fuzz deps-lint deps-emu
 
 # The build and the tests (tests/deploy/test_deploy.py checks that the
 # Dockerfile's build stages install DEBS too).
@@ -16,6 +16,7 @@ DEBS_BUNDLE := patchelf binutils
 DEBS_DEPLOY := nginx docker-compose python3-venv python3-docker prometheus
 DEBS_FUZZ   := clang libclang-rt-dev
 DEBS_LINT   := clang-tidy cppcheck
+DEBS_EMU    := libsimde-dev   # test-emulated-avx512: AVX-512 intrinsics in portable C
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 define install_debs
 	@missing=""; for p in $(1); do \
@@ -31,6 +32,8 @@ deps:
 	$(call install_debs,$(DEBS))
 deps-python:
 	$(call install_debs,$(DEBS_PYTHON))
+deps-emu:
+	$(call install_debs,$(DEBS_EMU))
 deps-peers:
 	$(call install_debs,$(DEBS_PEERS))
 deps-client:

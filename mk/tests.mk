@@ -1,6 +1,6 @@
 # mk/tests.mk - the test suites and the CPU benchmarks: test, test-readme, test-onnx,
 # test-large, accuracy, bench, bench-server, bench-loadgen, bench-imagenet.
-.PHONY: test test-readme test-onnx test-large accuracy bench bench-server bench-loadgen bench-imagenet
+.PHONY: test test-readme test-onnx test-large test-emulated-avx512 accuracy bench bench-server bench-loadgen bench-imagenet
 
 # (CUDA builds first read the kernels' SASS and check the GPU bundle; the
 # test runner's summary line stays last)
@@ -27,6 +27,19 @@ test-onnx: deps $(BUILD)/onnx-suite
 test-large: deps deps-python $(BUILD)/run-tests
 	@ls $(IMAGENET_FILES) >/dev/null 2>&1 || $(MAKE) --no-print-directory models-imagenet
 	$(BUILD)/run-tests --large large_
+
+# The AVX-512 kernels checked on a CPU without AVX-512 (correctness only,
+# never speed): every *_avx512.c built for AVX2 with SIMDe standing in
+# (tests/emu/immintrin.h), kcpu_isa_hardware() reporting AVX-512 with VNNI,
+# and the kernel and INT8 model tests run under every ISA, AVX-512 included.
+# Unoptimised (-O0): SIMDe's inline lanes take GCC minutes a file at -O1.
+# On an AVX-512 machine `make test` runs them natively as well.
+EMU_BUILD ?= build-emu
+test-emulated-avx512: deps deps-emu
+	CFLAGS="-Itests/emu -DKCPU_EMULATED_AVX512 -Wno-psabi" $(MAKE) --no-print-directory BUILD=$(EMU_BUILD) CUDA=0 \
+	    AVX512_FLAGS="-mavx2 -mfma -mf16c" OPT=-O0 $(EMU_BUILD)/run-tests
+	$(EMU_BUILD)/run-tests '^int8_conv' '^int8_gemm' '^int8_linear' '^int8_pools' '^int8_elem' '^int8_concat' \
+	    '^int8_model_matches' '^int8_shipped_models_identical' '^kernels_' '^backend_ops_' '^layout_nhwc'
 
 bench: deps deps-python $(BUILD)/bench_models_cpu $(BUILD)/bench_int8_cpu
 	$(BUILD)/bench_models_cpu

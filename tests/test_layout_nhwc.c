@@ -197,6 +197,76 @@ TEST(layout_nhwc_residual_and_pool)
     return TEST_PASS;
 }
 
+/* ---- the CPU's INT8 rules (RT_NHWC_Q8_STEPS) */
+
+static bool takes_16(const struct k_conv2d *p, void *user) { return p->c % 16 == 0; }
+
+static struct rt_step *q8(struct rt_step *s)
+{
+    s->q8 = true;
+    return s;
+}
+
+/* quantize -> conv -> relu -> conv (+ residual) -> global pool: NHWC from
+ * the first convolution's output to the pool's input; the quantize step
+ * and float steps stay NCHW. */
+TEST(layout_nhwc_q8_cpu_rules)
+{
+    struct mini m;
+    mini_init(&m);
+    int x = mini_tensor(&m, 4, 'i'), a = mini_tensor(&m, 4, 0), b = mini_tensor(&m, 4, 0), c = mini_tensor(&m, 4, 0);
+    int d = mini_tensor(&m, 4, 0), e = mini_tensor(&m, 4, 0), y = mini_tensor(&m, 4, 'o');
+    q8(mini_step(&m, RT_OP_QUANTIZE, 1, &x, a));
+    q8(mini_conv(&m, a, b, 16));
+    q8(mini_step(&m, RT_OP_RELU, 1, &b, c));
+    q8(mini_conv(&m, c, d, 16))->residual = b;
+    q8(mini_step(&m, RT_OP_GLOBAL_AVG_POOL, 1, &d, e));
+    q8(mini_step(&m, RT_OP_DEQUANTIZE, 1, &e, y));
+    rt_nhwc_plan(&m.p, RT_NHWC_Q8_STEPS, takes_16, NULL, m.nhwc);
+    ASSERT_TRUE(!m.nhwc[x] && !m.nhwc[a] && !m.nhwc[e] && !m.nhwc[y]);
+    ASSERT_TRUE(m.nhwc[b] && m.nhwc[c] && m.nhwc[d]);
+    /* the same steps in float: the CPU keeps them NCHW */
+    for (int i = 0; i < m.p.n_steps; i++)
+        m.s[i].q8 = false;
+    rt_nhwc_plan(&m.p, RT_NHWC_Q8_STEPS, takes_16, NULL, m.nhwc);
+    for (int t = 0; t < m.g.n_tensors; t++)
+        ASSERT_TRUE(!m.nhwc[t]);
+
+    /* a convolution the kernel does not take writes NCHW, so the one
+     * before it, reading NHWC only into NHWC, falls back too; an NCHW
+     * residual pulls its convolution's output back */
+    mini_init(&m);
+    x = mini_tensor(&m, 4, 'i'), a = mini_tensor(&m, 4, 0), b = mini_tensor(&m, 4, 0), c = mini_tensor(&m, 4, 0);
+    d = mini_tensor(&m, 4, 0), y = mini_tensor(&m, 4, 'o');
+    q8(mini_step(&m, RT_OP_QUANTIZE, 1, &x, a));
+    q8(mini_conv(&m, a, b, 16));
+    q8(mini_conv(&m, b, c, 6));
+    q8(mini_conv(&m, c, d, 16))->residual = a;
+    q8(mini_step(&m, RT_OP_DEQUANTIZE, 1, &d, y));
+    rt_nhwc_plan(&m.p, RT_NHWC_Q8_STEPS, takes_16, NULL, m.nhwc);
+    for (int t = 0; t < m.g.n_tensors; t++)
+        ASSERT_TRUE(!m.nhwc[t]);
+
+    /* max pooling keeps the layout; average pooling (NCHW on the CPU)
+     * turns its input back, and with it the convolution before */
+    for (int op = 0; op < 2; op++) {
+        mini_init(&m);
+        x = mini_tensor(&m, 4, 'i'), a = mini_tensor(&m, 4, 0), b = mini_tensor(&m, 4, 0), c = mini_tensor(&m, 4, 0);
+        d = mini_tensor(&m, 4, 0), e = mini_tensor(&m, 4, 0), y = mini_tensor(&m, 4, 'o');
+        q8(mini_step(&m, RT_OP_QUANTIZE, 1, &x, a));
+        q8(mini_conv(&m, a, b, 16));
+        q8(mini_step(&m, op ? RT_OP_AVG_POOL2D : RT_OP_MAX_POOL2D, 1, &b, c));
+        q8(mini_conv(&m, c, d, 16));
+        q8(mini_step(&m, RT_OP_GLOBAL_AVG_POOL, 1, &d, e));
+        q8(mini_step(&m, RT_OP_DEQUANTIZE, 1, &e, y));
+        rt_nhwc_plan(&m.p, RT_NHWC_Q8_STEPS, takes_16, NULL, m.nhwc);
+        ASSERT_EQ_INT(m.nhwc[b], !op);
+        ASSERT_EQ_INT(m.nhwc[c], !op);
+        ASSERT_TRUE(m.nhwc[d] && !m.nhwc[e]);
+    }
+    return TEST_PASS;
+}
+
 /* ---- the shipped models' plans */
 
 struct counts {

@@ -29,8 +29,9 @@ static const struct test_entry TESTS[] = {
 };
 
 static const char USAGE[] =
-    "usage: run-tests [--gpu] [--large] [--list] [--help] [NAME_SUBSTRING...]\n"
+    "usage: run-tests [--gpu] [--large] [--list] [--help] [NAME_SUBSTRING|^NAME_PREFIX...]\n"
     "  NAME_SUBSTRING   run only the tests whose name holds one of them\n"
+    "  ^NAME_PREFIX     or whose name starts with it\n"
     "  --gpu            (tests/gpu_check.sh passes it; GPU tests run wherever a\n"
     "                   device is usable and skip with the reason elsewhere)\n"
     "  --large          run the large_ tests (generated models; make test-large)\n"
@@ -170,7 +171,7 @@ static bool selected(const char *name, int argc, char **argv)
         if (argv[i][0] == '-')
             continue;
         any_filter = true;
-        if (strstr(name, argv[i]))
+        if (argv[i][0] == '^' ? strncmp(name, argv[i] + 1, strlen(argv[i] + 1)) == 0 : strstr(name, argv[i]) != NULL)
             return true;
     }
     return !any_filter;

@@ -19,7 +19,9 @@ static atomic_int chosen = -1;  /* cached kcpu_isa(), -1 until first asked */
 
 enum kcpu_isa kcpu_isa_hardware(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(KCPU_EMULATED_AVX512)
+    return KCPU_ISA_AVX512;   /* make test-emulated-avx512: SIMDe stands in for it */
+#elif defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&

@@ -17,7 +17,9 @@ int kq8_has_vnni(void)
 {
     int v = atomic_load_explicit(&vnni, memory_order_relaxed);
     if (v < 0) {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(KCPU_EMULATED_AVX512)
+        v = 1;
+#elif defined(__x86_64__) || defined(__i386__)
         __builtin_cpu_init();
         v = __builtin_cpu_supports("avx512vnni") != 0;
 #else

@@ -1,0 +1,353 @@
+/*
+ * tests/emu/immintrin.h - AVX-512 emulated on a CPU without it, for
+ * `make test-emulated-avx512` (mk/tests.mk): the compiler's own intrinsics
+ * first, then SIMDe's portable AVX-512 (Debian's libsimde-dev) under the
+ * native names, then the few the project uses that SIMDe 0.7 lacks,
+ * written here lane by lane. Only that build puts this folder first on the
+ * include path; its kcpu_isa_hardware() reports AVX-512 with VNNI
+ * (KCPU_EMULATED_AVX512), so every AVX-512 kernel runs, slowly, on an AVX2
+ * machine and is checked by the same tests.
+ */
+#ifndef INFERD_EMU_IMMINTRIN_H
+#define INFERD_EMU_IMMINTRIN_H
+
+#include_next <immintrin.h>
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <math.h>
+#include <simde/x86/avx512.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline simde__m512i emu_sra_epi64(simde__m512i a, simde__m128i count)
+{
+    int64_t v[8], c = simde_mm_cvtsi128_si64(count);
+    simde_mm512_storeu_si512(v, a);
+    for (int i = 0; i < 8; i++)
+        v[i] = c > 63 ? (v[i] < 0 ? -1 : 0) : v[i] >> c;
+    return simde_mm512_loadu_si512(v);
+}
+
+static inline simde__m512 emu_maskz_loadu_ps(simde__mmask16 k, const void *p)
+{
+    float v[16] = {0};
+    for (int i = 0; i < 16; i++)
+        if ((k >> i) & 1)
+            memcpy(&v[i], (const float *)p + i, 4);
+    return simde_mm512_loadu_ps(v);
+}
+
+static inline void emu_mask_storeu_ps(void *p, simde__mmask16 k, simde__m512 a)
+{
+    float v[16];
+    simde_mm512_storeu_ps(v, a);
+    for (int i = 0; i < 16; i++)
+        if ((k >> i) & 1)
+            memcpy((float *)p + i, &v[i], 4);
+}
+
+static inline simde__m512i emu_maskz_loadu_epi8(simde__mmask64 k, const void *p)
+{
+    int8_t v[64] = {0};
+    for (int i = 0; i < 64; i++)
+        if ((k >> i) & 1)
+            v[i] = ((const int8_t *)p)[i];
+    return simde_mm512_loadu_si512(v);
+}
+
+static inline void emu_mm256_mask_storeu_epi8(void *p, simde__mmask32 k, simde__m256i a)
+{
+    int8_t v[32];
+    simde_mm256_storeu_si256(v, a);
+    for (int i = 0; i < 32; i++)
+        if ((k >> i) & 1)
+            ((int8_t *)p)[i] = v[i];
+}
+
+/* Round to nearest even (the default MXCSR mode); out of range and NaN
+ * give INT32_MIN, as the instruction does. */
+static inline simde__m512i emu_cvtps_epi32(simde__m512 a)
+{
+    float f[16];
+    int32_t v[16];
+    simde_mm512_storeu_ps(f, a);
+    for (int i = 0; i < 16; i++) {
+        float r = nearbyintf(f[i]);
+        v[i] = r >= -2147483648.0f && r < 2147483648.0f ? (int32_t)r : INT32_MIN;
+    }
+    return simde_mm512_loadu_si512(v);
+}
+
+/* GCC's order: upper and lower 256 bits, then 128, then pairs. */
+static inline float emu_reduce_add_ps(simde__m512 a)
+{
+    float f[16], h[8], q[4];
+    simde_mm512_storeu_ps(f, a);
+    for (int i = 0; i < 8; i++)
+        h[i] = f[i + 8] + f[i];
+    for (int i = 0; i < 4; i++)
+        q[i] = h[i + 4] + h[i];
+    float t0 = q[0] + q[2], t1 = q[1] + q[3];
+    return t0 + t1;
+}
+
+static inline simde__m512i emu_alignr_epi32(simde__m512i a, simde__m512i b, int imm)
+{
+    int32_t x[32], v[16];
+    simde_mm512_storeu_si512(x, b);
+    simde_mm512_storeu_si512(x + 16, a);
+    for (int i = 0; i < 16; i++)
+        v[i] = x[(i + (imm & 15)) % 32];
+    return simde_mm512_loadu_si512(v);
+}
+
+/* F16C on each half. */
+static inline simde__m256i emu_cvtps_ph(simde__m512 a, int rounding)
+{
+    float f[16];
+    simde_mm512_storeu_ps(f, a);
+    __m128i lo = _mm256_cvtps_ph(_mm256_loadu_ps(f), 0), hi = _mm256_cvtps_ph(_mm256_loadu_ps(f + 8), 0);
+    (void)rounding;   /* the project passes round-to-nearest-even only */
+    int16_t v[16];
+    _mm_storeu_si128((__m128i *)v, lo);
+    _mm_storeu_si128((__m128i *)(v + 8), hi);
+    return simde_mm256_loadu_si256(v);
+}
+
+static inline simde__m512 emu_cvtph_ps(simde__m256i a)
+{
+    int16_t v[16];
+    float f[16];
+    simde_mm256_storeu_si256(v, a);
+    _mm256_storeu_ps(f, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)v)));
+    _mm256_storeu_ps(f + 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + 8))));
+    return simde_mm512_loadu_ps(f);
+}
+
+#undef _mm512_sra_epi64
+#define _mm512_sra_epi64 emu_sra_epi64
+#undef _mm512_maskz_loadu_ps
+#define _mm512_maskz_loadu_ps emu_maskz_loadu_ps
+#undef _mm512_mask_storeu_ps
+#define _mm512_mask_storeu_ps emu_mask_storeu_ps
+#undef _mm512_maskz_loadu_epi8
+#define _mm512_maskz_loadu_epi8 emu_maskz_loadu_epi8
+#undef _mm256_mask_storeu_epi8
+#define _mm256_mask_storeu_epi8 emu_mm256_mask_storeu_epi8
+#undef _mm512_cvtps_epi32
+#define _mm512_cvtps_epi32 emu_cvtps_epi32
+#undef _mm512_reduce_add_ps
+#define _mm512_reduce_add_ps emu_reduce_add_ps
+#undef _mm512_alignr_epi32
+#define _mm512_alignr_epi32 emu_alignr_epi32
+#undef _mm512_cvtps_ph
+#define _mm512_cvtps_ph emu_cvtps_ph
+#undef _mm512_cvtph_ps
+#define _mm512_cvtph_ps emu_cvtph_ps
+
+static inline simde__m512 emu_mask_i32gather_ps(simde__m512 src, simde__mmask16 k, simde__m512i idx, const void *base,
+                                               int scale)
+{
+    float v[16];
+    int32_t ix[16];
+    simde_mm512_storeu_ps(v, src);
+    simde_mm512_storeu_si512(ix, idx);
+    for (int i = 0; i < 16; i++)
+        if ((k >> i) & 1)
+            memcpy(&v[i], (const char *)base + (int64_t)ix[i] * scale, 4);
+    return simde_mm512_loadu_ps(v);
+}
+
+static inline simde__m512i emu_mask_shuffle_epi32(simde__m512i src, simde__mmask16 k, simde__m512i a, int imm)
+{
+    int32_t s[16], x[16], v[16];
+    simde_mm512_storeu_si512(s, src);
+    simde_mm512_storeu_si512(x, a);
+    for (int i = 0; i < 16; i++)
+        v[i] = (k >> i) & 1 ? x[i / 4 * 4 + ((imm >> (2 * (i % 4))) & 3)] : s[i];
+    return simde_mm512_loadu_si512(v);
+}
+
+static inline simde__m512 emu_shuffle_f32x4(simde__m512 a, simde__m512 b, int imm)
+{
+    float x[16], y[16], v[16];
+    simde_mm512_storeu_ps(x, a);
+    simde_mm512_storeu_ps(y, b);
+    for (int g = 0; g < 4; g++)
+        memcpy(v + 4 * g, (g < 2 ? x : y) + 4 * ((imm >> (2 * g)) & 3), 16);
+    return simde_mm512_loadu_ps(v);
+}
+
+static inline void emu_mm_mask_storeu_epi8(void *p, simde__mmask16 k, simde__m128i a)
+{
+    int8_t v[16];
+    simde_mm_storeu_si128(v, a);
+    for (int i = 0; i < 16; i++)
+        if ((k >> i) & 1)
+            ((int8_t *)p)[i] = v[i];
+}
+
+static inline void emu_mask_storeu_epi8(void *p, simde__mmask64 k, simde__m512i a)
+{
+    int8_t v[64];
+    simde_mm512_storeu_si512(v, a);
+    for (int i = 0; i < 64; i++)
+        if ((k >> i) & 1)
+            ((int8_t *)p)[i] = v[i];
+}
+
+/* Truncation toward zero; out of range and NaN give INT32_MIN. */
+static inline simde__m512i emu_maskz_cvttps_epi32(simde__mmask16 k, simde__m512 a)
+{
+    float f[16];
+    int32_t v[16];
+    simde_mm512_storeu_ps(f, a);
+    for (int i = 0; i < 16; i++)
+        v[i] = !((k >> i) & 1) ? 0 : f[i] > -2147483649.0f && f[i] < 2147483648.0f ? (int32_t)f[i] : INT32_MIN;
+    return simde_mm512_loadu_si512(v);
+}
+
+/* vpmovdb: each lane's low byte. */
+static inline simde__m128i emu_cvtepi32_epi8(simde__m512i a)
+{
+    int32_t x[16];
+    int8_t v[16];
+    simde_mm512_storeu_si512(x, a);
+    for (int i = 0; i < 16; i++)
+        v[i] = (int8_t)(uint8_t)(uint32_t)x[i];
+    return simde_mm_loadu_si128(v);
+}
+
+#undef _mm512_mask_i32gather_ps
+#define _mm512_mask_i32gather_ps emu_mask_i32gather_ps
+#undef _mm512_mask_shuffle_epi32
+#define _mm512_mask_shuffle_epi32 emu_mask_shuffle_epi32
+#undef _mm512_shuffle_f32x4
+#define _mm512_shuffle_f32x4 emu_shuffle_f32x4
+#undef _mm_mask_storeu_epi8
+#define _mm_mask_storeu_epi8 emu_mm_mask_storeu_epi8
+#undef _mm512_mask_storeu_epi8
+#define _mm512_mask_storeu_epi8 emu_mask_storeu_epi8
+#undef _mm512_maskz_cvttps_epi32
+#define _mm512_maskz_cvttps_epi32 emu_maskz_cvttps_epi32
+#undef _mm512_cvtepi32_epi8
+#define _mm512_cvtepi32_epi8 emu_cvtepi32_epi8
+
+static inline simde__m512i emu_sra_epi32(simde__m512i a, simde__m128i count)
+{
+    int32_t v[16];
+    int64_t c = simde_mm_cvtsi128_si64(count);
+    simde_mm512_storeu_si512(v, a);
+    for (int i = 0; i < 16; i++)
+        v[i] = c > 31 ? (v[i] < 0 ? -1 : 0) : v[i] >> c;
+    return simde_mm512_loadu_si512(v);
+}
+#undef _mm512_sra_epi32
+#define _mm512_sra_epi32 emu_sra_epi32
+
+static inline simde__m256i emu_mm256_maskz_loadu_epi8(simde__mmask32 k, const void *p)
+{
+    int8_t v[32] = {0};
+    for (int i = 0; i < 32; i++)
+        if ((k >> i) & 1)
+            v[i] = ((const int8_t *)p)[i];
+    return simde_mm256_loadu_si256(v);
+}
+
+static inline simde__m128i emu_mm_maskz_loadu_epi8(simde__mmask16 k, const void *p)
+{
+    int8_t v[16] = {0};
+    for (int i = 0; i < 16; i++)
+        if ((k >> i) & 1)
+            v[i] = ((const int8_t *)p)[i];
+    return simde_mm_loadu_si128(v);
+}
+
+static inline simde__m512i emu_cvtepi8_epi32(simde__m128i a)
+{
+    int8_t x[16];
+    int32_t v[16];
+    simde_mm_storeu_si128(x, a);
+    for (int i = 0; i < 16; i++)
+        v[i] = x[i];
+    return simde_mm512_loadu_si512(v);
+}
+
+static inline void emu_mask_storeu_epi32(void *p, simde__mmask16 k, simde__m512i a)
+{
+    int32_t v[16];
+    simde_mm512_storeu_si512(v, a);
+    for (int i = 0; i < 16; i++)
+        if ((k >> i) & 1)
+            memcpy((int32_t *)p + i, &v[i], 4);
+}
+
+/* vpexpandd: the low lanes of a, in order, into the lanes k selects. */
+static inline simde__m512i emu_maskz_expand_epi32(simde__mmask16 k, simde__m512i a)
+{
+    int32_t x[16], v[16] = {0};
+    simde_mm512_storeu_si512(x, a);
+    for (int i = 0, j = 0; i < 16; i++)
+        if ((k >> i) & 1)
+            v[i] = x[j++];
+    return simde_mm512_loadu_si512(v);
+}
+
+static inline simde__m512i emu_srav_epi32(simde__m512i a, simde__m512i count)
+{
+    int32_t v[16], c[16];
+    simde_mm512_storeu_si512(v, a);
+    simde_mm512_storeu_si512(c, count);
+    for (int i = 0; i < 16; i++)
+        v[i] = (uint32_t)c[i] > 31 ? (v[i] < 0 ? -1 : 0) : v[i] >> c[i];
+    return simde_mm512_loadu_si512(v);
+}
+
+static inline simde__m512i emu_srav_epi64(simde__m512i a, simde__m512i count)
+{
+    int64_t v[8], c[8];
+    simde_mm512_storeu_si512(v, a);
+    simde_mm512_storeu_si512(c, count);
+    for (int i = 0; i < 8; i++)
+        v[i] = (uint64_t)c[i] > 63 ? (v[i] < 0 ? -1 : 0) : v[i] >> c[i];
+    return simde_mm512_loadu_si512(v);
+}
+
+#undef _mm256_maskz_loadu_epi8
+#define _mm256_maskz_loadu_epi8 emu_mm256_maskz_loadu_epi8
+#undef _mm_maskz_loadu_epi8
+#define _mm_maskz_loadu_epi8 emu_mm_maskz_loadu_epi8
+#undef _mm512_cvtepi8_epi32
+#define _mm512_cvtepi8_epi32 emu_cvtepi8_epi32
+#undef _mm512_mask_storeu_epi32
+#define _mm512_mask_storeu_epi32 emu_mask_storeu_epi32
+#undef _mm512_maskz_expand_epi32
+#define _mm512_maskz_expand_epi32 emu_maskz_expand_epi32
+#undef _mm512_srav_epi32
+#define _mm512_srav_epi32 emu_srav_epi32
+#undef _mm512_srav_epi64
+#define _mm512_srav_epi64 emu_srav_epi64
+
+/* vrndscaleps: SIMDe 0.7.4 reads the no-exception bit (3) as part of the
+ * scale. Bits 0-1 the rounding (bit 2: the current mode, nearest), bits
+ * 4-7 the fraction bits kept. */
+static inline simde__m512 emu_roundscale_ps(simde__m512 a, int imm)
+{
+    float f[16];
+    const float scale = (float)(1 << ((imm >> 4) & 15));
+    simde_mm512_storeu_ps(f, a);
+    for (int i = 0; i < 16; i++) {
+        float v = f[i] * scale;
+        switch ((imm & 4) ? 0 : imm & 3) {
+        case 0: v = nearbyintf(v); break;
+        case 1: v = floorf(v); break;
+        case 2: v = ceilf(v); break;
+        default: v = truncf(v); break;
+        }
+        f[i] = v / scale;
+    }
+    return simde_mm512_loadu_ps(f);
+}
+#undef _mm512_roundscale_ps
+#define _mm512_roundscale_ps emu_roundscale_ps
+
+#endif
