@@ -144,6 +144,12 @@ int kcpu_max_pool_rows_fits(const struct k_pool2d *p);
 void kcpu_max_pool_rows(const struct k_pool2d *p, int s8, const void *x, void *y);
 /* 2x2 stride-2 max pooling of one plane, every window inside the input
  * (unpadded, undilated), on AVX-512; the same element types. */
+/* Channels-last INT8 pooling on AVX-512 (pool_avx512.c), for
+ * kcpu_q8_nhwc.c: max pooling of output row oy of one image (x [h][w][c],
+ * out [ow][c]); the per-channel int32 sums over hw pixels of channels
+ * [c0, c0 + nc) of one image (x [hw][c]). */
+void kcpu_max_pool_nhwc_row_q8_avx512(const struct k_pool2d *p, const int8_t *x, int64_t oy, int8_t *out);
+void kcpu_sum_pixels_nhwc_q8_avx512(int64_t hw, int64_t c, const int8_t *x, int64_t c0, int64_t nc, int32_t *sum);
 void kcpu_max_pool_2x2_avx512(const struct k_pool2d *p, int s8, const void *x, void *y);
 
 /* Vectorised element-wise loops; y may alias x, a or b element for element. */

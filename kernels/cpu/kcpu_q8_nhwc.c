@@ -279,7 +279,12 @@ static void max_pool_task(void *arg, int64_t task, int thread)
     const struct pool_job *j = arg;
     const struct k_pool2d *p = j->p;
     const int64_t c = p->c, img = task / p->oh, oy = task % p->oh;
+    const int8_t *x = j->x + img * p->h * p->w * c;
     int8_t *out = j->y + task * p->ow * c;
+    if (kcpu_isa() == KCPU_ISA_AVX512) {
+        kcpu_max_pool_nhwc_row_q8_avx512(p, x, oy, out);
+        return;
+    }
     for (int64_t ox = 0; ox < p->ow; ox++, out += c) {
         memset(out, K_Q8_MIN, (size_t)c);
         for (int64_t ki = 0; ki < p->kh; ki++) {
@@ -290,7 +295,7 @@ static void max_pool_task(void *arg, int64_t task, int thread)
                 const int64_t iw = ox * p->stride_w - p->pad_l + kj * p->dil_w;
                 if (iw < 0 || iw >= p->w)
                     continue;
-                const int8_t *in = j->x + ((img * p->h + ih) * p->w + iw) * c;
+                const int8_t *in = x + (ih * p->w + iw) * c;
                 for (int64_t ch = 0; ch < c; ch++)
                     out[ch] = in[ch] > out[ch] ? in[ch] : out[ch];
             }
@@ -314,10 +319,13 @@ static void global_avg_task(void *arg, int64_t task, int thread)
     const int64_t chunks = kcpu_ceil_div(j->c, GAP_CHANNELS), img = task / chunks;
     const int64_t c0 = task % chunks * GAP_CHANNELS, nc = kcpu_min64(GAP_CHANNELS, j->c - c0);
     int32_t sum[GAP_CHANNELS] = {0};
-    const int8_t *in = j->x + img * j->hw * j->c + c0;
-    for (int64_t i = 0; i < j->hw; i++, in += j->c)
-        for (int64_t ch = 0; ch < nc; ch++)
-            sum[ch] += in[ch];
+    const int8_t *x = j->x + img * j->hw * j->c;
+    if (kcpu_isa() == KCPU_ISA_AVX512)
+        kcpu_sum_pixels_nhwc_q8_avx512(j->hw, j->c, x, c0, nc, sum);
+    else
+        for (int64_t i = 0; i < j->hw; i++)
+            for (int64_t ch = 0; ch < nc; ch++)
+                sum[ch] += x[i * j->c + c0 + ch];
     for (int64_t ch = 0; ch < nc; ch++)
         j->y[img * j->c + c0 + ch] = k_q8_clamp(k_q8_apply(sum[ch], j->mult), K_Q8_MIN, K_Q8_MAX);
 }

@@ -186,3 +186,37 @@ void kcpu_max_pool_rows(const struct k_pool2d *p, int s8, const void *x, void *y
         }
     }
 }
+
+/* ------------------------------------------------------------ channels last */
+
+void kcpu_max_pool_nhwc_row_q8_avx512(const struct k_pool2d *p, const int8_t *x, int64_t oy, int8_t *out)
+{
+    const int64_t c = p->c;
+    for (int64_t ox = 0; ox < p->ow; ox++, out += c)
+        for (int64_t c0 = 0; c0 < c; c0 += 64) {
+            const __mmask64 m = mask64(c - c0);
+            __m512i best = _mm512_set1_epi8(K_Q8_MIN);
+            for (int64_t ki = 0; ki < p->kh; ki++) {
+                const int64_t ih = oy * p->stride_h - p->pad_t + ki * p->dil_h;
+                if (ih < 0 || ih >= p->h)
+                    continue;
+                for (int64_t kj = 0; kj < p->kw; kj++) {
+                    const int64_t iw = ox * p->stride_w - p->pad_l + kj * p->dil_w;
+                    if (iw >= 0 && iw < p->w)
+                        best = _mm512_max_epi8(best, _mm512_maskz_loadu_epi8(m, x + (ih * p->w + iw) * c + c0));
+                }
+            }
+            _mm512_mask_storeu_epi8(out + c0, m, best);
+        }
+}
+
+void kcpu_sum_pixels_nhwc_q8_avx512(int64_t hw, int64_t c, const int8_t *x, int64_t c0, int64_t nc, int32_t *sum)
+{
+    for (int64_t k = 0; k < nc; k += 16) {
+        const __mmask16 m = mask16(nc - k);
+        __m512i acc = _mm512_setzero_si512();
+        for (int64_t i = 0; i < hw; i++)
+            acc = _mm512_add_epi32(acc, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, x + i * c + c0 + k)));
+        _mm512_mask_storeu_epi32(sum + k, m, acc);
+    }
+}
