@@ -308,7 +308,7 @@ TEST(kernels_conv2d_scratch_grows_with_batch)
 TEST(kernels_conv2d_pixel_tile_dispatch)
 {
     if (kcpu_isa_hardware() < KCPU_ISA_AVX512)
-        SKIP("this CPU has no AVX-512: the pixel-tile kernel is AVX-512 only");
+        SKIP("this CPU has no AVX-512: these are the AVX-512 rules (kernels_conv2d_pixel_tile_avx2 has AVX2's)");
 #define PIXEL_TILE(p) (strcmp(kcpu_conv2d_method(p), "pixel-tile gemm") == 0)
     enum kcpu_isa before = kcpu_isa();
     struct k_conv2d p = {.n = 1, .c = 64, .h = 7, .w = 7, .oc = 64, .oh = 7, .ow = 7, .kh = 3, .kw = 3,
@@ -401,6 +401,38 @@ static enum test_result check_linear(const struct pools *ps, const struct k_line
     free(pre);
     free(packed);
     return r;
+}
+
+/* On AVX2 a pixel tile is one block of 16 channels by up to 6 pixels: it
+ * takes the same shapes as on AVX-512 with one channel vector (maps of any
+ * size), never a plain 1x1 (that needs 3 or more vectors), and no other ISA
+ * has it. The random and model-shape convolutions check its results under
+ * every ISA. */
+TEST(kernels_conv2d_pixel_tile_avx2)
+{
+    if (kcpu_isa_hardware() < KCPU_ISA_AVX2)
+        SKIP("this CPU has no AVX2");
+    enum kcpu_isa before = kcpu_isa();
+    struct k_conv2d p = {.n = 1, .c = 64, .h = 56, .w = 56, .oc = 64, .oh = 56, .ow = 56, .kh = 3, .kw = 3,
+                         .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1,
+                         .groups = 1};
+    ASSERT_EQ_INT(kcpu_isa_set(KCPU_ISA_AVX2), 0);
+#define PIXEL_TILE(p) (strcmp(kcpu_conv2d_method(p), "pixel-tile gemm") == 0)
+    bool on_56 = PIXEL_TILE(&p);
+    p.oc = 72;
+    bool on_72 = PIXEL_TILE(&p);
+    p.oc = 512, p.c = 512, p.kh = p.kw = 1, p.pad_t = p.pad_l = 0, p.h = p.w = p.oh = p.ow = 7;
+    bool on_1x1 = PIXEL_TILE(&p);
+    p.kh = p.kw = 3, p.pad_t = p.pad_l = 1;
+    ASSERT_EQ_INT(kcpu_isa_set(KCPU_ISA_SCALAR), 0);
+    bool on_scalar = PIXEL_TILE(&p);
+#undef PIXEL_TILE
+    kcpu_isa_set(before);
+    ASSERT_TRUE(on_56);
+    ASSERT_FALSE(on_72);
+    ASSERT_FALSE(on_1x1);
+    ASSERT_FALSE(on_scalar);
+    return TEST_PASS;
 }
 
 TEST(kernels_linear_random)

@@ -46,7 +46,7 @@ static int block_vecs_up_to(const struct k_conv2d *p, int most)
     return 1;
 }
 
-static int block_vecs(const struct k_conv2d *p) { return block_vecs_up_to(p, 4); }
+static int block_vecs(const struct k_conv2d *p) { return block_vecs_up_to(p, kcpu_pix_most_vecs()); }
 
 /* Shapes the kernel computes, on any ISA (scratch is sized for them so
  * that the ISA may change after sizing). Measured against the GEMM paths
@@ -75,7 +75,7 @@ static int shape_fits(const struct k_conv2d *p)
 
 int kcpu_convpix_applies(const struct k_conv2d *p)
 {
-    return kcpu_isa() == KCPU_ISA_AVX512 && shape_fits(p);
+    return (kcpu_isa() == KCPU_ISA_AVX512 || kcpu_isa() == KCPU_ISA_AVX2) && shape_fits(p);
 }
 
 static struct pix_plan plan_vecs(const struct k_conv2d *p, int vecs)
@@ -128,6 +128,7 @@ struct pix_job {
     float *slices;             /* per thread, when padded */
     int64_t band_rows, bands;  /* output rows per band, bands per image */
     int64_t bands_per_task, groups;
+    int avx512;                /* else AVX2 */
 };
 
 static void band_task(void *arg, int64_t task, int thread)
@@ -160,7 +161,10 @@ static void band_task(void *arg, int64_t task, int thread)
                 .g0 = oh0 * p->stride_h, .rows = band_reach(p, oh1 - oh0),
                 .slice = slice, .gh = c->gh, .gw = c->gw,
             };
-            kcpu_pix_band_avx512(&b);
+            if (j->avx512)
+                kcpu_pix_band_avx512(&b);
+            else
+                kcpu_pix_band_c(&b);
             top = slice;
         }
         for (int64_t oh = oh0; oh < oh1; oh++)
@@ -170,7 +174,10 @@ static void band_task(void *arg, int64_t task, int thread)
                 t.origin = top + (oh - oh0) * p->stride_h * c->gw + ow * p->stride_w;
                 t.y = j->y + out;
                 t.res = j->residual ? j->residual + out : NULL;
-                kcpu_pix_tile_avx512(&t);
+                if (j->avx512)
+                    kcpu_pix_tile_avx512(&t);
+                else
+                    kcpu_pix_tile_avx2(&t);
             }
     }
 }
@@ -180,7 +187,7 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
                       void *scratch)
 {
     struct pix_job j = {.p = p, .c = plan(p), .x = x, .packed_w = packed_w, .bias = bias,
-                        .residual = residual, .y = y};
+                        .residual = residual, .y = y, .avx512 = kcpu_isa() == KCPU_ISA_AVX512};
     const struct pix_plan *c = &j.c;
     if (p->n <= 0 || p->oh <= 0 || p->ow <= 0)
         return;

@@ -1,5 +1,5 @@
 /*
- * kcpu_convpix.h - the pixel-tile convolution kernel (AVX-512; internal to
+ * kcpu_convpix.h - the pixel-tile convolution kernel (AVX-512 and AVX2; internal to
  * kernels/cpu: kcpu_conv.c dispatches to it, the kernel tests call it).
  *
  * The GEMM paths of kcpu_conv.c put output pixels in 32-column strips: a
@@ -60,15 +60,21 @@ struct kcpu_pix_tile {
     enum k_act act;
 };
 
-/* The most pixels a tile of vecs channel vectors holds: its accumulators
- * fill 27 or 28 of the 32 vector registers (16 with one vector). */
+/* The most pixels a tile of vecs channel vectors holds: on AVX-512 its
+ * accumulators fill 27 or 28 of the 32 vector registers (16 with one
+ * vector); on AVX2 a tile is one block of 16 channels (12 of 16 ymm). */
+#define KCPU_PIX_AVX2_ROWS 6
 static inline int kcpu_pix_rows(int vecs)
 {
     static const int ROWS[5] = {0, 16, 14, 9, 7};
-    return ROWS[vecs];
+    return kcpu_isa() == KCPU_ISA_AVX512 ? ROWS[vecs] : vecs == 1 ? KCPU_PIX_AVX2_ROWS : 0;
 }
 
+/* Channel vectors a block may have on this ISA. */
+static inline int kcpu_pix_most_vecs(void) { return kcpu_isa() == KCPU_ISA_AVX512 ? 4 : 1; }
+
 void kcpu_pix_tile_avx512(const struct kcpu_pix_tile *t);
+void kcpu_pix_tile_avx2(const struct kcpu_pix_tile *t);
 
 /* Rows [g0, g0 + rows) of the zero-padded grid of every channel of one
  * image x [c][h][w] (grid cell (r, col) is input (r - pad_t, col - pad_l),
@@ -82,5 +88,6 @@ struct kcpu_pix_band {
 };
 
 void kcpu_pix_band_avx512(const struct kcpu_pix_band *b);
+void kcpu_pix_band_c(const struct kcpu_pix_band *b);   /* AVX2 (convpix_avx2.c) */
 
 #endif /* KCPU_CONVPIX_H */
