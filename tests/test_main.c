@@ -171,7 +171,8 @@ static bool selected(const char *name, int argc, char **argv)
         if (argv[i][0] == '-')
             continue;
         any_filter = true;
-        if (argv[i][0] == '^' ? strncmp(name, argv[i] + 1, strlen(argv[i] + 1)) == 0 : strstr(name, argv[i]) != NULL)
+        const char *at = strstr(name, argv[i][0] == '^' ? argv[i] + 1 : argv[i]);
+        if (at && (argv[i][0] != '^' || at == name))
             return true;
     }
     return !any_filter;

@@ -27,14 +27,14 @@ static inline __attribute__((always_inline)) void accumulate(const int rows, con
         const __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + ps);
         const float *in = t->origin + t->boff[k];
 #pragma GCC unroll 8
-        for (int r = 0; r < rows; r++) {
+        for (int64_t r = 0; r < rows; r++) {
             const __m256 b = _mm256_broadcast_ss(in + r * stride);
             acc[0][r] = _mm256_fmadd_ps(w0, b, acc[0][r]);
             acc[1][r] = _mm256_fmadd_ps(w1, b, acc[1][r]);
         }
     }
 #pragma GCC unroll 8
-    for (int r = 0; r < rows; r++) {
+    for (int64_t r = 0; r < rows; r++) {
         _mm256_storeu_ps(out + r * 16, acc[0][r]);
         _mm256_storeu_ps(out + r * 16 + 8, acc[1][r]);
     }
@@ -61,21 +61,21 @@ void kcpu_pix_tile_avx2(const struct kcpu_pix_tile *t)
     /* 8 channels at a time: a pixel's 8 sums are a vector, bias and the
      * activation apply lane by lane; the residual and the stores go to
      * each channel's row, pixel by pixel */
-    for (int h = 0; h < 2; h++) {
+    for (int64_t h = 0; h < 2; h++) {
         const __m256 bias = t->bias ? _mm256_loadu_ps(t->bias + 8 * h) : _mm256_setzero_ps();
         float out[KCPU_PIX_AVX2_ROWS][8];
-        for (int r = 0; r < rows; r++) {
+        for (int64_t r = 0; r < rows; r++) {
             __m256 c = _mm256_add_ps(_mm256_loadu_ps(acc + r * 16 + 8 * h), bias);
             if (t->res) {
                 float res[8];
-                for (int i = 0; i < 8; i++)
+                for (int64_t i = 0; i < 8; i++)
                     res[i] = t->res[(8 * h + i) * ldy + r];
                 c = _mm256_add_ps(c, _mm256_loadu_ps(res));
             }
             _mm256_storeu_ps(out[r], t->act != K_ACT_NONE ? kv8_act(t->act, c) : c);
         }
-        for (int i = 0; i < 8; i++)
-            for (int r = 0; r < rows; r++)
+        for (int64_t i = 0; i < 8; i++)
+            for (int64_t r = 0; r < rows; r++)
                 t->y[(8 * h + i) * ldy + r] = out[r][i];
     }
 }

@@ -19,20 +19,20 @@ tile(const int mr, const int nv, const int partial, int64_t k, const float *a, c
 #pragma GCC unroll 6
     for (int i = 0; i < mr; i++)
 #pragma GCC unroll 4
-        for (int v = 0; v < nv; v++)
+        for (int64_t v = 0; v < nv; v++)
             c[i][v] = _mm256_setzero_ps();
     for (int64_t kk = 0; kk < k; kk++) {
         const float *bk = boff ? b + boff[kk] : b;
         __m256 bv[4];
         /* Masked so that an unpacked B may end at the strip's last column. */
 #pragma GCC unroll 4
-        for (int v = 0; v < nv; v++)
+        for (int64_t v = 0; v < nv; v++)
             bv[v] = partial ? _mm256_maskload_ps(bk + 8 * v, m[v]) : _mm256_loadu_ps(bk + 8 * v);
 #pragma GCC unroll 6
-        for (int i = 0; i < mr; i++) {
+        for (int64_t i = 0; i < mr; i++) {
             __m256 ai = _mm256_broadcast_ss(a + i);
 #pragma GCC unroll 4
-            for (int v = 0; v < nv; v++)
+            for (int64_t v = 0; v < nv; v++)
                 c[i][v] = _mm256_fmadd_ps(ai, bv[v], c[i][v]);
         }
         a += KCPU_MR;
@@ -42,7 +42,7 @@ tile(const int mr, const int nv, const int partial, int64_t k, const float *a, c
 #pragma GCC unroll 6
     for (int i = 0; i < mr; i++)
 #pragma GCC unroll 4
-        for (int v = 0; v < nv; v++)
+        for (int64_t v = 0; v < nv; v++)
             _mm256_storeu_ps(out + (int64_t)i * KCPU_NR + 8 * v, c[i][v]);
 }
 
@@ -57,9 +57,9 @@ static __m256i lane_mask(int lanes)
 #define TILE_CASE(MR, NV)                                                                   \
     case MR:                                                                                \
         if (cols < 8 * (NV))                                                                \
-            tile(MR, NV, 1, g->k, a + r0, b + c0, g->boff, g->ldb, m, tmp + r0 * KCPU_NR + c0); \
+            tile(MR, NV, 1, g->k, a + r0, b + c0, g->boff, g->ldb, m, tmp + (int64_t)r0 * KCPU_NR + c0); \
         else                                                                                \
-            tile(MR, NV, 0, g->k, a + r0, b + c0, g->boff, g->ldb, m, tmp + r0 * KCPU_NR + c0); \
+            tile(MR, NV, 0, g->k, a + r0, b + c0, g->boff, g->ldb, m, tmp + (int64_t)r0 * KCPU_NR + c0); \
         break;
 
 /* The 8 x 32 block as two 6 x 16 tiles (12 accumulators each, 2 B loads
@@ -84,7 +84,7 @@ static void block(const struct kcpu_gemm *g, const float *a, const float *b, int
     if (mr > 6) {
         const int cols = nr, r0 = 6, c0 = 0;
         for (int v = 0; v < 4; v++)
-            m[v] = lane_mask(cols - 8 * v);
+            m[v] = lane_mask(cols - 8 * (int)v);
         switch (mr - 6) {
         TILE_CASE(1, 4)
         TILE_CASE(2, 4)
@@ -101,7 +101,7 @@ static void store_tile(const struct kcpu_gemm *g, const float *tmp, int i0, int 
 {
     int64_t first, off, len;
     for (int64_t jj = j; (len = kcpu_gemm_next_run(g, jj, j + nr, &first, &off)) > 0; jj = first + len)
-        for (int i = 0; i < mr; i++) {
+        for (int64_t i = 0; i < mr; i++) {
             const float *t = tmp + (int64_t)i * KCPU_NR + (first - j);
             const __m256 bias = _mm256_set1_ps(g->bias_row ? g->bias_row[i0 + i] : 0.0f);
             const int64_t at = off + (int64_t)(i0 + i) * g->ldc;

@@ -46,7 +46,8 @@ static int block_vecs_up_to(const struct k_conv2d *p, int most)
     return 1;
 }
 
-static int block_vecs(const struct k_conv2d *p) { return block_vecs_up_to(p, kcpu_pix_most_vecs()); }
+/* On AVX2 a block is one vector (kcpu_pix_tile_avx2). */
+static int block_vecs(const struct k_conv2d *p, int avx512) { return block_vecs_up_to(p, avx512 ? 4 : 1); }
 
 /* Shapes the kernel computes, on any ISA (scratch is sized for them so
  * that the ISA may change after sizing). Measured against the GEMM paths
@@ -60,7 +61,7 @@ static int block_vecs(const struct k_conv2d *p) { return block_vecs_up_to(p, kcp
  * plain 1x1 stays with the direct GEMM but on 14x14 and 7x7 maps from 128
  * input channels (ResNet-50's and MobileNetV2's: 10-29 % faster there;
  * with 64 or 96 channels, or on 28x28 maps, slower). */
-static int shape_fits(const struct k_conv2d *p)
+static int shape_fits(const struct k_conv2d *p, int avx512)
 {
     int plain_1x1 = p->kh == 1 && p->kw == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_t == 0 &&
                     p->pad_l == 0 && p->oh == p->h && p->ow == p->w;
@@ -69,23 +70,24 @@ static int shape_fits(const struct k_conv2d *p)
         taps < (p->kh == 1 && p->kw == 1 ? 16 : 64))
         return 0;
     if (plain_1x1)   /* where the GEMM's last strip is part-empty and the reduction long */
-        return block_vecs(p) >= 3 && pixels <= (int64_t)14 * 14 && p->c >= 128;
-    return block_vecs(p) <= 2 || pixels <= (int64_t)28 * 28;
+        return block_vecs(p, avx512) >= 3 && pixels <= (int64_t)14 * 14 && p->c >= 128;
+    return block_vecs(p, avx512) <= 2 || pixels <= (int64_t)28 * 28;
 }
 
 int kcpu_convpix_applies(const struct k_conv2d *p)
 {
-    return (kcpu_isa() == KCPU_ISA_AVX512 || kcpu_isa() == KCPU_ISA_AVX2) && shape_fits(p);
+    const enum kcpu_isa isa = kcpu_isa();
+    return (isa == KCPU_ISA_AVX512 || isa == KCPU_ISA_AVX2) && shape_fits(p, isa == KCPU_ISA_AVX512);
 }
 
-static struct pix_plan plan_vecs(const struct k_conv2d *p, int vecs)
+static struct pix_plan plan_vecs(const struct k_conv2d *p, int vecs, int avx512)
 {
     struct pix_plan c;
     c.vecs = vecs;
     c.kg = (int64_t)p->c * p->kh * p->kw;
     c.pixels = (int64_t)p->oh * p->ow;
     /* Each output row in runs of near-equal length, none above what a tile holds. */
-    c.rows = (int)kcpu_ceil_div(p->ow, kcpu_ceil_div(p->ow, kcpu_pix_rows(c.vecs)));
+    c.rows = (int)kcpu_ceil_div(p->ow, kcpu_ceil_div(p->ow, kcpu_pix_rows(c.vecs, avx512)));
     c.blocks = p->oc / (16 * c.vecs);
     int64_t gw = (int64_t)(p->ow - 1) * p->stride_w + (int64_t)(p->kw - 1) * p->dil_w + 1;
     c.padded = p->pad_t > 0 || p->pad_l > 0 || band_reach(p, p->oh) > p->h || gw > p->w;
@@ -98,7 +100,10 @@ static struct pix_plan plan_vecs(const struct k_conv2d *p, int vecs)
     return c;
 }
 
-static struct pix_plan plan(const struct k_conv2d *p) { return plan_vecs(p, block_vecs(p)); }
+static struct pix_plan plan(const struct k_conv2d *p, int avx512)
+{
+    return plan_vecs(p, block_vecs(p, avx512), avx512);
+}
 
 static int64_t table_floats(const struct pix_plan *c)
 {
@@ -113,9 +118,10 @@ static int64_t slice_floats(const struct k_conv2d *p, const struct pix_plan *c)
 
 size_t kcpu_convpix_scratch_bytes(const struct k_conv2d *p, int threads)
 {
-    if (!shape_fits(p))
+    /* either ISA's shapes and plan: the ISA may change after sizing */
+    if (!shape_fits(p, 1) && !shape_fits(p, 0))
         return 0;
-    struct pix_plan c = plan(p);
+    struct pix_plan c = plan(p, 1);
     return (size_t)(table_floats(&c) + threads * slice_floats(p, &c)) * sizeof(float) + 64;
 }
 
@@ -186,8 +192,9 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
                       const float *packed_w, const float *bias, const float *residual, float *y,
                       void *scratch)
 {
-    struct pix_job j = {.p = p, .c = plan(p), .x = x, .packed_w = packed_w, .bias = bias,
-                        .residual = residual, .y = y, .avx512 = kcpu_isa() == KCPU_ISA_AVX512};
+    const int avx512 = kcpu_isa() == KCPU_ISA_AVX512;   /* read once: the plan and the tiles agree */
+    struct pix_job j = {.p = p, .c = plan(p, avx512), .x = x, .packed_w = packed_w, .bias = bias,
+                        .residual = residual, .y = y, .avx512 = avx512};
     const struct pix_plan *c = &j.c;
     if (p->n <= 0 || p->oh <= 0 || p->ow <= 0)
         return;
@@ -198,7 +205,7 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
     int64_t split = kcpu_ceil_div(threads, p->n);
     if (split > 1 && p->oh % split != 0) {
         for (int v = c->vecs; v >= 1; v--) {
-            struct pix_plan b = plan_vecs(p, block_vecs_up_to(p, v));
+            struct pix_plan b = plan_vecs(p, block_vecs_up_to(p, v), avx512);
             if (b.blocks % threads == 0) {
                 j.c = b;
                 split = 1;

@@ -64,14 +64,11 @@ struct kcpu_pix_tile {
  * accumulators fill 27 or 28 of the 32 vector registers (16 with one
  * vector); on AVX2 a tile is one block of 16 channels (12 of 16 ymm). */
 #define KCPU_PIX_AVX2_ROWS 6
-static inline int kcpu_pix_rows(int vecs)
+static inline int kcpu_pix_rows(int vecs, int avx512)
 {
     static const int ROWS[5] = {0, 16, 14, 9, 7};
-    return kcpu_isa() == KCPU_ISA_AVX512 ? ROWS[vecs] : vecs == 1 ? KCPU_PIX_AVX2_ROWS : 0;
+    return avx512 ? ROWS[vecs] : KCPU_PIX_AVX2_ROWS;
 }
-
-/* Channel vectors a block may have on this ISA. */
-static inline int kcpu_pix_most_vecs(void) { return kcpu_isa() == KCPU_ISA_AVX512 ? 4 : 1; }
 
 void kcpu_pix_tile_avx512(const struct kcpu_pix_tile *t);
 void kcpu_pix_tile_avx2(const struct kcpu_pix_tile *t);

@@ -58,8 +58,10 @@ void kcpu_conv2d_q8_nhwc_pack(const struct k_conv2d *p, const int8_t *w, void *p
                 for (int64_t l = 0; l < 16; l++)
                     for (int64_t j = 0; j < 4; j++) {
                         int64_t o = b * 16 + l, ch = 4 * q + j;
-                        a[b * d.wblock + ((t * quads + q) * 16 + l) * 4 + j] =
-                            o < p->oc && ch < p->c ? w[(o * p->c + ch) * taps + t] : 0;
+                        int8_t v = 0;
+                        if (o < p->oc && ch < p->c)
+                            v = w[(o * p->c + ch) * taps + t];
+                        a[b * d.wblock + ((t * quads + q) * 16 + l) * 4 + j] = v;
                     }
     for (int64_t o = 0; o < d.blocks * 16; o++) {
         int32_t s = 0;
@@ -82,7 +84,7 @@ size_t kcpu_conv2d_q8_nhwc_scratch_bytes(const struct k_conv2d *p, int threads)
     if (kq8_dwn_applies(p))
         return (size_t)dw_x_bytes(p) + kq8_dwn_scratch_bytes(p, threads) + 64;
     struct geom d = geom_of(p);
-    return (size_t)(padded_bytes(p, &d) + KQ8_NHWC_CONSTS_BYTES(d.blocks) + (d.taps * 8 + 63) / 64 * 64 + 64);
+    return (size_t)(padded_bytes(p, &d) + KQ8_NHWC_CONSTS_BYTES(d.blocks) + ((int64_t)d.taps * 8 + 63) / 64 * 64 + 64);
 }
 
 /* ------------------------------------------------------------ padded x */
@@ -256,7 +258,7 @@ void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, cons
     /* widest tiles, unless that leaves too few tasks to share */
     const int64_t want = 4 * (int64_t)kcpu_threads_count(th);
     j.vecs = (int)kcpu_min64(4, d.blocks);
-    while (j.vecs > 1 && p->n * p->oh * kcpu_ceil_div(d.blocks, j.vecs) < want)
+    while (j.vecs > 1 && (int64_t)p->n * p->oh * kcpu_ceil_div(d.blocks, j.vecs) < want)
         j.vecs--;
     j.groups = kcpu_ceil_div(d.blocks, j.vecs);
     kcpu_threads_run(th, p->n * j.groups * p->oh, conv_task, &j);
@@ -297,7 +299,8 @@ static void max_pool_task(void *arg, int64_t task, int thread)
                     continue;
                 const int8_t *in = x + (ih * p->w + iw) * c;
                 for (int64_t ch = 0; ch < c; ch++)
-                    out[ch] = in[ch] > out[ch] ? in[ch] : out[ch];
+                    if (in[ch] > out[ch])
+                        out[ch] = in[ch];
             }
         }
     }

@@ -21,7 +21,7 @@ void kq8_nhwc_consts_avx512(const int32_t *bias, const int32_t *wsum, const stru
 {
     uint8_t *c = consts;
     *(struct kq8_lane_epi *)c = kq8_lane_epi_of(e, has_res);
-    for (int b = 0; b * 16 < oc; b++)
+    for (int64_t b = 0; b * 16 < oc; b++)
         kq8_lanes16_of(bias + b * 16, wsum + b * 16, mult + b * 16, (int)kcpu_min64(16, oc - b * 16),
                        (struct kq8_lanes16 *)(c + KQ8_NHWC_CONSTS_BYTES(b)));
 }
@@ -31,9 +31,9 @@ static inline __attribute__((always_inline)) void tile(const int vecs, const int
 {
     __m512i acc[4][KQ8_NHWC_MAX_PIX];
 #pragma GCC unroll 24
-    for (int r = 0; r < pixels; r++)
+    for (int64_t r = 0; r < pixels; r++)
 #pragma GCC unroll 4
-        for (int v = 0; v < vecs; v++)
+        for (int64_t v = 0; v < vecs; v++)
             acc[v][r] = _mm512_setzero_si512();
     const int64_t xs = t->xs, quads = t->quads, wb = t->wblock;
     const int8_t *w = t->w;
@@ -42,15 +42,15 @@ static inline __attribute__((always_inline)) void tile(const int vecs, const int
         for (int64_t q = 0; q < quads; q++, x += 4, w += 64) {
             __m512i wv[4];
 #pragma GCC unroll 4
-            for (int v = 0; v < vecs; v++)
+            for (int64_t v = 0; v < vecs; v++)
                 wv[v] = _mm512_loadu_si512(w + v * wb);
 #pragma GCC unroll 24
-            for (int r = 0; r < pixels; r++) {
+            for (int64_t r = 0; r < pixels; r++) {
                 int32_t quad;
                 __builtin_memcpy(&quad, x + r * xs, 4);
                 const __m512i b = _mm512_set1_epi32(quad);
 #pragma GCC unroll 4
-                for (int v = 0; v < vecs; v++)
+                for (int64_t v = 0; v < vecs; v++)
                     acc[v][r] = _mm512_dpbusd_epi32(acc[v][r], b, wv[v]);
             }
         }
@@ -58,12 +58,12 @@ static inline __attribute__((always_inline)) void tile(const int vecs, const int
     const uint8_t *c = t->consts;
     const struct kq8_lane_epi *ep = (const struct kq8_lane_epi *)c;
 #pragma GCC unroll 4
-    for (int v = 0; v < vecs; v++) {
-        const struct kq8_lanes16 *l = (const struct kq8_lanes16 *)(c + KQ8_NHWC_CONSTS_BYTES(t->block0 + v));
-        const int left = t->oc_left - 16 * v;
+    for (int64_t v = 0; v < vecs; v++) {
+        const struct kq8_lanes16 *l = (const struct kq8_lanes16 *)(c + KQ8_NHWC_CONSTS_BYTES((int64_t)t->block0 + v));
+        const int left = t->oc_left - 16 * (int)v;
         const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
 #pragma GCC unroll 24
-        for (int r = 0; r < pixels; r++) {
+        for (int64_t r = 0; r < pixels; r++) {
             const __m512i s = _mm512_add_epi32(acc[v][r], l->init);
             const int64_t at = r * t->oc + 16 * v;
             if (t->e->out_i32) {
