@@ -356,7 +356,9 @@ TEST(kernels_conv2d_pixel_tile_dispatch)
     p.c = 8;
     ASSERT_FALSE(PIXEL_TILE(&p));
     p.c = 64;
-    ASSERT_EQ_INT(kcpu_isa_set(KCPU_ISA_AVX2), 0);
+    ASSERT_EQ_INT(kcpu_isa_set(KCPU_ISA_AVX2), 0);   /* AVX2 has its own tile (kernels_conv2d_pixel_tile_avx2) */
+    ASSERT_TRUE(PIXEL_TILE(&p));
+    ASSERT_EQ_INT(kcpu_isa_set(KCPU_ISA_SCALAR), 0);
     ASSERT_FALSE(PIXEL_TILE(&p));
     ASSERT_EQ_INT(kcpu_isa_set(before), 0);
 #undef PIXEL_TILE
