@@ -34,3 +34,13 @@ int conv_out(int in, int pad_lead, int pad_trail, int k, int dil, int stride)
     int span = in + pad_lead + pad_trail - dil * (k - 1) - 1;
     return span < 0 ? 0 : span / stride + 1;
 }
+
+void test_to_nhwc(const void *src, void *dst, int64_t n, int64_t c, int64_t hw, size_t esize)
+{
+    const uint8_t *s = src;
+    uint8_t *d = dst;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t k = 0; k < hw; k++)
+                memcpy(d + ((i * hw + k) * c + ch) * esize, s + ((i * c + ch) * hw + k) * esize, esize);
+}

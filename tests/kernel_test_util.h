@@ -34,4 +34,8 @@ void restore_isa(const int *saved);
 /* Output length of a convolution window along one axis (0 if none fits). */
 int conv_out(int in, int pad_lead, int pad_trail, int k, int dil, int stride);
 
+/* NCHW -> NHWC, elements of esize bytes: each of n images' [c][hw]
+ * matrix transposed to [hw][c]. Swapping c and hw turns NHWC back. */
+void test_to_nhwc(const void *src, void *dst, int64_t n, int64_t c, int64_t hw, size_t esize);
+
 #endif /* KERNEL_TEST_UTIL_H */

@@ -282,25 +282,6 @@ TEST(int8_conv2d_rows_split_over_threads)
     return r;
 }
 
-/* [n][c][hw] <-> [n][hw][c], elements of esize bytes. */
-static void to_nhwc(const void *src, void *dst, int64_t n, int64_t c, int64_t hw, size_t esize)
-{
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t ch = 0; ch < c; ch++)
-            for (int64_t px = 0; px < hw; px++)
-                memcpy((char *)dst + ((i * hw + px) * c + ch) * esize, (const char *)src + ((i * c + ch) * hw + px) * esize,
-                       esize);
-}
-
-static void to_nchw(const void *src, void *dst, int64_t n, int64_t c, int64_t hw, size_t esize)
-{
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t ch = 0; ch < c; ch++)
-            for (int64_t px = 0; px < hw; px++)
-                memcpy((char *)dst + ((i * c + ch) * hw + px) * esize, (const char *)src + ((i * hw + px) * c + ch) * esize,
-                       esize);
-}
-
 /* One case of the channels-last convolution (groups 1 or depthwise): x read NHWC or,
  * half the time, NCHW; y (and the residual) NHWC, compared with the
  * reference's NCHW result turned round, under every ISA (the plain-C path
@@ -322,9 +303,9 @@ static enum test_result nhwc_case(const struct k_conv2d *p, struct pools *ps, bo
     void *packed = aligned_alloc(64, (kcpu_conv2d_q8_nhwc_packed_bytes(p) + 63) / 64 * 64);
     void *scratch = malloc(kcpu_conv2d_q8_nhwc_scratch_bytes(p, 3));
     RT_ASSERT(xt && rt && packed && scratch);
-    to_nhwc(x, xt, p->n, p->c, (int64_t)p->h * p->w, 1);
+    test_to_nhwc(x, xt, p->n, p->c, (int64_t)p->h * p->w, 1);
     if (res)
-        to_nhwc(res, rt, p->n, p->oc, ohw, 1);
+        test_to_nhwc(res, rt, p->n, p->oc, ohw, 1);
     kcpu_conv2d_q8_nhwc_pack(p, w, packed);
     kref_conv2d_q8(p, x, w, &ep.e, res, want);
     enum test_result r = TEST_PASS;
@@ -332,7 +313,7 @@ static enum test_result nhwc_case(const struct k_conv2d *p, struct pools *ps, bo
         memset(got, POISON, ybytes + GUARD);
         kcpu_conv2d_q8_nhwc(ps->p[test_rand_int(0, 3)], p, x_nchw ? x : xt, x_nchw, packed, &ep.e, res ? rt : NULL,
                             got, scratch);
-        to_nchw(got, back, p->n, p->oc, ohw, esize);
+        test_to_nhwc(got, back, p->n, ohw, p->oc, esize);   /* back to NCHW */
         memcpy((char *)back + ybytes, (char *)got + ybytes, GUARD);
         if (!same_bytes(__LINE__, back, want, ybytes, "nhwc conv")) {
             test_fail_msg(__FILE__, __LINE__,
@@ -410,7 +391,7 @@ TEST(int8_pools_random)
         int8_t *w_max = poisoned((size_t)yn), *w_avg = poisoned((size_t)yn), *w_gl = poisoned((size_t)gn);
         int8_t *g = poisoned((size_t)(yn + gn)), *back = poisoned((size_t)yn), *xt = malloc((size_t)xn + 1);
         RT_ASSERT(xt);
-        to_nhwc(x, xt, p.n, p.c, (int64_t)p.h * p.w, 1);
+        test_to_nhwc(x, xt, p.n, p.c, (int64_t)p.h * p.w, 1);
         kref_max_pool2d_q8(&p, x, w_max);
         kref_avg_pool2d_q8(&p, counts, x, w_avg);
         kref_global_avg_pool_q8(p.n, p.c, (int64_t)p.h * p.w, gm, x, w_gl);
@@ -428,7 +409,7 @@ TEST(int8_pools_random)
             /* channels last: max pooling NHWC to NHWC, global average to [n, c] */
             memset(g, POISON, (size_t)yn + GUARD);
             kcpu_max_pool2d_q8_nhwc(pool, &p, xt, g);
-            to_nchw(g, back, p.n, p.c, (int64_t)p.oh * p.ow, 1);
+            test_to_nhwc(g, back, p.n, (int64_t)p.oh * p.ow, p.c, 1);   /* back to NCHW */
             memcpy(back + yn, g + yn, GUARD);
             ok = ok && CHECK_SAME(back, w_max, yn, "max pool nhwc");
             memset(g, POISON, (size_t)gn + GUARD);

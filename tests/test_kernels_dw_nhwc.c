@@ -42,17 +42,6 @@ static void *poisoned(size_t bytes)
     return y;
 }
 
-/* [n][c][hw] -> [n][hw][c], elements of esize bytes. */
-static void to_nhwc(const void *src, void *dst, int64_t n, int64_t c, int64_t hw, size_t esize)
-{
-    const uint8_t *s = src;
-    uint8_t *d = dst;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t ch = 0; ch < c; ch++)
-            for (int64_t k = 0; k < hw; k++)
-                memcpy(d + ((i * hw + k) * c + ch) * esize, s + ((i * c + ch) * hw + k) * esize, esize);
-}
-
 static void draw_epilogue(struct test_epilogue *ep, const struct k_conv2d *p, enum dwn_mode mode, bool out_i32,
                           int8_t *x, int64_t xn, int8_t *w, int64_t wn)
 {
@@ -104,12 +93,12 @@ static enum test_result check_case(const struct k_conv2d *p, const struct pools 
     const size_t esize = out_i32 ? 4 : 1, ybytes = (size_t)yn * esize;
     void *ref = poisoned(ybytes), *want = poisoned(ybytes), *got = poisoned(ybytes);
     kref_conv2d_q8(p, x, w, &ep.e, res, ref);
-    to_nhwc(ref, want, p->n, p->c, ohw, esize);
+    test_to_nhwc(ref, want, p->n, p->c, ohw, esize);
     int8_t *xt = malloc((size_t)xn), *rt = has_res ? malloc((size_t)yn) : NULL;
     RT_ASSERT(xt && (rt || !has_res));
-    to_nhwc(x, xt, p->n, p->c, hw, 1);
+    test_to_nhwc(x, xt, p->n, p->c, hw, 1);
     if (has_res)
-        to_nhwc(res, rt, p->n, p->c, ohw, 1);
+        test_to_nhwc(res, rt, p->n, p->c, ohw, 1);
 
     const size_t pbytes = kq8_dwn_packed_bytes(p);
     void *packed = aligned_alloc(64, (pbytes + 63) / 64 * 64);
