@@ -15,10 +15,11 @@
  * offset per tap, shared by all units and computed once per call.
  *
  * Depthwise 3x3 layers at stride 1 or 2 (MobileNet's) skip both steps on
- * AVX-512: kcpu_dw3x3_avx512 reads each channel's plane directly with
- * masked loads and stores the finished rows (the grid copy, the
- * accumulator pass and the per-row epilogue calls were more than half of
- * their time).
+ * AVX-512 and AVX2: kcpu_dw3x3_avx512 / _avx2 read each channel's plane
+ * directly with masked loads and store the finished rows (the grid copy,
+ * the accumulator pass and the per-row epilogue calls were more than half
+ * of their time on AVX-512; on AVX2 the copy of a stride-2 grid went
+ * float by float).
  */
 #include <string.h>
 
@@ -52,7 +53,9 @@ static struct dw_plan plan(const struct k_conv2d *p)
      * rows * row_len + 14: 16 zero floats of slack cover it. */
     d.phase = kcpu_ceil_div(d.rows * d.row_len + 16, 16) * 16;
     d.chan = (int64_t)p->stride_h * p->stride_w * d.phase;
-    d.thread_floats = d.cg * d.chan + KCPU_DW_MAX_MO * d.count;
+    /* The grid and accumulators, or the AVX2 3x3 path's padded planes. */
+    d.thread_floats = kcpu_max64(d.cg * d.chan + KCPU_DW_MAX_MO * d.count,
+                                 kcpu_ceil_div(kcpu_dw3_scratch_floats(p), 16) * 16);
     d.table_floats = kcpu_ceil_div(d.ntaps * (int64_t)sizeof(int64_t), 64) * 16;
     return d;
 }
@@ -158,7 +161,7 @@ struct dw_job {
     const float *x, *w, *bias, *residual;
     float *y;
     const int64_t *off;
-    int direct3x3;             /* kcpu_dw3x3_avx512 per channel instead of grid + block */
+    int direct3x3;             /* kcpu_dw3x3_* per channel instead of grid + block */
     float *thread_base;        /* thread t's grid at thread_base + t * d.thread_floats */
     int64_t units_per_task;
 };
@@ -172,12 +175,20 @@ static void dw_task(void *arg, int64_t task, int thread)
     int64_t plane_in = (int64_t)p->h * p->w, plane_out = (int64_t)p->oh * p->ow;
     int64_t units = (int64_t)p->n * p->groups;
     enum kcpu_isa isa = kcpu_isa();
-    for (int64_t u = task * j->units_per_task; u < kcpu_min64(units, (task + 1) * j->units_per_task); u++) {
+    int64_t end = kcpu_min64(units, (task + 1) * j->units_per_task);
+    for (int64_t u = task * j->units_per_task; u < end; u++) {
         int64_t n = u / p->groups, g = u % p->groups;
         if (j->direct3x3) {
             int64_t out = (n * p->oc + g) * plane_out;
-            kcpu_dw3x3_avx512(p, j->x + (n * p->c + g) * plane_in, j->w + g * 9, j->bias ? j->bias[g] : 0.0f,
-                              j->residual ? j->residual + out : NULL, j->y + out);
+            const float *x = j->x + (n * p->c + g) * plane_in, *w9 = j->w + g * 9;
+            const float *res = j->residual ? j->residual + out : NULL;
+            if (isa == KCPU_ISA_AVX512) {
+                kcpu_dw3x3_avx512(p, x, w9, j->bias ? j->bias[g] : 0.0f, res, j->y + out);
+            } else {   /* the rest of this image's channels in the task at once */
+                int64_t run = kcpu_min64(end - u, p->groups - g);
+                kcpu_dw3x3_avx2(p, run, x, w9, j->bias ? j->bias + g : NULL, res, j->y + out, grid);
+                u += run - 1;
+            }
             continue;
         }
         fill_grid(p, d, j->x + (n * p->c + g * d->cg) * plane_in, grid);
@@ -221,8 +232,8 @@ void kcpu_dwconv_f32(struct kcpu_threads *th, const struct k_conv2d *p, const fl
                 off[k++] = ci * d->chan + phase * d->phase + dy / p->stride_h * d->row_len + dx / p->stride_w;
             }
     j.off = off;
-    j.direct3x3 = isa == KCPU_ISA_AVX512 && d->cg == 1 && d->mg == 1 && p->kh == 3 && p->kw == 3 &&
-                  p->dil_h == 1 && p->dil_w == 1 && p->stride_h == p->stride_w &&
+    j.direct3x3 = (isa == KCPU_ISA_AVX512 || isa == KCPU_ISA_AVX2) && d->cg == 1 && d->mg == 1 && p->kh == 3 &&
+                  p->kw == 3 && p->dil_h == 1 && p->dil_w == 1 && p->stride_h == p->stride_w &&
                   (p->stride_h == 1 || p->stride_h == 2);
     j.thread_base = (float *)base + d->table_floats;
     /* Four tasks per thread, none below KCPU_MIN_TASK_MACS (waking a

@@ -5,8 +5,12 @@
  * As the AVX-512 kernel, with 8-lane vectors: mo output channels times 2
  * vectors (16 positions) of accumulators, at most 8 of the 16 registers,
  * leaving room for the loads and broadcasts.
+ *
+ * kcpu_dw3x3_avx2, at the end, is the direct depthwise 3x3 path.
  */
 #include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "kcpu_dwconv.h"
@@ -68,4 +72,218 @@ void kcpu_dw_block_avx2(const struct kcpu_dw_block *b)
             else if (a != y)
                 memcpy(y, a, (size_t)b->ow * sizeof(float));
         }
+}
+
+/* ---- 3x3 depthwise, stride 1 or 2, from zero-padded copies ----
+ *
+ * Each channel's input plane is first copied into a zero-padded plane,
+ * split at stride 2 into its even and odd columns, so that every tap of
+ * 8 adjacent outputs is one unaligned load without a mask (the copy is a
+ * load and a store per input element, against 9 multiply-adds per
+ * output). Then, for bands of up to R = 6 output rows and chunks of 8
+ * columns, the 9 weights stay in registers and each multiply-add reads its
+ * tap straight from memory (fma_mem below): R independent chains, R + 9
+ * of the 16 registers, one load per multiply-add. The AVX-512 path's R
+ * rows sharing each loaded tap vector (kcpu_dwconv_avx512.c) needs more
+ * registers than AVX2 has: with them GCC spilled the taps and the
+ * accumulators and ran at a fifth of this speed.
+ *
+ * Stores are never masked (vmaskmovps stores are microcoded on AMD): a
+ * row's last chunk starts at ow - 8, overlapping the one before it and
+ * storing the same values; rows narrower than 8 store whole vectors whose
+ * spare lanes fall on the next row, stored after them, and only a store
+ * that would leave the plane goes through a copy. */
+
+/* acc + w * (the 8 floats at m), m read by the instruction itself: written
+ * as an intrinsic, GCC loads a tap once into a register for the (up to 3)
+ * rows that read it, and with 9 weights and 6 sums live that spills. */
+static inline __attribute__((always_inline)) __m256 fma_mem(__m256 acc, __m256 w, const float *m)
+{
+    __asm__("vfmadd231ps %2, %1, %0" : "+x"(acc) : "x"(w), "m"(*(const float(*)[8])m));
+    return acc;
+}
+
+/* The padded planes of one channel: phase k (one at stride 1, even and odd
+ * columns at stride 2) at x + k * phase, rows of wq floats; output (r, c)
+ * reads row r * s + ki of phase kj % s at column c + kj / s. */
+struct dw_geo {
+    const float *x;
+    int64_t wq, phase;
+    int64_t ow, plane_out;
+    const float *res;          /* this channel's output-shaped residual, or NULL */
+    float *y;
+    __m256 lo, hi;             /* act(v) = min(max(v, lo), hi): ReLU, ReLU6 or none */
+};
+
+/* The 8 floats of row at columns first .. first+7 (NULL row: outside the
+ * image), zeros for the columns outside [0, w). */
+static inline __attribute__((always_inline)) __m256 load_cols(const float *row, int64_t first, int w)
+{
+    if (!row)
+        return _mm256_setzero_ps();
+    if (first >= 0 && first + 8 <= w)
+        return _mm256_loadu_ps(row + first);
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i col = _mm256_add_epi32(_mm256_set1_epi32((int)first), iota);
+    __m256i in = _mm256_and_si256(_mm256_cmpgt_epi32(col, _mm256_set1_epi32(-1)),
+                                  _mm256_cmpgt_epi32(_mm256_set1_epi32(w), col));
+    return _mm256_maskload_ps((const float *)((uintptr_t)row + (uintptr_t)(first * (int64_t)sizeof(float))), in);
+}
+
+/* Rows of x [h][w] into the padded phases (see kcpu_dwconv.h for their
+ * size): padded row r is input row r - pad_t, padded column q is input
+ * column q - pad_l, zeros outside the image. Each row is written in whole
+ * vectors, whose spare lanes fall on the next row (or the slack), written
+ * after it. */
+static inline __attribute__((always_inline)) void pad_planes(const struct k_conv2d *p, const float *x,
+                                                             const struct dw_geo *g, float *dst, const int s)
+{
+    int64_t hp = kcpu_dw3_padded_rows(p);
+    for (int64_t r = 0; r < hp; r++) {
+        int64_t ih = r - p->pad_t;
+        const float *row = ih >= 0 && ih < p->h ? x + ih * p->w : NULL;
+        float *out = dst + r * g->wq;
+        for (int64_t t = 0; t < g->wq; t += 8) {
+            int64_t first = s * t - p->pad_l;
+            if (s == 1) {
+                _mm256_storeu_ps(out + t, load_cols(row, first, p->w));
+            } else {   /* even and odd columns: in-lane shuffles, then a 64-bit permute */
+                __m256 v0 = load_cols(row, first, p->w), v1 = load_cols(row, first + 8, p->w);
+                __m256 e = _mm256_shuffle_ps(v0, v1, 0x88), o = _mm256_shuffle_ps(v0, v1, 0xDD);
+                _mm256_storeu_ps(out + t, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xD8)));
+                _mm256_storeu_ps(out + g->phase + t,
+                                 _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), 0xD8)));
+            }
+        }
+    }
+    for (int k = 0; k < s; k++)
+        for (int64_t t = 0; t < KCPU_DW3_SLACK; t += 8)
+            _mm256_storeu_ps(dst + k * g->phase + hp * g->wq + t, _mm256_setzero_ps());
+}
+
+static __attribute__((noinline)) void pad_planes_s1(const struct k_conv2d *p, const float *x,
+                                                    const struct dw_geo *g, float *dst)
+{
+    pad_planes(p, x, g, dst, 1);
+}
+
+static __attribute__((noinline)) void pad_planes_s2(const struct k_conv2d *p, const float *x,
+                                                    const struct dw_geo *g, float *dst)
+{
+    pad_planes(p, x, g, dst, 2);
+}
+
+/* Output row r, 8 columns from c0 (at = r * ow + c0): the residual, the
+ * clamp, then the store (see the top of this section for the stores that
+ * would leave the plane). */
+static inline __attribute__((always_inline)) void finish(const struct dw_geo *g, __m256 a, int64_t at)
+{
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    int whole = at + 8 <= g->plane_out;
+    if (g->res)
+        a = _mm256_add_ps(a, whole ? _mm256_loadu_ps(g->res + at)
+                                   : _mm256_maskload_ps(g->res + at, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)g->ow), iota)));
+    a = _mm256_min_ps(_mm256_max_ps(a, g->lo), g->hi);
+    if (whole) {
+        _mm256_storeu_ps(g->y + at, a);
+    } else {
+        float lanes[8];
+        _mm256_storeu_ps(lanes, a);
+        memcpy(g->y + at, lanes, (size_t)g->ow * sizeof(float));
+    }
+}
+
+/* Tap (ki, kj) into the R sums of output rows r0 .. r0+R-1, columns c0 .. c0+7. */
+#define DW_TAP(ki, kj)                                                                                    \
+    {                                                                                                     \
+        const float *t = g->x + (kj) % s * g->phase + (r0 * s + (ki)) * g->wq + c0 + (kj) / s;            \
+        a0 = fma_mem(a0, w##ki##kj, t);                                                                   \
+        if (R > 1)                                                                                        \
+            a1 = fma_mem(a1, w##ki##kj, t + s * g->wq);                                                   \
+        if (R > 2)                                                                                        \
+            a2 = fma_mem(a2, w##ki##kj, t + 2 * s * g->wq);                                               \
+        if (R > 3)                                                                                        \
+            a3 = fma_mem(a3, w##ki##kj, t + 3 * s * g->wq);                                               \
+        if (R > 4)                                                                                        \
+            a4 = fma_mem(a4, w##ki##kj, t + 4 * s * g->wq);                                               \
+        if (R > 5)                                                                                        \
+            a5 = fma_mem(a5, w##ki##kj, t + 5 * s * g->wq);                                               \
+    }
+
+/* Output rows r0 .. r0+R-1 (R <= 6) of one channel, every column chunk. */
+static inline __attribute__((always_inline)) void band3x3(const struct dw_geo *g, const float *w9, float bias,
+                                                          int64_t r0, const int s, const int R)
+{
+    __m256 w00 = _mm256_set1_ps(w9[0]), w01 = _mm256_set1_ps(w9[1]), w02 = _mm256_set1_ps(w9[2]);
+    __m256 w10 = _mm256_set1_ps(w9[3]), w11 = _mm256_set1_ps(w9[4]), w12 = _mm256_set1_ps(w9[5]);
+    __m256 w20 = _mm256_set1_ps(w9[6]), w21 = _mm256_set1_ps(w9[7]), w22 = _mm256_set1_ps(w9[8]);
+    for (int64_t c0 = 0;; c0 += 8) {
+        if (c0 + 8 > g->ow)
+            c0 = kcpu_max64(0, g->ow - 8);
+        __m256 a0 = _mm256_set1_ps(bias), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+        DW_TAP(0, 0) DW_TAP(0, 1) DW_TAP(0, 2)
+        DW_TAP(1, 0) DW_TAP(1, 1) DW_TAP(1, 2)
+        DW_TAP(2, 0) DW_TAP(2, 1) DW_TAP(2, 2)
+        int64_t at = r0 * g->ow + c0;
+        finish(g, a0, at);
+        if (R > 1)
+            finish(g, a1, at + g->ow);
+        if (R > 2)
+            finish(g, a2, at + 2 * g->ow);
+        if (R > 3)
+            finish(g, a3, at + 3 * g->ow);
+        if (R > 4)
+            finish(g, a4, at + 4 * g->ow);
+        if (R > 5)
+            finish(g, a5, at + 5 * g->ow);
+        if (c0 + 8 >= g->ow)
+            break;
+    }
+}
+#undef DW_TAP
+
+/* One function per stride and band height. */
+#define DW_BAND(S, R)                                                                                     \
+    static __attribute__((noinline)) void band_s##S##_r##R(const struct dw_geo *g, const float *w9,       \
+                                                           float bias, int64_t r0)                        \
+    {                                                                                                     \
+        band3x3(g, w9, bias, r0, S, R);                                                                   \
+    }
+DW_BAND(1, 1) DW_BAND(1, 2) DW_BAND(1, 3) DW_BAND(1, 4) DW_BAND(1, 5) DW_BAND(1, 6)
+DW_BAND(2, 1) DW_BAND(2, 2) DW_BAND(2, 3) DW_BAND(2, 4) DW_BAND(2, 5) DW_BAND(2, 6)
+#undef DW_BAND
+
+typedef void (*dw_band_fn)(const struct dw_geo *, const float *, float, int64_t);
+
+void kcpu_dw3x3_avx2(const struct k_conv2d *p, int64_t channels, const float *x, const float *w9,
+                     const float *bias, const float *res, float *y, float *scratch)
+{
+    static const dw_band_fn BANDS[2][6] = {
+        {band_s1_r1, band_s1_r2, band_s1_r3, band_s1_r4, band_s1_r5, band_s1_r6},
+        {band_s2_r1, band_s2_r2, band_s2_r3, band_s2_r4, band_s2_r5, band_s2_r6},
+    };
+    int clamp = p->act == K_ACT_RELU || p->act == K_ACT_RELU6;
+    struct dw_geo g = {
+        .x = scratch, .wq = kcpu_dw3_padded_row(p), .ow = p->ow, .plane_out = (int64_t)p->oh * p->ow,
+        .lo = _mm256_set1_ps(clamp ? 0.0f : -INFINITY),
+        .hi = _mm256_set1_ps(p->act == K_ACT_RELU6 ? 6.0f : INFINITY),
+    };
+    g.phase = kcpu_dw3_padded_rows(p) * g.wq + KCPU_DW3_SLACK;
+    int64_t plane_in = (int64_t)p->h * p->w;
+    const dw_band_fn *band = BANDS[p->stride_h - 1];
+    /* Bands of up to 6 rows, as even as the plane allows (14 rows are
+     * 5 + 5 + 4, not 6 + 6 + 2). */
+    int64_t nb = kcpu_ceil_div(p->oh, 6), base = p->oh / nb, taller = p->oh % nb;
+    for (int64_t ch = 0; ch < channels; ch++) {
+        (p->stride_w == 1 ? pad_planes_s1 : pad_planes_s2)(p, x + ch * plane_in, &g, scratch);
+        g.res = res ? res + ch * g.plane_out : NULL;
+        g.y = y + ch * g.plane_out;
+        for (int64_t b = 0, r0 = 0; b < nb; b++) {
+            int64_t rows = base + (b < taller);
+            band[rows - 1](&g, w9 + ch * 9, bias ? bias[ch] : 0.0f, r0);
+            r0 += rows;
+        }
+    }
+    if (!clamp && p->act != K_ACT_NONE)
+        kcpu_act_avx2(p->act, channels * g.plane_out, y, y);
 }
