@@ -132,6 +132,7 @@ int kq8_has_vnni(void);
 /* dst[i] = src[2 i] for i < n (stride-2 convolution planes). */
 void kq8_gather2_avx512(int8_t *dst, const int8_t *src, int64_t n);
 /* kref_quantize_q8, vectorised. */
+void kq8_quantize_avx2(int64_t count, const float *x, float inv_scale, int8_t *y);
 void kq8_quantize_avx512(int64_t count, const float *x, float inv_scale, int8_t *y);
 
 /* FP16 rounding with F16C (vcvtps2ph, round to nearest even); y may equal x. */

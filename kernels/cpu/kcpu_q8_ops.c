@@ -52,6 +52,10 @@ static void ew_task(void *arg, int64_t task, int thread)
             kq8_quantize_avx512(i1 - i0, (const float *)j->a + i0, j->scale, y8 + i0);
             return;
         }
+        if (kcpu_isa() == KCPU_ISA_AVX2) {
+            kq8_quantize_avx2(i1 - i0, (const float *)j->a + i0, j->scale, y8 + i0);
+            return;
+        }
         for (int64_t i = i0; i < i1; i++)
             y8[i] = k_q8_quantize(((const float *)j->a)[i], j->scale);
         return;
