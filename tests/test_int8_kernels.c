@@ -13,6 +13,7 @@
 #include "kernels/cpu/kcpu.h"
 #include "kernels/cpu/kcpu_impl.h"
 #include "kernels/cpu/kcpu_q8.h"
+#include "kernels/cpu/kcpu_q8_impl.h"
 #include "kernels/ref/kref_q8.h"
 #include "runtime/rt_status.h"
 #include "kernel_test_util.h"
@@ -370,6 +371,23 @@ TEST(int8_linear_random)
         if (it == 0)
             l = (struct k_linear){.n = 64, .k = 400, .m = 120};
         r = conv_case(&(struct q8_layer){.linear = true, .fc = l}, &ps);
+    }
+    pools_close(&ps);
+    return r;
+}
+
+/* Batch 1 to 4, where the linear runs the matrix-vector kernels
+ * (kq8_gemv_avx512 with VNNI, kq8_gemv_avx2 without): rows across the
+ * 8- and 16-row panels, depths that end inside a quad, with and without
+ * a residual, int32 outputs, and the epilogue's edges half the time. */
+TEST(int8_linear_small_batch)
+{
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (int it = 0; it < 120 && r == TEST_PASS; it++) {
+        struct k_linear l = {.n = test_rand_int(1, KQ8_GEMV_MAX_N), .k = test_rand_int(1, 300), .m = test_rand_int(1, 40)};
+        r = conv_case_with(&(struct q8_layer){.linear = true, .fc = l}, &ps, it % 2 == 1);
     }
     pools_close(&ps);
     return r;

@@ -473,6 +473,10 @@ static void linear_task(void *arg, int64_t task, int thread)
         kq8_gemv_avx512(&blk, j->x + c0 * p->k, lanes, p->k);
         return;
     }
+    if (lanes <= KQ8_GEMV_MAX_N && kcpu_isa() >= KCPU_ISA_AVX2) {   /* no VNNI: kq8_block_run takes AVX2 too */
+        kq8_gemv_avx2(&blk, j->x + c0 * p->k, lanes, p->k);
+        return;
+    }
     /* column t is sample c0 + t; its depth quads are 4 adjacent bytes of its row */
     memset(b, 0, (size_t)(j->kq * KQ8_STRIP_QUAD));
     for (int64_t t = 0; t < lanes; t++) {

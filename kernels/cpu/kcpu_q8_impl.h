@@ -69,6 +69,8 @@ struct kq8_block {
  * for each of them. Same exact sums and epilogue as kq8_block_avx512. */
 #define KQ8_GEMV_MAX_N 4
 void kq8_gemv_avx512(const struct kq8_block *b, const int8_t *x, int n, int64_t k);
+/* The same without VNNI, for any AVX2 CPU (B unflipped; exact sums). */
+void kq8_gemv_avx2(const struct kq8_block *b, const int8_t *x, int n, int64_t k);
 
 /* Runs the block with the kernel kcpu_isa() selects. */
 void kq8_block_run(const struct kq8_block *b);
