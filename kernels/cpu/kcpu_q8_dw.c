@@ -182,11 +182,11 @@ struct dw_job {
     int64_t units_per_task;
 };
 
-/* Plane u's work (kcpu_q8_dw.h). */
-static struct kq8_dw_plane plane_of(const struct dw_job *j, int64_t u, int8_t *pad)
+/* Plane u's work (kcpu_q8_dw.h); c is u's channel, u % p->c. */
+static struct kq8_dw_plane plane_of(const struct dw_job *j, int64_t u, int64_t c, int8_t *pad)
 {
     const struct k_conv2d *p = j->p;
-    const int64_t plane_out = (int64_t)p->oh * p->ow, c = u % p->c;
+    const int64_t plane_out = (int64_t)p->oh * p->ow;
     struct kq8_dw_plane pl = {
         .p = p, .g = &j->g, .off = j->off, .shuf = j->shuf, .x = j->x + u * p->h * p->w,
         .w = j->w + c * j->g.ntaps * 4, .wsum = j->wsum[c], .bias = j->e->bias[c], .mult = j->e->mult[c],
@@ -213,8 +213,8 @@ static void dw_task(void *arg, int64_t task, int thread)
                                  : isa >= KCPU_ISA_AVX2                    ? &AVX2
                                                                            : &SCALAR;
     const int64_t u0 = task * j->units_per_task, u1 = kcpu_min64((int64_t)p->n * p->c, u0 + j->units_per_task);
-    for (int64_t u = u0; u < u1; u++) {
-        struct kq8_dw_plane pl = plane_of(j, u, pad);
+    for (int64_t u = u0, c = u0 % p->c; u < u1; u++, c = c + 1 == p->c ? 0 : c + 1) {   /* no division per plane */
+        struct kq8_dw_plane pl = plane_of(j, u, c, pad);
         kq8_dw_pad(&pl);
         for (int64_t r0 = 0; r0 < p->oh; r0 += band) {
             int64_t nr = kcpu_min64(band, p->oh - r0);

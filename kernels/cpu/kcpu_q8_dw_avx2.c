@@ -7,7 +7,8 @@
  * products are vpmaddubsw(|x|, sign(w, x)) then vpmaddwd by ones, exact
  * because |x|, |w| <= 127 keeps each pair sum within int16. 4 vectors
  * (32 flat outputs) at a time; whole vectors requantise with
- * kcpu_q8_avx2.h, a band's last partial one through kernel_quant.h.
+ * kcpu_q8_avx2.h (four at once into one 32-byte store where they can), a
+ * band's last partial one through kernel_quant.h.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -74,6 +75,23 @@ static void store8(const struct kq8_dw_plane *pl, const struct band *b, int64_t 
     _mm_storel_epi64((__m128i *)((int8_t *)pl->y + t), out);
 }
 
+/* Band outputs t .. t + 31, all inside the band, as int8: the four
+ * vectors requantised, then packed and stored together. */
+static inline __attribute__((always_inline)) void store32(const struct kq8_dw_plane *pl, const struct band *b,
+                                                          int64_t t, const __m256i acc[4])
+{
+    const struct epi *ep = b->ep;
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    t += b->first;
+    __m256i q[4];
+#pragma GCC unroll 4
+    for (ptrdiff_t v = 0; v < 4; v++)
+        q[v] = kq8_requant8(acc[v], &ep->mv, pl->res ? pl->res + t + 8 * v : NULL, &ep->rv, ep->lo, ep->hi);
+    /* int32 -> int8 (values already in range), then undo the per-128-bit-lane interleave */
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256((__m256i *)((int8_t *)pl->y + t), _mm256_permutevar8x32_epi32(p, order));
+}
+
 static inline __attribute__((always_inline)) void conv_vectors(const struct kq8_dw_plane *pl, const struct band *b,
                                                                const int8_t *grid, int64_t t, const int nv)
 {
@@ -95,6 +113,10 @@ static inline __attribute__((always_inline)) void conv_vectors(const struct kq8_
             __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(w, x));
             acc[v] = _mm256_add_epi32(acc[v], _mm256_madd_epi16(p, ones));
         }
+    }
+    if (nv == 4 && t + 32 <= b->n && !pl->e->out_i32) {
+        store32(pl, b, t, acc);
+        return;
     }
 #pragma GCC unroll 4
     for (ptrdiff_t v = 0; v < nv; v++)
