@@ -5,7 +5,8 @@
  *
  * With 16 ymm registers a tile is one block of 16 output channels (two
  * 8-row panels, one vector each) by up to KCPU_PIX_AVX2_ROWS pixels: 12
- * accumulators, 2 weight loads and 6 broadcasts per 12 FMAs. The epilogue
+ * accumulators, 2 weight loads and 6 broadcasts per 12 FMAs. Its pixels
+ * run on across output rows, each with its own window offset (poff). The epilogue
  * works on each pixel's 8 channels as a vector and stores element by
  * element (vmaskmovps stores are microcoded on AMD).
  */
@@ -14,13 +15,16 @@
 #include "kcpu_convpix.h"
 #include "kcpu_math_avx2.h"
 
-static inline __attribute__((always_inline)) void accumulate(const int rows, const int stride,
-                                                             const struct kcpu_pix_tile *t, float *out /* [rows][16] */)
+static inline __attribute__((always_inline)) void accumulate(const int rows, const struct kcpu_pix_tile *t,
+                                                             float *out /* [rows][16] */)
 {
     __m256 acc[2][KCPU_PIX_AVX2_ROWS];
+    int64_t poff[KCPU_PIX_AVX2_ROWS];
 #pragma GCC unroll 8
-    for (int r = 0; r < rows; r++)
+    for (int r = 0; r < rows; r++) {
         acc[0][r] = acc[1][r] = _mm256_setzero_ps();
+        poff[r] = t->poff[r];
+    }
     const float *w = t->w;
     const int64_t ps = t->panel_stride;
     for (int64_t k = 0; k < t->k; k++, w += KCPU_MR) {
@@ -28,7 +32,7 @@ static inline __attribute__((always_inline)) void accumulate(const int rows, con
         const float *in = t->origin + t->boff[k];
 #pragma GCC unroll 8
         for (int64_t r = 0; r < rows; r++) {
-            const __m256 b = _mm256_broadcast_ss(in + r * stride);
+            const __m256 b = _mm256_broadcast_ss(in + poff[r]);
             acc[0][r] = _mm256_fmadd_ps(w0, b, acc[0][r]);
             acc[1][r] = _mm256_fmadd_ps(w1, b, acc[1][r]);
         }
@@ -41,21 +45,15 @@ static inline __attribute__((always_inline)) void accumulate(const int rows, con
 }
 
 typedef void (*tile_fn)(const struct kcpu_pix_tile *t, float *out);
-#define TILE_FN(R, S) \
-    static void tile_##R##_##S(const struct kcpu_pix_tile *t, float *out) { accumulate(R, S, t, out); }
-#define UP_TO_6(X, S) X(1, S) X(2, S) X(3, S) X(4, S) X(5, S) X(6, S)
-UP_TO_6(TILE_FN, 1)
-UP_TO_6(TILE_FN, 2)
-#define TILE_ENTRY(R, S) tile_##R##_##S,
-static const tile_fn TILE_FNS[2][KCPU_PIX_AVX2_ROWS + 1] = {  /* [stride - 1][pixels] */
-    {NULL, UP_TO_6(TILE_ENTRY, 1)},
-    {NULL, UP_TO_6(TILE_ENTRY, 2)},
-};
+#define TILE_FN(R) \
+    static void tile_##R(const struct kcpu_pix_tile *t, float *out) { accumulate(R, t, out); }
+TILE_FN(1) TILE_FN(2) TILE_FN(3) TILE_FN(4) TILE_FN(5) TILE_FN(6)
+static const tile_fn TILE_FNS[KCPU_PIX_AVX2_ROWS + 1] = {NULL, tile_1, tile_2, tile_3, tile_4, tile_5, tile_6};
 
 void kcpu_pix_tile_avx2(const struct kcpu_pix_tile *t)
 {
     float acc[KCPU_PIX_AVX2_ROWS * 16];
-    TILE_FNS[t->stride - 1][t->pixels](t, acc);
+    TILE_FNS[t->pixels](t, acc);
     const int rows = t->pixels;
     const int64_t ldy = t->ldy;
     /* 8 channels at a time: a pixel's 8 sums are a vector, bias and the

@@ -137,6 +137,35 @@ struct pix_job {
     int avx512;                /* else AVX2 */
 };
 
+/* The AVX2 tiles of output rows oh0 .. oh1-1 (their windows from top):
+ * the band's pixels in plane order, in near-equal runs of up to
+ * KCPU_PIX_AVX2_ROWS that carry on across rows. */
+static void avx2_tiles(const struct pix_job *j, struct kcpu_pix_tile *t, const float *top, int64_t img, int64_t ch0,
+                       int64_t oh0, int64_t oh1)
+{
+    const struct k_conv2d *p = j->p;
+    const struct pix_plan *c = &j->c;
+    const int64_t ow = p->ow, rs = p->stride_h * c->gw, cs = p->stride_w;
+    const int64_t first = oh0 * ow, count = (oh1 - oh0) * ow;
+    const int64_t tiles = kcpu_ceil_div(count, KCPU_PIX_AVX2_ROWS), size = kcpu_ceil_div(count, tiles);
+    const int64_t out0 = (img * p->oc + ch0) * c->pixels + first;
+    for (int64_t f = 0, oh = 0, col = 0; f < count; f += size) {
+        /* pixel f is (oh0 + oh, col); the tile's pixels from there */
+        t->pixels = (int)kcpu_min64(size, count - f);
+        t->origin = top + oh * rs + col * cs;
+        for (int r = 0, o = (int)oh, q = (int)col; r < t->pixels; r++) {
+            t->poff[r] = (o - oh) * rs + (q - col) * cs;
+            if (++q == ow)
+                q = 0, o++;
+        }
+        t->y = j->y + out0 + f;
+        t->res = j->residual ? j->residual + out0 + f : NULL;
+        kcpu_pix_tile_avx2(t);
+        for (col += t->pixels; col >= ow; col -= ow)
+            oh++;
+    }
+}
+
 static void band_task(void *arg, int64_t task, int thread)
 {
     const struct pix_job *j = arg;
@@ -173,6 +202,10 @@ static void band_task(void *arg, int64_t task, int thread)
                 kcpu_pix_band_c(&b);
             top = slice;
         }
+        if (!j->avx512) {
+            avx2_tiles(j, &t, top, img, ch0, oh0, oh1);
+            continue;
+        }
         for (int64_t oh = oh0; oh < oh1; oh++)
             for (int64_t ow = 0; ow < p->ow; ow += c->rows) {
                 int64_t out = (img * p->oc + ch0) * c->pixels + oh * p->ow + ow;
@@ -180,10 +213,7 @@ static void band_task(void *arg, int64_t task, int thread)
                 t.origin = top + (oh - oh0) * p->stride_h * c->gw + ow * p->stride_w;
                 t.y = j->y + out;
                 t.res = j->residual ? j->residual + out : NULL;
-                if (j->avx512)
-                    kcpu_pix_tile_avx512(&t);
-                else
-                    kcpu_pix_tile_avx2(&t);
+                kcpu_pix_tile_avx512(&t);
             }
     }
 }

@@ -38,16 +38,21 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
                       void *scratch);
 
 #define KCPU_PIX_MAX 16    /* pixels of a tile: one vector of lanes */
+#define KCPU_PIX_AVX2_ROWS 6   /* pixels of an AVX2 tile (kcpu_pix_rows) */
 
-/* One tile: pixels consecutive output pixels of one row by vecs * 16
- * output channels.
+/* One tile: pixels consecutive output pixels by vecs * 16 output
+ * channels, on AVX-512 of one output row:
  *     out[o][r] = act(bias[o] + sum_k w[o][k] * origin[boff[k] + r * stride] + res[o][r])
- * stored at y[o * ldy + r] (res likewise, when not NULL); w is KCPU_MR-row
- * panels [k][KCPU_MR], panel_stride floats apart. */
+ * and on AVX2 consecutive in the plane, across rows, pixel r's window at
+ * origin + poff[r] instead (a 7-wide row was tiles of 4 and 3 pixels:
+ * 8 and 6 chains of multiply-adds, too few for two FMA pipes), stored at
+ * y[o * ldy + r] (res likewise, when not NULL); w is KCPU_MR-row panels
+ * [k][KCPU_MR], panel_stride floats apart. */
 struct kcpu_pix_tile {
     int vecs;                  /* 1 .. 4 */
-    int stride;                /* 1 or 2: the convolution's stride_w */
+    int stride;                /* 1 or 2: the convolution's stride_w (AVX-512) */
     int pixels;                /* 1 .. kcpu_pix_rows(vecs) */
+    int64_t poff[KCPU_PIX_AVX2_ROWS];   /* AVX2: pixel r's window, from origin */
     int64_t k;
     const float *w;
     int64_t panel_stride;
@@ -63,7 +68,6 @@ struct kcpu_pix_tile {
 /* The most pixels a tile of vecs channel vectors holds: on AVX-512 its
  * accumulators fill 27 or 28 of the 32 vector registers (16 with one
  * vector); on AVX2 a tile is one block of 16 channels (12 of 16 ymm). */
-#define KCPU_PIX_AVX2_ROWS 6
 static inline int kcpu_pix_rows(int vecs, int avx512)
 {
     static const int ROWS[5] = {0, 16, 14, 9, 7};
