@@ -113,7 +113,8 @@ static int64_t table_floats(const struct pix_plan *c)
 /* Floats of one thread's slice (64-byte multiple). */
 static int64_t slice_floats(const struct k_conv2d *p, const struct pix_plan *c)
 {
-    return c->padded ? kcpu_ceil_div((int64_t)p->c * c->gh * c->gw, 16) * 16 : 0;
+    /* + 8: the slack the AVX2 band copy's last row spills into */
+    return c->padded ? kcpu_ceil_div((int64_t)p->c * c->gh * c->gw + 8, 16) * 16 : 0;
 }
 
 size_t kcpu_convpix_scratch_bytes(const struct k_conv2d *p, int threads)
@@ -134,6 +135,7 @@ struct pix_job {
     float *slices;             /* per thread, when padded */
     int64_t band_rows, bands;  /* output rows per band, bands per image */
     int64_t bands_per_task, groups;
+    int64_t blocks_per_task;   /* channel blocks a task runs over each of its bands */
     int avx512;                /* else AVX2 */
 };
 
@@ -166,12 +168,13 @@ static void avx2_tiles(const struct pix_job *j, struct kcpu_pix_tile *t, const f
     }
 }
 
-static void band_task(void *arg, int64_t task, int thread)
+/* The tiles of channel block `block` over output rows oh0 .. oh1-1 of
+ * image img, their windows from top. */
+static void block_tiles(const struct pix_job *j, int64_t block, const float *top, int64_t img, int64_t oh0,
+                        int64_t oh1)
 {
-    const struct pix_job *j = arg;
     const struct k_conv2d *p = j->p;
     const struct pix_plan *c = &j->c;
-    int64_t block = task / j->groups, group = task % j->groups;
     int64_t ch0 = block * c->vecs * 16;
     struct kcpu_pix_tile t = {
         .vecs = c->vecs, .stride = p->stride_w, .k = c->kg,
@@ -182,6 +185,28 @@ static void band_task(void *arg, int64_t task, int thread)
         .ldy = c->pixels,
         .act = p->act,
     };
+    if (!j->avx512) {
+        avx2_tiles(j, &t, top, img, ch0, oh0, oh1);
+        return;
+    }
+    for (int64_t oh = oh0; oh < oh1; oh++)
+        for (int64_t ow = 0; ow < p->ow; ow += c->rows) {
+            int64_t out = (img * p->oc + ch0) * c->pixels + oh * p->ow + ow;
+            t.pixels = (int)kcpu_min64(c->rows, p->ow - ow);
+            t.origin = top + (oh - oh0) * p->stride_h * c->gw + ow * p->stride_w;
+            t.y = j->y + out;
+            t.res = j->residual ? j->residual + out : NULL;
+            kcpu_pix_tile_avx512(&t);
+        }
+}
+
+static void band_task(void *arg, int64_t task, int thread)
+{
+    const struct pix_job *j = arg;
+    const struct k_conv2d *p = j->p;
+    const struct pix_plan *c = &j->c;
+    int64_t block0 = task / j->groups * j->blocks_per_task, group = task % j->groups;
+    int64_t block1 = kcpu_min64(c->blocks, block0 + j->blocks_per_task);
     float *slice = j->slices ? j->slices + thread * slice_floats(p, c) : NULL;
     int64_t first = group * j->bands_per_task, last = kcpu_min64(p->n * j->bands, first + j->bands_per_task);
     for (int64_t band = first; band < last; band++) {
@@ -199,22 +224,11 @@ static void band_task(void *arg, int64_t task, int thread)
             if (j->avx512)
                 kcpu_pix_band_avx512(&b);
             else
-                kcpu_pix_band_c(&b);
+                kcpu_pix_band_avx2(&b);
             top = slice;
         }
-        if (!j->avx512) {
-            avx2_tiles(j, &t, top, img, ch0, oh0, oh1);
-            continue;
-        }
-        for (int64_t oh = oh0; oh < oh1; oh++)
-            for (int64_t ow = 0; ow < p->ow; ow += c->rows) {
-                int64_t out = (img * p->oc + ch0) * c->pixels + oh * p->ow + ow;
-                t.pixels = (int)kcpu_min64(c->rows, p->ow - ow);
-                t.origin = top + (oh - oh0) * p->stride_h * c->gw + ow * p->stride_w;
-                t.y = j->y + out;
-                t.res = j->residual ? j->residual + out : NULL;
-                kcpu_pix_tile_avx512(&t);
-            }
+        for (int64_t block = block0; block < block1; block++)
+            block_tiles(j, block, top, img, oh0, oh1);
     }
 }
 
@@ -260,5 +274,9 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
     int64_t band_macs = j.band_rows * p->ow * c->vecs * 16 * c->kg;
     j.bands_per_task = kcpu_ceil_div(KCPU_MIN_TASK_MACS, band_macs);
     j.groups = kcpu_ceil_div(p->n * j.bands, j.bands_per_task);
-    kcpu_threads_run(th, c->blocks * j.groups, band_task, &j);
+    /* A band copied once serves every channel block of its task where the
+     * band groups alone go round the threads (AVX2's 16-channel blocks
+     * copied each band 2 to 4 times); else a task is one block's. */
+    j.blocks_per_task = j.groups >= threads ? c->blocks : 1;
+    kcpu_threads_run(th, kcpu_ceil_div(c->blocks, j.blocks_per_task) * j.groups, band_task, &j);
 }

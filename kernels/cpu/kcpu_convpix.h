@@ -89,6 +89,6 @@ struct kcpu_pix_band {
 };
 
 void kcpu_pix_band_avx512(const struct kcpu_pix_band *b);
-void kcpu_pix_band_c(const struct kcpu_pix_band *b);   /* AVX2 (convpix_avx2.c) */
+void kcpu_pix_band_avx2(const struct kcpu_pix_band *b);   /* writes up to 7 floats past each row */
 
 #endif /* KCPU_CONVPIX_H */
