@@ -6,11 +6,13 @@
  *
  * s8 x s8 products use vpmaddubsw(|b|, sign(a, b)) then vpmaddwd by ones:
  * |a|, |b| <= 127 keeps each pair sum within int16 (2 * 127 * 127 < 32767),
- * so nothing saturates and the int32 sums are exact. Sixteen ymm registers
+ * so nothing saturates and the int32 sums are exact; where a strip has no
+ * negative byte (a ReLU's output), vpmaddubsw(b, a) alone. Sixteen ymm registers
  * hold a 4-row x 16-column accumulator tile, so a 8 x 32 tile is four
  * passes over the depth.
  *
- * The epilogue requantises with kcpu_q8_avx2.h, exactly k_q8_apply.
+ * The epilogue requantises with kcpu_q8_avx2.h, exactly k_q8_apply (its
+ * 32-bit form where the row's shift allows).
  *
  * Also here: B-strip packing (the slice interleave) for every AVX2-capable
  * CPU, AVX-512 ones included.
@@ -28,9 +30,13 @@ static inline __m256i broadcast_quad(const int8_t *a)
     return _mm256_set1_epi32(v);
 }
 
-/* acc[r * 2 + h] for rows r0 .. r0 + 3, columns c0 + 8h .. c0 + 8h + 7. */
+/* acc[r * 2 + h] for rows r0 .. r0 + 3, columns c0 + 8h .. c0 + 8h + 7.
+ * nonneg: every byte of the strip is >= 0 (activations after a ReLU), so
+ * |b| = b and sign(a, b) = a wherever b != 0: vpmaddubsw(b, a) directly,
+ * still exact (2 * 127 * 127 < 32767), two operations fewer per 16 columns
+ * of a row. */
 static inline __attribute__((always_inline)) void
-tile4x16(int64_t kq, const int8_t *a, const int8_t *b, __m256i *acc)
+tile4x16(int64_t kq, const int8_t *a, const int8_t *b, __m256i *acc, const int nonneg)
 {
     __m256i c[8];
 #pragma GCC unroll 8
@@ -40,12 +46,12 @@ tile4x16(int64_t kq, const int8_t *a, const int8_t *b, __m256i *acc)
     for (int64_t q = 0; q < kq; q++) {
         __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
-        __m256i ab0 = _mm256_abs_epi8(b0), ab1 = _mm256_abs_epi8(b1);
+        __m256i ab0 = nonneg ? b0 : _mm256_abs_epi8(b0), ab1 = nonneg ? b1 : _mm256_abs_epi8(b1);
 #pragma GCC unroll 4
         for (ptrdiff_t r = 0; r < 4; r++) {
             __m256i ar = broadcast_quad(a + (ptrdiff_t)4 * r);
-            __m256i p0 = _mm256_maddubs_epi16(ab0, _mm256_sign_epi8(ar, b0));
-            __m256i p1 = _mm256_maddubs_epi16(ab1, _mm256_sign_epi8(ar, b1));
+            __m256i p0 = _mm256_maddubs_epi16(ab0, nonneg ? ar : _mm256_sign_epi8(ar, b0));
+            __m256i p1 = _mm256_maddubs_epi16(ab1, nonneg ? ar : _mm256_sign_epi8(ar, b1));
             c[2 * r] = _mm256_add_epi32(c[2 * r], _mm256_madd_epi16(p0, ones));
             c[2 * r + 1] = _mm256_add_epi32(c[2 * r + 1], _mm256_madd_epi16(p1, ones));
         }
@@ -55,6 +61,18 @@ tile4x16(int64_t kq, const int8_t *a, const int8_t *b, __m256i *acc)
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i++)
         acc[i] = c[i];
+}
+
+static void tile_signed(int64_t kq, const int8_t *a, const int8_t *b, __m256i *acc) { tile4x16(kq, a, b, acc, 0); }
+static void tile_nonneg(int64_t kq, const int8_t *a, const int8_t *b, __m256i *acc) { tile4x16(kq, a, b, acc, 1); }
+
+/* Whether no byte of the strip (kq quads) is negative. */
+static int strip_nonneg(const int8_t *b, int64_t kq)
+{
+    __m256i any = _mm256_setzero_si256();
+    for (int64_t i = 0; i < kq * KQ8_STRIP_QUAD; i += 32)
+        any = _mm256_or_si256(any, _mm256_loadu_si256((const __m256i *)(b + i)));
+    return _mm256_movemask_epi8(any) == 0;
 }
 
 static void store_tile(const struct kq8_block *b, const int32_t *acc, int i0, int mr,
@@ -72,14 +90,22 @@ static void store_tile(const struct kq8_block *b, const int32_t *acc, int i0, in
     for (int i = 0; i < mr; i++) {
         int row = i0 + i;
         __m256i bias = _mm256_set1_epi32(b->bias[row]);
-        struct kq8_mult256 mv = kq8_mult256_of(b->mult[row]);
         int8_t res[KQ8_NR], out[KQ8_NR];
         if (b->res)
             kq8_gather_row(b, row, map, res);
         __m256i q[4];
-        for (int v = 0; v < 4; v++) {
-            __m256i a = _mm256_loadu_si256((const __m256i *)(acc + (ptrdiff_t)i * KQ8_NR + (ptrdiff_t)8 * v));
-            q[v] = kq8_requant8(_mm256_add_epi32(a, bias), &mv, b->res ? res + (ptrdiff_t)8 * v : NULL, &rv, lo, hi);
+        if (kq8_hi256_serves(b->mult[row], b->res != NULL, e->res_mult)) {
+            const struct kq8_hi256 hv = kq8_hi256_of(b->mult[row], e->res_mult, b->res != NULL, e->lo, e->hi);
+            for (int v = 0; v < 4; v++) {
+                __m256i a = _mm256_loadu_si256((const __m256i *)(acc + (ptrdiff_t)i * KQ8_NR + (ptrdiff_t)8 * v));
+                q[v] = kq8_requant8_hi(_mm256_add_epi32(a, bias), &hv, b->res ? res + (ptrdiff_t)8 * v : NULL);
+            }
+        } else {
+            struct kq8_mult256 mv = kq8_mult256_of(b->mult[row]);
+            for (int v = 0; v < 4; v++) {
+                __m256i a = _mm256_loadu_si256((const __m256i *)(acc + (ptrdiff_t)i * KQ8_NR + (ptrdiff_t)8 * v));
+                q[v] = kq8_requant8(_mm256_add_epi32(a, bias), &mv, b->res ? res + (ptrdiff_t)8 * v : NULL, &rv, lo, hi);
+            }
         }
         /* int32 -> int8 (values already in range), then undo the per-128-bit-lane interleave */
         __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
@@ -92,14 +118,20 @@ void kq8_block_avx2(const struct kq8_block *b)
 {
     int32_t acc[KQ8_MR * KQ8_NR];
     __m256i t[8];
+    enum { CHECKED = 32 };   /* strips whose signs are looked at (the conv packs at most 32) */
+    char nonneg[CHECKED];
+    for (int s = 0; s < b->nstrips && s < CHECKED; s++)
+        nonneg[s] = (char)strip_nonneg(b->b + (int64_t)s * b->kq * KQ8_STRIP_QUAD, b->kq);
     for (int i0 = 0; i0 < b->m; i0 += KQ8_MR) {
         int mr = (int)kcpu_min64(KQ8_MR, b->m - i0);
         const int8_t *a = b->a + (int64_t)(i0 / KQ8_MR) * b->kq * KQ8_PANEL_QUAD;
         for (int s = 0; s < b->nstrips; s++) {
             const int8_t *bs = b->b + (int64_t)s * b->kq * KQ8_STRIP_QUAD;
+            void (*tile)(int64_t, const int8_t *, const int8_t *, __m256i *) =
+                s < CHECKED && nonneg[s] ? tile_nonneg : tile_signed;
             for (int r0 = 0; r0 < mr; r0 += 4)
                 for (ptrdiff_t h = 0; h < 2; h++) {
-                    tile4x16(b->kq, a + (ptrdiff_t)4 * r0, bs + (ptrdiff_t)64 * h, t);
+                    tile(b->kq, a + (ptrdiff_t)4 * r0, bs + (ptrdiff_t)64 * h, t);
                     for (ptrdiff_t r = 0; r < 4 && r0 + r < mr; r++) {
                         _mm256_storeu_si256((__m256i *)(acc + (ptrdiff_t)(r0 + r) * KQ8_NR + (ptrdiff_t)16 * h), t[2 * r]);
                         _mm256_storeu_si256((__m256i *)(acc + (ptrdiff_t)(r0 + r) * KQ8_NR + (ptrdiff_t)16 * h + 8), t[2 * r + 1]);

@@ -34,7 +34,14 @@ static inline __attribute__((always_inline)) void expand_row(const int8_t *src, 
 struct epi {
     struct kq8_mult256 mv, rv;
     __m256i lo, hi;            /* as int64 lanes */
+    int use_hi;                /* the 32-bit form serves (kq8_hi256_serves) */
+    struct kq8_hi256 hv;
 };
+
+static inline __m256i requant8(const struct epi *ep, __m256i acc, const int8_t *res)
+{
+    return ep->use_hi ? kq8_requant8_hi(acc, &ep->hv, res) : kq8_requant8(acc, &ep->mv, res, &ep->rv, ep->lo, ep->hi);
+}
 
 /* The band's outputs: first .. first + n - 1 of the plane. */
 struct band {
@@ -68,7 +75,7 @@ static void store8(const struct kq8_dw_plane *pl, const struct band *b, int64_t 
         }
         return;
     }
-    __m256i q = kq8_requant8(acc, &ep->mv, pl->res ? pl->res + t : NULL, &ep->rv, ep->lo, ep->hi);
+    __m256i q = requant8(ep, acc, pl->res ? pl->res + t : NULL);
     /* int32 -> int8 (values already in range): bytes 0-3 of each 128-bit lane */
     __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(q, q), _mm256_setzero_si256());
     __m128i out = _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1));
@@ -86,7 +93,7 @@ static inline __attribute__((always_inline)) void store32(const struct kq8_dw_pl
     __m256i q[4];
 #pragma GCC unroll 4
     for (ptrdiff_t v = 0; v < 4; v++)
-        q[v] = kq8_requant8(acc[v], &ep->mv, pl->res ? pl->res + t + 8 * v : NULL, &ep->rv, ep->lo, ep->hi);
+        q[v] = requant8(ep, acc[v], pl->res ? pl->res + t + 8 * v : NULL);
     /* int32 -> int8 (values already in range), then undo the per-128-bit-lane interleave */
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
     _mm256_storeu_si256((__m256i *)((int8_t *)pl->y + t), _mm256_permutevar8x32_epi32(p, order));
@@ -132,10 +139,13 @@ void kq8_dw_band_avx2(const struct kq8_dw_plane *pl, int64_t r0, int64_t nr, con
 {
     const struct k_q8_epilogue *e = pl->e;
     /* the residual multiplier means nothing (may be zeroed) without a residual */
-    const struct epi ep = {
+    struct epi ep = {
         .mv = kq8_mult256_of(pl->mult), .rv = kq8_mult256_of(pl->res ? e->res_mult : (struct k_q8_mult){0, 1}),
         .lo = _mm256_set1_epi64x(e->lo), .hi = _mm256_set1_epi64x(e->hi),
+        .use_hi = kq8_hi256_serves(pl->mult, pl->res != NULL, e->res_mult),
     };
+    if (ep.use_hi)
+        ep.hv = kq8_hi256_of(pl->mult, e->res_mult, pl->res != NULL, e->lo, e->hi);
     const struct band b = {&ep, r0 * pl->p->ow, nr * pl->p->ow};
     int64_t t = 0;
     for (; t + 32 <= b.n; t += 32)
