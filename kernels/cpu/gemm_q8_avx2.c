@@ -108,8 +108,13 @@ static void store_tile(const struct kq8_block *b, const int32_t *acc, int i0, in
             }
         }
         /* int32 -> int8 (values already in range), then undo the per-128-bit-lane interleave */
-        __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-        _mm256_storeu_si256((__m256i *)out, _mm256_permutevar8x32_epi32(p, order));
+        __m256i p = _mm256_permutevar8x32_epi32(
+            _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3])), order);
+        if (map->nruns == 1 && map->runs[0].l0 == 0 && map->runs[0].l1 == KQ8_NR) {   /* 32 outputs side by side */
+            _mm256_storeu_si256((__m256i *)((int8_t *)b->y + map->runs[0].off + row * b->ldc), p);
+            continue;
+        }
+        _mm256_storeu_si256((__m256i *)out, p);
         kq8_scatter_row(b, row, map, out);
     }
 }

@@ -68,7 +68,7 @@ void kq8_gather_row(const struct kq8_block *b, int i, const struct kq8_strip *ma
     memset(lanes, 0, KQ8_NR);
     for (int r = 0; r < map->nruns; r++) {
         const struct kq8_run *run = &map->runs[r];
-        memcpy(lanes + run->l0, b->res + run->off + i * b->ldc, (size_t)(run->l1 - run->l0));
+        kq8_copy_short(lanes + run->l0, b->res + run->off + i * b->ldc, run->l1 - run->l0);
     }
 }
 
@@ -77,7 +77,7 @@ void kq8_scatter_row(const struct kq8_block *b, int i, const struct kq8_strip *m
     int8_t *y = b->y;
     for (int r = 0; r < map->nruns; r++) {
         const struct kq8_run *run = &map->runs[r];
-        memcpy(y + run->off + i * b->ldc, lanes + run->l0, (size_t)(run->l1 - run->l0));
+        kq8_copy_short(y + run->off + i * b->ldc, lanes + run->l0, run->l1 - run->l0);
     }
 }
 
