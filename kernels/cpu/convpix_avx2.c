@@ -106,7 +106,7 @@ void kcpu_pix_tile_avx2(const struct kcpu_pix_tile *t)
     for (int64_t h = 0; h < 2; h++) {
         __m256 v[8];
         for (int r = 0; r < 8; r++)
-            v[r] = r < n ? _mm256_loadu_ps(acc + r * 16 + 8 * h) : _mm256_setzero_ps();
+            v[r] = r < n ? _mm256_loadu_ps(acc + (ptrdiff_t)r * 16 + 8 * h) : _mm256_setzero_ps();
         transpose8(v);
         for (int64_t i = 0; i < 8; i++) {
             const int64_t o = (8 * h + i) * ldy;

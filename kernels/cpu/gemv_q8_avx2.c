@@ -51,9 +51,9 @@ static struct lanes8 lanes8_of(const struct k_q8_mult *mult, int n)
 {
     int32_t m[2][8] = {{0}};
     int64_t rnd[2][4], bias[2][4], sh[2][4];
-    for (int i = 0; i < 8; i++) {
+    for (ptrdiff_t i = 0; i < 8; i++) {
         const struct k_q8_mult q = i < n ? mult[i] : (struct k_q8_mult){0, 31};   /* rows past n: dropped */
-        int odd = i & 1, lane = i / 2;
+        ptrdiff_t odd = i & 1, lane = i / 2;
         m[odd][2 * lane] = q.m;
         rnd[odd][lane] = (int64_t)1 << (q.shift - 1);
         bias[odd][lane] = (int64_t)((uint64_t)1 << (63 - q.shift));

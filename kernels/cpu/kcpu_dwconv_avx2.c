@@ -193,21 +193,22 @@ static inline __attribute__((always_inline)) void finish(const struct dw_geo *g,
     }
 }
 
-/* Tap (ki, kj) into the R sums of output rows r0 .. r0+R-1, columns c0 .. c0+7. */
+/* Tap (ki, kj) into the R sums of output rows r0 .. r0+R-1, columns c0 .. c0+7
+ * (rs: the padded rows between two output rows' taps). */
 #define DW_TAP(ki, kj)                                                                                    \
     {                                                                                                     \
         const float *t = g->x + (kj) % s * g->phase + (r0 * s + (ki)) * g->wq + c0 + (kj) / s;            \
-        a0 = fma_mem(a0, w##ki##kj, t);                                                                   \
+        a0 = fma_mem(a0, w##ki##kj, t);                                                               \
         if (R > 1)                                                                                        \
-            a1 = fma_mem(a1, w##ki##kj, t + s * g->wq);                                                   \
+            a1 = fma_mem(a1, w##ki##kj, t + rs);                                                      \
         if (R > 2)                                                                                        \
-            a2 = fma_mem(a2, w##ki##kj, t + 2 * s * g->wq);                                               \
+            a2 = fma_mem(a2, w##ki##kj, t + 2 * rs);                                                  \
         if (R > 3)                                                                                        \
-            a3 = fma_mem(a3, w##ki##kj, t + 3 * s * g->wq);                                               \
+            a3 = fma_mem(a3, w##ki##kj, t + 3 * rs);                                                  \
         if (R > 4)                                                                                        \
-            a4 = fma_mem(a4, w##ki##kj, t + 4 * s * g->wq);                                               \
+            a4 = fma_mem(a4, w##ki##kj, t + 4 * rs);                                                  \
         if (R > 5)                                                                                        \
-            a5 = fma_mem(a5, w##ki##kj, t + 5 * s * g->wq);                                               \
+            a5 = fma_mem(a5, w##ki##kj, t + 5 * rs);                                                  \
     }
 
 /* Output rows r0 .. r0+R-1 (R <= 6) of one channel, every column chunk. */
@@ -217,6 +218,7 @@ static inline __attribute__((always_inline)) void band3x3(const struct dw_geo *g
     __m256 w00 = _mm256_set1_ps(w9[0]), w01 = _mm256_set1_ps(w9[1]), w02 = _mm256_set1_ps(w9[2]);
     __m256 w10 = _mm256_set1_ps(w9[3]), w11 = _mm256_set1_ps(w9[4]), w12 = _mm256_set1_ps(w9[5]);
     __m256 w20 = _mm256_set1_ps(w9[6]), w21 = _mm256_set1_ps(w9[7]), w22 = _mm256_set1_ps(w9[8]);
+    const int64_t rs = (int64_t)s * g->wq;   /* from one output row's taps to the next's */
     for (int64_t c0 = 0;; c0 += 8) {
         if (c0 + 8 > g->ow)
             c0 = kcpu_max64(0, g->ow - 8);
