@@ -16,6 +16,7 @@
 
 #include "kcpu_convpix.h"
 #include "kcpu_math_avx2.h"
+#include "kcpu_pad_avx2.h"
 
 static inline __attribute__((always_inline)) void accumulate(const int rows, const struct kcpu_pix_tile *t,
                                                              float *out /* [rows][16] */)
@@ -98,7 +99,7 @@ void kcpu_pix_tile_avx2(const struct kcpu_pix_tile *t)
     TILE_FNS[t->pixels](t, acc);
     const int n = t->pixels;
     const int64_t ldy = t->ldy;
-    const __m256i in = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i in = kv8_cols_in(0, n);
     /* 8 channels at a time, turned round in registers so that each
      * channel's pixels are a vector: its bias a broadcast, its residual and
      * output contiguous runs (the scalar stores of a pixel-major epilogue
@@ -125,7 +126,6 @@ void kcpu_pix_tile_avx2(const struct kcpu_pix_tile *t)
  * were a tenth of resnet-mini's time. */
 void kcpu_pix_band_avx2(const struct kcpu_pix_band *b)
 {
-    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int64_t ci = 0; ci < b->c; ci++)
         for (int64_t r = 0; r < b->rows; r++) {
             float *dst = b->slice + (ci * b->gh + r) * b->gw;
@@ -136,18 +136,7 @@ void kcpu_pix_band_avx2(const struct kcpu_pix_band *b)
                 continue;
             }
             const float *row = b->x + (ci * b->h + ih) * b->w;
-            for (int64_t t = 0; t < b->gw; t += 8) {
-                int64_t first = t - b->pad_l;   /* input column of lane 0 */
-                __m256 v;
-                if (first >= 0 && first + 8 <= b->w) {
-                    v = _mm256_loadu_ps(row + first);
-                } else {
-                    __m256i col = _mm256_add_epi32(_mm256_set1_epi32((int)first), iota);
-                    __m256i in = _mm256_and_si256(_mm256_cmpgt_epi32(col, _mm256_set1_epi32(-1)),
-                                                  _mm256_cmpgt_epi32(_mm256_set1_epi32((int)b->w), col));
-                    v = _mm256_maskload_ps((const float *)((uintptr_t)row + (uintptr_t)(first * (int64_t)sizeof(float))), in);
-                }
-                _mm256_storeu_ps(dst + t, v);
-            }
+            for (int64_t t = 0; t < b->gw; t += 8)   /* input column t - pad_l in lane 0 */
+                _mm256_storeu_ps(dst + t, kv8_load_cols(row, t - b->pad_l, b->w));
         }
 }

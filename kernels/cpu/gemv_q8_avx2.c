@@ -23,14 +23,8 @@ static __m256i dot8(const int8_t *panel, int64_t kq, const int8_t *x, int64_t k)
 {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i c[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
-    int64_t full = k / 4;   /* quads wholly inside x; the rest is zero-padded */
-    for (int64_t q = 0; q < kq; q++) {
-        int32_t v = 0;
-        if (q < full)
-            memcpy(&v, x + 4 * q, sizeof(v));
-        else
-            memcpy(&v, x + 4 * q, (size_t)(k - 4 * q));   /* weights past k are zero */
-        const __m256i xq = _mm256_set1_epi32(v);
+    for (int64_t q = 0; q < kq; q++) {   /* weights past k are zero */
+        const __m256i xq = _mm256_set1_epi32(kq8_sample_quad(x, q, k));
         const __m256i w = _mm256_loadu_si256((const __m256i *)(panel + q * KQ8_PANEL_QUAD));
         __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(xq), _mm256_sign_epi8(w, xq));
         c[q & 3] = _mm256_add_epi32(c[q & 3], _mm256_madd_epi16(p, ones));

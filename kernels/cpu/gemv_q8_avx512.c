@@ -26,14 +26,8 @@ static __m512i dot16(const int8_t *p0, const int8_t *p1, int64_t kq, const int8_
     __m256i c0[4], c1[4];
     for (int i = 0; i < 4; i++)
         c0[i] = c1[i] = _mm256_setzero_si256();
-    int64_t full = k / 4;   /* quads wholly inside x; the rest is zero-padded */
-    for (int64_t q = 0; q < kq; q++) {
-        int32_t v = 0;
-        if (q < full)
-            memcpy(&v, x + 4 * q, sizeof(v));
-        else
-            memcpy(&v, x + 4 * q, (size_t)(k - 4 * q));   /* weights past k are zero */
-        const __m256i xq = _mm256_xor_si256(_mm256_set1_epi32(v), flip);
+    for (int64_t q = 0; q < kq; q++) {   /* weights past k are zero */
+        const __m256i xq = _mm256_xor_si256(_mm256_set1_epi32(kq8_sample_quad(x, q, k)), flip);
         c0[q & 3] = _mm256_dpbusd_epi32(c0[q & 3], xq, _mm256_loadu_si256((const __m256i *)(p0 + q * KQ8_PANEL_QUAD)));
         c1[q & 3] = _mm256_dpbusd_epi32(c1[q & 3], xq, _mm256_loadu_si256((const __m256i *)(p1 + q * KQ8_PANEL_QUAD)));
     }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kcpu_dwconv.h"
+#include "kcpu_pad_avx2.h"
 
 /* mo is a constant at every call (the switch below), so the loops unroll
  * and acc lives in registers. */
@@ -115,21 +116,6 @@ struct dw_geo {
     __m256 lo, hi;             /* act(v) = min(max(v, lo), hi): ReLU, ReLU6 or none */
 };
 
-/* The 8 floats of row at columns first .. first+7 (NULL row: outside the
- * image), zeros for the columns outside [0, w). */
-static inline __attribute__((always_inline)) __m256 load_cols(const float *row, int64_t first, int w)
-{
-    if (!row)
-        return _mm256_setzero_ps();
-    if (first >= 0 && first + 8 <= w)
-        return _mm256_loadu_ps(row + first);
-    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i col = _mm256_add_epi32(_mm256_set1_epi32((int)first), iota);
-    __m256i in = _mm256_and_si256(_mm256_cmpgt_epi32(col, _mm256_set1_epi32(-1)),
-                                  _mm256_cmpgt_epi32(_mm256_set1_epi32(w), col));
-    return _mm256_maskload_ps((const float *)((uintptr_t)row + (uintptr_t)(first * (int64_t)sizeof(float))), in);
-}
-
 /* Rows of x [h][w] into the padded phases (see kcpu_dwconv.h for their
  * size): padded row r is input row r - pad_t, padded column q is input
  * column q - pad_l, zeros outside the image. Each row is written in whole
@@ -141,14 +127,20 @@ static inline __attribute__((always_inline)) void pad_planes(const struct k_conv
     int64_t hp = kcpu_dw3_padded_rows(p);
     for (int64_t r = 0; r < hp; r++) {
         int64_t ih = r - p->pad_t;
-        const float *row = ih >= 0 && ih < p->h ? x + ih * p->w : NULL;
         float *out = dst + r * g->wq;
+        if (ih < 0 || ih >= p->h) {
+            for (int k = 0; k < s; k++)
+                for (int64_t t = 0; t < g->wq; t += 8)
+                    _mm256_storeu_ps(out + k * g->phase + t, _mm256_setzero_ps());
+            continue;
+        }
+        const float *row = x + ih * p->w;
         for (int64_t t = 0; t < g->wq; t += 8) {
-            int64_t first = s * t - p->pad_l;
+            int64_t first = s * t - p->pad_l;   /* input column of the first lane */
             if (s == 1) {
-                _mm256_storeu_ps(out + t, load_cols(row, first, p->w));
+                _mm256_storeu_ps(out + t, kv8_load_cols(row, first, p->w));
             } else {   /* even and odd columns: in-lane shuffles, then a 64-bit permute */
-                __m256 v0 = load_cols(row, first, p->w), v1 = load_cols(row, first + 8, p->w);
+                __m256 v0 = kv8_load_cols(row, first, p->w), v1 = kv8_load_cols(row, first + 8, p->w);
                 __m256 e = _mm256_shuffle_ps(v0, v1, 0x88), o = _mm256_shuffle_ps(v0, v1, 0xDD);
                 _mm256_storeu_ps(out + t, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xD8)));
                 _mm256_storeu_ps(out + g->phase + t,
@@ -178,11 +170,9 @@ static __attribute__((noinline)) void pad_planes_s2(const struct k_conv2d *p, co
  * would leave the plane). */
 static inline __attribute__((always_inline)) void finish(const struct dw_geo *g, __m256 a, int64_t at)
 {
-    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     int whole = at + 8 <= g->plane_out;
     if (g->res)
-        a = _mm256_add_ps(a, whole ? _mm256_loadu_ps(g->res + at)
-                                   : _mm256_maskload_ps(g->res + at, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)g->ow), iota)));
+        a = _mm256_add_ps(a, whole ? _mm256_loadu_ps(g->res + at) : _mm256_maskload_ps(g->res + at, kv8_cols_in(0, g->ow)));
     a = _mm256_min_ps(_mm256_max_ps(a, g->lo), g->hi);
     if (whole) {
         _mm256_storeu_ps(g->y + at, a);

@@ -128,6 +128,19 @@ static inline void kq8_copy_short(int8_t *dst, const int8_t *src, int64_t n)
     }
 }
 
+/* Bytes 4q .. 4q + 3 of a sample of k bytes as one int32, zeros past k
+ * (the matrix-vector kernels' broadcast). */
+static inline int32_t kq8_sample_quad(const int8_t *x, int64_t q, int64_t k)
+{
+    int32_t v = 0;
+    if (4 * q + 4 <= k)
+        memcpy(&v, x + 4 * q, sizeof(v));
+    else
+        for (int64_t i = 4 * q; i < k; i++)
+            memcpy((int8_t *)&v + (i - 4 * q), x + i, 1);
+    return v;
+}
+
 /* Whether this CPU runs the VNNI kernel when kcpu_isa() is AVX-512. */
 int kq8_has_vnni(void);
 
