@@ -275,8 +275,10 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
     j.bands_per_task = kcpu_ceil_div(KCPU_MIN_TASK_MACS, band_macs);
     j.groups = kcpu_ceil_div(p->n * j.bands, j.bands_per_task);
     /* A band copied once serves every channel block of its task where the
-     * band groups alone go round the threads (AVX2's 16-channel blocks
-     * copied each band 2 to 4 times); else a task is one block's. */
-    j.blocks_per_task = j.groups >= threads ? c->blocks : 1;
+     * band groups alone give each thread four tasks to share out (AVX2's
+     * 16-channel blocks copied each band 2 to 4 times); else a task is one
+     * block's, and many small tasks balance the threads (ResNet-50 at batch
+     * 1 has two band groups: two tasks were slower). */
+    j.blocks_per_task = j.groups >= 4 * (int64_t)threads ? c->blocks : 1;
     kcpu_threads_run(th, kcpu_ceil_div(c->blocks, j.blocks_per_task) * j.groups, band_task, &j);
 }

@@ -5,8 +5,9 @@
  * The GEMM paths of kcpu_conv.c put output pixels in 32-column strips: a
  * 7x7 map fills 49 of 64 lanes, a padded grid computes columns it drops,
  * and im2col copies every window. Here the roles are turned round: a tile
- * is a run of up to 16 consecutive output pixels of one output row by
- * 16-64 output channels, the channels in vectors. Per reduction step the
+ * is a run of up to 16 consecutive output pixels of one output row (on
+ * AVX2 up to 6, carrying on across rows) by 16-64 output channels, the
+ * channels in vectors. Per reduction step the
  * kernel loads the weights of 16 channels once per vector and broadcasts
  * one input value per pixel (pixel r reads the first pixel's window plus
  * r * stride), so nothing is computed that is not an output. Inputs with
@@ -22,12 +23,12 @@
 
 #include "kcpu_impl.h"
 
-/* Whether kcpu_conv2d_f32 hands p to this kernel: AVX-512, one group,
+/* Whether kcpu_conv2d_f32 hands p to this kernel: AVX-512 or AVX2, one group,
  * output channels a multiple of 16, a stride of 1 or 2 across, 64 or more
  * multiply-adds per output (16 for a strided 1x1), with 48 or more
  * channels maps of up to 28x28 outputs; a plain 1x1 (stride 1, unpadded)
- * only with 48 or more output and 128 or more input channels on maps of
- * up to 14x14. */
+ * only on AVX-512, with 48 or more output and 128 or more input channels
+ * on maps of up to 14x14. */
 int kcpu_convpix_applies(const struct k_conv2d *p);
 
 /* Same contracts as kcpu_conv2d_scratch_bytes and kcpu_conv2d_f32
