@@ -11,8 +11,8 @@
  * stores each channel's run in 4-, 2- and 1-float pieces (vmaskmovps
  * stores are microcoded on AMD).
  */
+#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "kcpu_convpix.h"
 #include "kcpu_math_avx2.h"

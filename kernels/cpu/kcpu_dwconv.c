@@ -15,11 +15,11 @@
  * offset per tap, shared by all units and computed once per call.
  *
  * Depthwise 3x3 layers at stride 1 or 2 (MobileNet's) skip both steps on
- * AVX-512 and AVX2: kcpu_dw3x3_avx512 / _avx2 read each channel's plane
- * directly with masked loads and store the finished rows (the grid copy,
- * the accumulator pass and the per-row epilogue calls were more than half
- * of their time on AVX-512; on AVX2 the copy of a stride-2 grid went
- * float by float).
+ * AVX-512 and AVX2: kcpu_dw3x3_avx512 reads each channel's plane directly
+ * with masked loads, kcpu_dw3x3_avx2 from a zero-padded copy, and both
+ * store the finished rows (the grid copy, the accumulator pass and the
+ * per-row epilogue calls were more than half of their time on AVX-512; on
+ * AVX2 the copy of a stride-2 grid went float by float).
  */
 #include <string.h>
 
@@ -175,20 +175,17 @@ static void dw_task(void *arg, int64_t task, int thread)
     int64_t plane_in = (int64_t)p->h * p->w, plane_out = (int64_t)p->oh * p->ow;
     int64_t units = (int64_t)p->n * p->groups;
     enum kcpu_isa isa = kcpu_isa();
-    int64_t end = kcpu_min64(units, (task + 1) * j->units_per_task);
-    for (int64_t u = task * j->units_per_task; u < end; u++) {
+    for (int64_t u = task * j->units_per_task; u < kcpu_min64(units, (task + 1) * j->units_per_task); u++) {
         int64_t n = u / p->groups, g = u % p->groups;
         if (j->direct3x3) {
             int64_t out = (n * p->oc + g) * plane_out;
             const float *x = j->x + (n * p->c + g) * plane_in, *w9 = j->w + g * 9;
             const float *res = j->residual ? j->residual + out : NULL;
-            if (isa == KCPU_ISA_AVX512) {
-                kcpu_dw3x3_avx512(p, x, w9, j->bias ? j->bias[g] : 0.0f, res, j->y + out);
-            } else {   /* the rest of this image's channels in the task at once */
-                int64_t run = kcpu_min64(end - u, p->groups - g);
-                kcpu_dw3x3_avx2(p, run, x, w9, j->bias ? j->bias + g : NULL, res, j->y + out, grid);
-                u += run - 1;
-            }
+            float bias = j->bias ? j->bias[g] : 0.0f;
+            if (isa == KCPU_ISA_AVX512)
+                kcpu_dw3x3_avx512(p, x, w9, bias, res, j->y + out);
+            else
+                kcpu_dw3x3_avx2(p, x, w9, bias, res, j->y + out, grid);
             continue;
         }
         fill_grid(p, d, j->x + (n * p->c + g * d->cg) * plane_in, grid);

@@ -59,18 +59,18 @@ void kcpu_dw_block_avx2(const struct kcpu_dw_block *b);
 void kcpu_dw_block_avx512(const struct kcpu_dw_block *b);
 
 /* One channel of a depthwise 3x3 (dilation 1, stride 1 or 2 on both axes,
- * any padding), straight from its input plane x [h][w] into y [oh][ow]:
+ * any padding), from its input plane x [h][w] into y [oh][ow]:
  * y = act(bias + sum w9[ki * 3 + kj] * x[..] (+ res)); res [oh][ow] or
- * NULL; y overlaps neither. No grid, no scratch (AVX-512). */
+ * NULL; y overlaps neither. AVX-512 reads x directly with masked loads;
+ * AVX2 first copies it into scratch, zero-padded to what the outputs'
+ * taps read and, at stride 2, split into even and odd columns: stride
+ * phases of kcpu_dw3_padded_rows rows of kcpu_dw3_padded_row floats, each
+ * followed by KCPU_DW3_SLACK zeros that the last row's vectors read past
+ * (kcpu_dw3_scratch_floats in all). */
 void kcpu_dw3x3_avx512(const struct k_conv2d *p, const float *x, const float *w9, float bias,
                        const float *res, float *y);
-/* The same on AVX2 for `channels` consecutive planes of one image: x, res
- * and y advance a plane per channel, w9 by 9 floats, bias (NULL: none) by
- * one. Each plane is first copied into scratch, zero-padded to what its
- * outputs' taps read and, at stride 2, split into even and odd columns:
- * stride phases of kcpu_dw3_padded_rows rows of kcpu_dw3_padded_row
- * floats, each followed by KCPU_DW3_SLACK zeros that the last row's
- * vectors read past. */
+void kcpu_dw3x3_avx2(const struct k_conv2d *p, const float *x, const float *w9, float bias,
+                     const float *res, float *y, float *scratch);
 #define KCPU_DW3_SLACK 24   /* the last row's spare lanes (up to 7), then 16 read past it */
 static inline int64_t kcpu_dw3_padded_rows(const struct k_conv2d *p) { return (int64_t)(p->oh - 1) * p->stride_h + 3; }
 static inline int64_t kcpu_dw3_padded_row(const struct k_conv2d *p) { return p->stride_w == 1 ? p->ow + 2 : p->ow + 1; }
@@ -78,7 +78,5 @@ static inline int64_t kcpu_dw3_scratch_floats(const struct k_conv2d *p)
 {
     return p->stride_w * (kcpu_dw3_padded_rows(p) * kcpu_dw3_padded_row(p) + KCPU_DW3_SLACK);
 }
-void kcpu_dw3x3_avx2(const struct k_conv2d *p, int64_t channels, const float *x, const float *w9,
-                     const float *bias, const float *res, float *y, float *scratch);
 
 #endif /* KCPU_DWCONV_H */

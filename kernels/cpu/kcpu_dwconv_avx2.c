@@ -111,7 +111,7 @@ struct dw_geo {
     const float *x;
     int64_t wq, phase;
     int64_t ow, plane_out;
-    const float *res;          /* this channel's output-shaped residual, or NULL */
+    const float *res;          /* the channel's residual [oh][ow], or NULL */
     float *y;
     __m256 lo, hi;             /* act(v) = min(max(v, lo), hi): ReLU, ReLU6 or none */
 };
@@ -247,8 +247,8 @@ DW_BAND(2, 1) DW_BAND(2, 2) DW_BAND(2, 3) DW_BAND(2, 4) DW_BAND(2, 5) DW_BAND(2,
 
 typedef void (*dw_band_fn)(const struct dw_geo *, const float *, float, int64_t);
 
-void kcpu_dw3x3_avx2(const struct k_conv2d *p, int64_t channels, const float *x, const float *w9,
-                     const float *bias, const float *res, float *y, float *scratch)
+void kcpu_dw3x3_avx2(const struct k_conv2d *p, const float *x, const float *w9, float bias, const float *res,
+                     float *y, float *scratch)
 {
     static const dw_band_fn BANDS[2][6] = {
         {band_s1_r1, band_s1_r2, band_s1_r3, band_s1_r4, band_s1_r5, band_s1_r6},
@@ -257,25 +257,21 @@ void kcpu_dw3x3_avx2(const struct k_conv2d *p, int64_t channels, const float *x,
     int clamp = p->act == K_ACT_RELU || p->act == K_ACT_RELU6;
     struct dw_geo g = {
         .x = scratch, .wq = kcpu_dw3_padded_row(p), .ow = p->ow, .plane_out = (int64_t)p->oh * p->ow,
+        .res = res, .y = y,
         .lo = _mm256_set1_ps(clamp ? 0.0f : -INFINITY),
         .hi = _mm256_set1_ps(p->act == K_ACT_RELU6 ? 6.0f : INFINITY),
     };
     g.phase = kcpu_dw3_padded_rows(p) * g.wq + KCPU_DW3_SLACK;
-    int64_t plane_in = (int64_t)p->h * p->w;
-    const dw_band_fn *band = BANDS[p->stride_h - 1];
+    (p->stride_w == 1 ? pad_planes_s1 : pad_planes_s2)(p, x, &g, scratch);
     /* Bands of up to 6 rows, as even as the plane allows (14 rows are
      * 5 + 5 + 4, not 6 + 6 + 2). */
+    const dw_band_fn *band = BANDS[p->stride_h - 1];
     int64_t nb = kcpu_ceil_div(p->oh, 6), base = p->oh / nb, taller = p->oh % nb;
-    for (int64_t ch = 0; ch < channels; ch++) {
-        (p->stride_w == 1 ? pad_planes_s1 : pad_planes_s2)(p, x + ch * plane_in, &g, scratch);
-        g.res = res ? res + ch * g.plane_out : NULL;
-        g.y = y + ch * g.plane_out;
-        for (int64_t b = 0, r0 = 0; b < nb; b++) {
-            int64_t rows = base + (b < taller);
-            band[rows - 1](&g, w9 + ch * 9, bias ? bias[ch] : 0.0f, r0);
-            r0 += rows;
-        }
+    for (int64_t b = 0, r0 = 0; b < nb; b++) {
+        int64_t rows = base + (b < taller);
+        band[rows - 1](&g, w9, bias, r0);
+        r0 += rows;
     }
     if (!clamp && p->act != K_ACT_NONE)
-        kcpu_act_avx2(p->act, channels * g.plane_out, y, y);
+        kcpu_act_avx2(p->act, g.plane_out, y, y);
 }
