@@ -4,18 +4,40 @@
  *
  * With 16 ymm registers an 8 x 32 block of the shared packed layout is
  * covered by two 6 x 16 tiles and one 2 x 32 (block(), below), each
- * reading the panel with its KCPU_MR stride, in passes over the depth. The epilogue is the portable one with AVX2
- * activations: AVX2 is the fallback ISA here, so code size wins over the
- * last few percent.
+ * reading the panel with its KCPU_MR stride, in passes over the depth.
+ * Where the block's 32 columns lie side by side in C and the activation
+ * is a clamp, the last pass adds the bias and residual to the registers
+ * and stores them there (direct_out); else the tiles go through a buffer
+ * to the vector epilogue store_tile, which follows the output's runs.
  */
 #include "kcpu_impl.h"
 #include "kcpu_math_avx2.h"
 
-/* Depth k0 .. k1 - 1 of the tile into out, which holds the sums of
- * depth 0 .. k0 - 1 unless k0 is 0. */
+/* Where a tile's finished sums go when not to the buffer: row i, vector
+ * v at c + i * ldc + 8 * v, after + bias[i] and + the residual at the
+ * same offset (kcpu_gemm_store_tile's order), then the activation. */
+struct direct_out {
+    float *c;
+    const float *res;      /* or NULL */
+    const float *bias;     /* or NULL */
+    int64_t ldc;
+    enum k_act act;        /* none, ReLU or ReLU6 (direct_act) */
+};
+
+static inline __m256 direct_act(enum k_act act, __m256 x)
+{
+    if (act == K_ACT_NONE)
+        return x;
+    x = _mm256_max_ps(x, _mm256_setzero_ps());
+    return act == K_ACT_RELU6 ? _mm256_min_ps(x, _mm256_set1_ps(6.0f)) : x;
+}
+
+/* Depth k0 .. k1 - 1 of the tile, starting from out's sums of depth 0 ..
+ * k0 - 1 unless k0 is 0; the sums to out, or finished to d. */
 static inline __attribute__((always_inline)) void
 tile(const int mr, const int nv, const int partial, int64_t k0, int64_t k1, const float *a, const float *b,
-     const int64_t *boff, int64_t ldb, const __m256i *m, float *out /* row stride KCPU_NR */)
+     const int64_t *boff, int64_t ldb, const __m256i *m, float *out /* row stride KCPU_NR */,
+     const struct direct_out *d)
 {
     __m256 c[6][4];
 #pragma GCC unroll 6
@@ -44,11 +66,35 @@ tile(const int mr, const int nv, const int partial, int64_t k0, int64_t k1, cons
         if (!boff)
             b += ldb;
     }
+    if (d) {
+#pragma GCC unroll 6
+        for (int i = 0; i < mr; i++) {
+            const __m256 bias = _mm256_set1_ps(d->bias ? d->bias[i] : 0.0f);
+#pragma GCC unroll 4
+            for (int64_t v = 0; v < nv; v++) {
+                const int64_t at = i * d->ldc + 8 * v;
+                __m256 x = _mm256_add_ps(c[i][v], bias);
+                if (d->res)
+                    x = _mm256_add_ps(x, _mm256_loadu_ps(d->res + at));
+                _mm256_storeu_ps(d->c + at, direct_act(d->act, x));
+            }
+        }
+        return;
+    }
 #pragma GCC unroll 6
     for (int i = 0; i < mr; i++)
 #pragma GCC unroll 4
         for (int64_t v = 0; v < nv; v++)
             _mm256_storeu_ps(out + (int64_t)i * KCPU_NR + 8 * v, c[i][v]);
+}
+
+/* d moved on to row r and column c of its block. */
+static inline struct direct_out direct_at(const struct direct_out *d, int r, int c)
+{
+    const int64_t at = r * d->ldc + c;
+    struct direct_out o = {.c = d->c + at, .res = d->res ? d->res + at : NULL,
+                           .bias = d->bias ? d->bias + r : NULL, .ldc = d->ldc, .act = d->act};
+    return o;
 }
 
 static __m256i lane_mask(int lanes)
@@ -57,15 +103,19 @@ static __m256i lane_mask(int lanes)
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), idx);
 }
 
-/* A tile of MR rows of panel a, NV vectors from column c0, depth k0 ..
- * k1 - 1, into t + c0; masked where the strip has fewer than 8 * NV of
- * those columns. */
-#define TILE_CASE(MR, NV, a, t)                                                   \
-    case MR:                                                                      \
-        if (cols < 8 * (NV))                                                      \
-            tile(MR, NV, 1, k0, k1, a, b + c0, g->boff, g->ldb, m, (t) + c0);     \
-        else                                                                      \
-            tile(MR, NV, 0, k0, k1, a, b + c0, g->boff, g->ldb, m, (t) + c0);     \
+/* A tile of MR rows of panel a (row r0 of the block), NV vectors from
+ * column c0, depth k0 .. k1 - 1, into t + c0 or finished to d; masked
+ * where the strip has fewer than 8 * NV of those columns (d is then NULL). */
+#define TILE_CASE(MR, NV, a, t)                                                          \
+    case MR:                                                                             \
+        if (cols < 8 * (NV)) {                                                           \
+            tile(MR, NV, 1, k0, k1, a, b + c0, g->boff, g->ldb, m, (t) + c0, NULL);      \
+        } else if (d) {                                                                  \
+            const struct direct_out dt = direct_at(d, r0, c0);                           \
+            tile(MR, NV, 0, k0, k1, a, b + c0, g->boff, g->ldb, m, (t) + c0, &dt);       \
+        } else {                                                                         \
+            tile(MR, NV, 0, k0, k1, a, b + c0, g->boff, g->ldb, m, (t) + c0, NULL);      \
+        }                                                                                \
         break;
 
 /* Rows 0 .. mr - 1 (mr <= 6) in tiles 16 columns wide, the last one 8
@@ -73,8 +123,9 @@ static __m256i lane_mask(int lanes)
  * second with 17. */
 static inline __attribute__((always_inline)) void
 six_rows(const struct kcpu_gemm *g, const float *a, const float *b, int mr, int nr,
-                     int64_t k0, int64_t k1, float *tmp)
+                     int64_t k0, int64_t k1, float *tmp, const struct direct_out *d)
 {
+    const int r0 = 0;
     __m256i m[2];
     for (int c0 = 0; c0 < nr; c0 += 16) {
         const int cols = nr - c0 < 16 ? nr - c0 : 16;
@@ -105,9 +156,9 @@ six_rows(const struct kcpu_gemm *g, const float *a, const float *b, int mr, int 
  * columns. */
 static inline __attribute__((always_inline)) void
 last_rows(const struct kcpu_gemm *g, const float *a, const float *b, int mr, int nr,
-                      int64_t k0, int64_t k1, float *tmp)
+                      int64_t k0, int64_t k1, float *tmp, const struct direct_out *d)
 {
-    const int c0 = 0, cols = nr;
+    const int r0 = 6, c0 = 0, cols = nr;
     const float *a6 = a + 6;
     float *t6 = tmp + 6 * KCPU_NR;
     __m256i m[4];
@@ -140,21 +191,19 @@ last_rows(const struct kcpu_gemm *g, const float *a, const float *b, int mr, int
  * and 6 broadcasts per 12 FMAs) and one 2 x 32 (8 accumulators): with 16
  * registers, 4 x 16 tiles kept only 8 FMA chains in flight, about Zen 3's
  * latency times its two FMA pipes, and reached 71 % of the FMA loop. */
-static void block(const struct kcpu_gemm *g, const float *a, const float *b, int mr, int nr, float *tmp)
+static void block(const struct kcpu_gemm *g, const float *a, const float *b, int mr, int nr, float *tmp,
+                  const struct direct_out *d)
 {
-    if (g->k <= KC) {   /* one pass, its tiles starting from zero (a constant k0) */
-        six_rows(g, a, b, mr < 6 ? mr : 6, nr, 0, g->k, tmp);
-        if (mr > 6)
-            last_rows(g, a, b, mr, nr, 0, g->k, tmp);
-        return;
-    }
-    const int64_t passes = kcpu_ceil_div(g->k, KC), kc = kcpu_ceil_div(g->k, passes);
-    for (int64_t k0 = 0; k0 < g->k; k0 += kc) {
+    const int64_t passes = kcpu_max64(1, kcpu_ceil_div(g->k, KC)), kc = kcpu_ceil_div(g->k, passes);
+    int64_t k0 = 0;
+    do {   /* at least one pass: depth 0 stores zeros */
         const int64_t k1 = kcpu_min64(g->k, k0 + kc);
-        six_rows(g, a, b, mr < 6 ? mr : 6, nr, k0, k1, tmp);
+        const struct direct_out *last = k1 == g->k ? d : NULL;
+        six_rows(g, a, b, mr < 6 ? mr : 6, nr, k0, k1, tmp, last);
         if (mr > 6)
-            last_rows(g, a, b, mr, nr, k0, k1, tmp);
-    }
+            last_rows(g, a, b, mr, nr, k0, k1, tmp, last);
+        k0 = k1;
+    } while (k0 < g->k);
 }
 
 /* kcpu_gemm_store_tile's sums in the same order (tile + bias_row, +
@@ -206,13 +255,25 @@ void kcpu_gemm_avx2(const struct kcpu_gemm *g)
      * 0.8 MB, 32 panels) ran at a fifth of the FMA peak. */
     const int strips_outer = (int64_t)g->m * g->k * (int64_t)sizeof(float) <= A_L2_BYTES;
     const int64_t panels = kcpu_ceil_div(g->m, KCPU_MR), strips = kcpu_ceil_div(g->n, KCPU_NR);
+    const int clamp = !g->bias_col && (g->act == K_ACT_NONE || g->act == K_ACT_RELU || g->act == K_ACT_RELU6);
     for (int64_t outer = 0; outer < (strips_outer ? strips : panels); outer++)
         for (int64_t inner = 0; inner < (strips_outer ? panels : strips); inner++) {
             const int64_t p = strips_outer ? inner : outer, s = strips_outer ? outer : inner;
             const int i0 = (int)(p * KCPU_MR), mr = (int)kcpu_min64(KCPU_MR, g->m - i0);
             const int64_t t0 = s * KCPU_NR;
             const int nr = (int)kcpu_min64(KCPU_NR, g->n - t0);
-            block(g, g->a + (int64_t)i0 * g->k, g->b + s * g->b_strip, mr, nr, tmp);
-            store_tile(g, tmp, i0, mr, g->j0 + t0, nr);
+            const int64_t j = g->j0 + t0;
+            int64_t first, off;
+            /* the whole strip one run of C: its tiles store there */
+            if (nr == KCPU_NR && clamp && kcpu_gemm_next_run(g, j, j + nr, &first, &off) == nr && first == j) {
+                const int64_t at = off + (int64_t)i0 * g->ldc;
+                const struct direct_out d = {.c = g->c + at, .res = g->res ? g->res + at : NULL,
+                                             .bias = g->bias_row ? g->bias_row + i0 : NULL,
+                                             .ldc = g->ldc, .act = g->act};
+                block(g, g->a + (int64_t)i0 * g->k, g->b + s * g->b_strip, mr, nr, tmp, &d);
+                continue;
+            }
+            block(g, g->a + (int64_t)i0 * g->k, g->b + s * g->b_strip, mr, nr, tmp, NULL);
+            store_tile(g, tmp, i0, mr, j, nr);
         }
 }
