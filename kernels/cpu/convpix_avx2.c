@@ -22,20 +22,25 @@ static inline __attribute__((always_inline)) void accumulate(const int rows, con
                                                              float *out /* [rows][16] */)
 {
     __m256 acc[2][KCPU_PIX_AVX2_ROWS];
-    int64_t poff[KCPU_PIX_AVX2_ROWS];
+    /* A pointer per pixel, so that each broadcast is one load from
+     * pointer + 4 * tap offset. The empty asm hides where the pointers
+     * come from: else GCC folds them back into origin + (poff + tap),
+     * one more add per broadcast, and spills an offset. */
+    const float *pix[KCPU_PIX_AVX2_ROWS];
 #pragma GCC unroll 8
     for (int r = 0; r < rows; r++) {
         acc[0][r] = acc[1][r] = _mm256_setzero_ps();
-        poff[r] = t->poff[r];
+        pix[r] = t->origin + t->poff[r];
+        __asm__("" : "+r"(pix[r]));
     }
-    const float *w = t->w;
-    const int64_t ps = t->panel_stride;
-    for (int64_t k = 0; k < t->k; k++, w += KCPU_MR) {
-        const __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + ps);
-        const float *in = t->origin + t->boff[k];
+    const float *w0p = t->w, *w1p = t->w + t->panel_stride;
+    const int64_t *boff = t->boff, depth = t->k;
+    for (int64_t k = 0; k < depth; k++, w0p += KCPU_MR, w1p += KCPU_MR) {
+        const __m256 w0 = _mm256_loadu_ps(w0p), w1 = _mm256_loadu_ps(w1p);
+        const int64_t tap = boff[k];
 #pragma GCC unroll 8
         for (int64_t r = 0; r < rows; r++) {
-            const __m256 b = _mm256_broadcast_ss(in + poff[r]);
+            const __m256 b = _mm256_broadcast_ss(pix[r] + tap);
             acc[0][r] = _mm256_fmadd_ps(w0, b, acc[0][r]);
             acc[1][r] = _mm256_fmadd_ps(w1, b, acc[1][r]);
         }
@@ -46,12 +51,6 @@ static inline __attribute__((always_inline)) void accumulate(const int rows, con
         _mm256_storeu_ps(out + r * 16 + 8, acc[1][r]);
     }
 }
-
-typedef void (*tile_fn)(const struct kcpu_pix_tile *t, float *out);
-#define TILE_FN(R) \
-    static void tile_##R(const struct kcpu_pix_tile *t, float *out) { accumulate(R, t, out); }
-TILE_FN(1) TILE_FN(2) TILE_FN(3) TILE_FN(4) TILE_FN(5) TILE_FN(6)
-static const tile_fn TILE_FNS[KCPU_PIX_AVX2_ROWS + 1] = {NULL, tile_1, tile_2, tile_3, tile_4, tile_5, tile_6};
 
 /* r[i] lane j <- r[j] lane i. */
 static inline void transpose8(__m256 r[8])
@@ -93,11 +92,10 @@ static inline void store_n(float *dst, __m256 v, int n)
         _mm_store_ss(dst, q);
 }
 
-void kcpu_pix_tile_avx2(const struct kcpu_pix_tile *t)
+/* The tile's sums (acc, [n][16]) finished and stored. */
+static inline __attribute__((always_inline)) void epilogue(const int n, const struct kcpu_pix_tile *t,
+                                                           const float *acc)
 {
-    float acc[KCPU_PIX_AVX2_ROWS * 16];
-    TILE_FNS[t->pixels](t, acc);
-    const int n = t->pixels;
     const int64_t ldy = t->ldy;
     const __m256i in = kv8_cols_in(0, n);
     /* 8 channels at a time, turned round in registers so that each
@@ -114,9 +112,26 @@ void kcpu_pix_tile_avx2(const struct kcpu_pix_tile *t)
             __m256 c = _mm256_add_ps(v[i], _mm256_set1_ps(t->bias ? t->bias[8 * h + i] : 0.0f));
             if (t->res)
                 c = _mm256_add_ps(c, _mm256_maskload_ps(t->res + o, in));
-            store_n(t->y + o, t->act != K_ACT_NONE ? kv8_act(t->act, c) : c, n);
+            store_n(t->y + o, kv8_act_clamp_inline(t->act, c), n);
         }
     }
+}
+
+/* A tile of each size, its pixel count a constant throughout. */
+typedef void (*tile_fn)(const struct kcpu_pix_tile *t);
+#define TILE_FN(R)                                        \
+    static void tile_##R(const struct kcpu_pix_tile *t)   \
+    {                                                     \
+        float acc[R * 16];                                \
+        accumulate(R, t, acc);                            \
+        epilogue(R, t, acc);                              \
+    }
+TILE_FN(1) TILE_FN(2) TILE_FN(3) TILE_FN(4) TILE_FN(5) TILE_FN(6)
+static const tile_fn TILE_FNS[KCPU_PIX_AVX2_ROWS + 1] = {NULL, tile_1, tile_2, tile_3, tile_4, tile_5, tile_6};
+
+void kcpu_pix_tile_avx2(const struct kcpu_pix_tile *t)
+{
+    TILE_FNS[t->pixels](t);
 }
 
 /* Rows in whole vectors: masked loads read the image's columns and zeros

@@ -21,16 +21,8 @@ struct direct_out {
     const float *res;      /* or NULL */
     const float *bias;     /* or NULL */
     int64_t ldc;
-    enum k_act act;        /* none, ReLU or ReLU6 (direct_act) */
+    enum k_act act;        /* none, ReLU or ReLU6 */
 };
-
-static inline __m256 direct_act(enum k_act act, __m256 x)
-{
-    if (act == K_ACT_NONE)
-        return x;
-    x = _mm256_max_ps(x, _mm256_setzero_ps());
-    return act == K_ACT_RELU6 ? _mm256_min_ps(x, _mm256_set1_ps(6.0f)) : x;
-}
 
 /* Depth k0 .. k1 - 1 of the tile, starting from out's sums of depth 0 ..
  * k0 - 1 unless k0 is 0; the sums to out, or finished to d. */
@@ -76,7 +68,7 @@ tile(const int mr, const int nv, const int partial, int64_t k0, int64_t k1, cons
                 __m256 x = _mm256_add_ps(c[i][v], bias);
                 if (d->res)
                     x = _mm256_add_ps(x, _mm256_loadu_ps(d->res + at));
-                _mm256_storeu_ps(d->c + at, direct_act(d->act, x));
+                _mm256_storeu_ps(d->c + at, kv8_act_clamp_inline(d->act, x));
             }
         }
         return;
@@ -228,7 +220,7 @@ static void store_tile(const struct kcpu_gemm *g, const float *tmp, int i0, int 
                     v = _mm256_add_ps(v, _mm256_loadu_ps(col + e));
                 if (res)
                     v = _mm256_add_ps(v, _mm256_loadu_ps(res + e));
-                _mm256_storeu_ps(c + e, g->act != K_ACT_NONE ? kv8_act(g->act, v) : v);
+                _mm256_storeu_ps(c + e, kv8_act_clamp_inline(g->act, v));
             }
             if (e < len) {   /* (vmaskmovps stores are microcoded on AMD: tails only) */
                 const __m256i m = lane_mask((int)(len - e));
@@ -237,7 +229,7 @@ static void store_tile(const struct kcpu_gemm *g, const float *tmp, int i0, int 
                     v = _mm256_add_ps(v, _mm256_maskload_ps(col + e, m));
                 if (res)
                     v = _mm256_add_ps(v, _mm256_maskload_ps(res + e, m));
-                _mm256_maskstore_ps(c + e, m, g->act != K_ACT_NONE ? kv8_act(g->act, v) : v);
+                _mm256_maskstore_ps(c + e, m, kv8_act_clamp_inline(g->act, v));
             }
         }
 }

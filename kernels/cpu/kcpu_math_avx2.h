@@ -123,4 +123,21 @@ static inline __m256 kv8_act(enum k_act act, __m256 x)
     }
 }
 
+/* kv8_act with the clamps (none, ReLU, ReLU6) inline and the rest called:
+ * GCC keeps kv8_act, with its exp and erfc, out of line in the epilogues
+ * that use it, a call per vector even for a ReLU. */
+static inline __attribute__((always_inline)) __m256 kv8_act_clamp_inline(enum k_act act, __m256 x)
+{
+    switch (act) {
+    case K_ACT_NONE:
+        return x;
+    case K_ACT_RELU:
+        return _mm256_max_ps(x, _mm256_setzero_ps());
+    case K_ACT_RELU6:
+        return _mm256_min_ps(_mm256_max_ps(x, _mm256_setzero_ps()), _mm256_set1_ps(6.0f));
+    default:
+        return kv8_act(act, x);
+    }
+}
+
 #endif /* KCPU_MATH_AVX2_H */
