@@ -423,6 +423,9 @@ TEST(kernels_conv2d_pixel_tile_avx2)
     bool on_56 = PIXEL_TILE(&p);
     p.oc = 72;
     bool on_72 = PIXEL_TILE(&p);
+    p.oc = 32, p.c = 3, p.h = p.w = 224, p.oh = p.ow = 112, p.stride_h = p.stride_w = 2;
+    bool on_stem = PIXEL_TILE(&p);   /* MobileNetV2's: 27 taps */
+    p.stride_h = p.stride_w = 1;
     p.oc = 512, p.c = 512, p.kh = p.kw = 1, p.pad_t = p.pad_l = 0, p.h = p.w = p.oh = p.ow = 7;
     bool on_1x1 = PIXEL_TILE(&p);
     p.kh = p.kw = 3, p.pad_t = p.pad_l = 1;
@@ -432,6 +435,7 @@ TEST(kernels_conv2d_pixel_tile_avx2)
     kcpu_isa_set(before);
     ASSERT_TRUE(on_56);
     ASSERT_FALSE(on_72);
+    ASSERT_TRUE(on_stem);
     ASSERT_FALSE(on_1x1);
     ASSERT_FALSE(on_scalar);
     return TEST_PASS;

@@ -54,10 +54,12 @@ static int block_vecs(const struct k_conv2d *p, int avx512) { return block_vecs_
  * (docs/performance.md): with 3 or 4 channel vectors it wins on maps of up
  * to 28x28 outputs, whose strips the GEMM leaves part empty or whose grid
  * columns it drops, and loses on 56x56; with 1 or 2 it wins or ties on
- * ResNet-mini's 28x28 and 14x14 layers; it loses where the reduction is a
- * few taps (ResNet-mini's 1-channel stem, MobileNetV2's 3-channel one),
- * but wins on strided 1x1 layers from 16 channels (ResNet-mini's
- * downsamples: 5.7-5.9 -> 3.3-3.5 us), which the GEMM reads by phase. A
+ * ResNet-mini's 28x28 and 14x14 layers; it wins on strided 1x1 layers
+ * from 16 channels (ResNet-mini's downsamples: 5.7-5.9 -> 3.3-3.5 us),
+ * which the GEMM reads by phase. Where the reduction is a few taps
+ * (ResNet-mini's 1-channel stem, MobileNetV2's 3-channel one) it loses on
+ * AVX-512 but wins on AVX2 (1.14-1.46x the implicit GEMM, alternating,
+ * 2026-11-28). A
  * plain 1x1 stays with the direct GEMM but on 14x14 and 7x7 maps from 128
  * input channels (ResNet-50's and MobileNetV2's: 10-29 % faster there;
  * with 64 or 96 channels, or on 28x28 maps, slower). */
@@ -67,7 +69,7 @@ static int shape_fits(const struct k_conv2d *p, int avx512)
                     p->pad_l == 0 && p->oh == p->h && p->ow == p->w;
     int64_t taps = (int64_t)p->c * p->kh * p->kw, pixels = (int64_t)p->oh * p->ow;
     if (p->groups != 1 || p->oc <= 0 || p->oc % 16 != 0 || p->stride_w > 2 ||
-        taps < (p->kh == 1 && p->kw == 1 ? 16 : 64))
+        taps < (p->kh == 1 && p->kw == 1 ? 16 : avx512 ? 64 : 9))
         return 0;
     if (plain_1x1)   /* where the GEMM's last strip is part-empty and the reduction long */
         return block_vecs(p, avx512) >= 3 && pixels <= (int64_t)14 * 14 && p->c >= 128;

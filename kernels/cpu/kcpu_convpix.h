@@ -25,7 +25,8 @@
 
 /* Whether kcpu_conv2d_f32 hands p to this kernel: AVX-512 or AVX2, one group,
  * output channels a multiple of 16, a stride of 1 or 2 across, 64 or more
- * multiply-adds per output (16 for a strided 1x1), with 48 or more
+ * multiply-adds per output on AVX-512 and 9 on AVX2 (16 for a strided
+ * 1x1), with 48 or more
  * channels maps of up to 28x28 outputs; a plain 1x1 (stride 1, unpadded)
  * only on AVX-512, with 48 or more output and 128 or more input channels
  * on maps of up to 14x14. */
