@@ -6,7 +6,7 @@
  * covered by two 6 x 16 tiles and one 2 x 32 (block(), below), each
  * reading the panel with its KCPU_MR stride, in passes over the depth.
  * Where the block's 32 columns lie side by side in C and the activation
- * is a clamp, the last pass adds the bias and residual to the registers
+ * is a clamp, the last pass adds the biases and residual to the registers
  * and stores them there (direct_out); else the tiles go through a buffer
  * to the vector epilogue store_tile, which follows the output's runs.
  */
@@ -14,12 +14,14 @@
 #include "kcpu_math_avx2.h"
 
 /* Where a tile's finished sums go when not to the buffer: row i, vector
- * v at c + i * ldc + 8 * v, after + bias[i] and + the residual at the
- * same offset (kcpu_gemm_store_tile's order), then the activation. */
+ * v at c + i * ldc + 8 * v, after + bias[i], + col[8 * v ..] and + the
+ * residual at the same offset (kcpu_gemm_store_tile's order), then the
+ * activation. */
 struct direct_out {
     float *c;
     const float *res;      /* or NULL */
     const float *bias;     /* or NULL */
+    const float *col;      /* the column bias at the tile's first column, or NULL */
     int64_t ldc;
     enum k_act act;        /* none, ReLU or ReLU6 */
 };
@@ -66,6 +68,8 @@ tile(const int mr, const int nv, const int partial, int64_t k0, int64_t k1, cons
             for (int64_t v = 0; v < nv; v++) {
                 const int64_t at = i * d->ldc + 8 * v;
                 __m256 x = _mm256_add_ps(c[i][v], bias);
+                if (d->col)
+                    x = _mm256_add_ps(x, _mm256_loadu_ps(d->col + 8 * v));
                 if (d->res)
                     x = _mm256_add_ps(x, _mm256_loadu_ps(d->res + at));
                 _mm256_storeu_ps(d->c + at, kv8_act_clamp_inline(d->act, x));
@@ -85,7 +89,8 @@ static inline struct direct_out direct_at(const struct direct_out *d, int r, int
 {
     const int64_t at = r * d->ldc + c;
     struct direct_out o = {.c = d->c + at, .res = d->res ? d->res + at : NULL,
-                           .bias = d->bias ? d->bias + r : NULL, .ldc = d->ldc, .act = d->act};
+                           .bias = d->bias ? d->bias + r : NULL, .col = d->col ? d->col + c : NULL,
+                           .ldc = d->ldc, .act = d->act};
     return o;
 }
 
@@ -247,7 +252,7 @@ void kcpu_gemm_avx2(const struct kcpu_gemm *g)
      * 0.8 MB, 32 panels) ran at a fifth of the FMA peak. */
     const int strips_outer = (int64_t)g->m * g->k * (int64_t)sizeof(float) <= A_L2_BYTES;
     const int64_t panels = kcpu_ceil_div(g->m, KCPU_MR), strips = kcpu_ceil_div(g->n, KCPU_NR);
-    const int clamp = !g->bias_col && (g->act == K_ACT_NONE || g->act == K_ACT_RELU || g->act == K_ACT_RELU6);
+    const int clamp = g->act == K_ACT_NONE || g->act == K_ACT_RELU || g->act == K_ACT_RELU6;
     for (int64_t outer = 0; outer < (strips_outer ? strips : panels); outer++)
         for (int64_t inner = 0; inner < (strips_outer ? panels : strips); inner++) {
             const int64_t p = strips_outer ? inner : outer, s = strips_outer ? outer : inner;
@@ -261,6 +266,7 @@ void kcpu_gemm_avx2(const struct kcpu_gemm *g)
                 const int64_t at = off + (int64_t)i0 * g->ldc;
                 const struct direct_out d = {.c = g->c + at, .res = g->res ? g->res + at : NULL,
                                              .bias = g->bias_row ? g->bias_row + i0 : NULL,
+                                             .col = g->bias_col ? g->bias_col + j : NULL,
                                              .ldc = g->ldc, .act = g->act};
                 block(g, g->a + (int64_t)i0 * g->k, g->b + s * g->b_strip, mr, nr, tmp, &d);
                 continue;
