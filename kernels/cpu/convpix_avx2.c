@@ -122,7 +122,7 @@ typedef void (*tile_fn)(const struct kcpu_pix_tile *t);
 #define TILE_FN(R)                                        \
     static void tile_##R(const struct kcpu_pix_tile *t)   \
     {                                                     \
-        float acc[R * 16];                                \
+        float acc[(R) * 16];                              \
         accumulate(R, t, acc);                            \
         epilogue(R, t, acc);                              \
     }

@@ -157,7 +157,7 @@ last_rows(const struct kcpu_gemm *g, const float *a, const float *b, int mr, int
 {
     const int r0 = 6, c0 = 0, cols = nr;
     const float *a6 = a + 6;
-    float *t6 = tmp + 6 * KCPU_NR;
+    float *t6 = tmp + (ptrdiff_t)6 * KCPU_NR;
     __m256i m[4];
     for (int v = 0; v < 4; v++)
         m[v] = lane_mask(cols - 8 * v);
