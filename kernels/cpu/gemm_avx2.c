@@ -101,8 +101,9 @@ static __m256i lane_mask(int lanes)
 }
 
 /* A tile of MR rows of panel a (row r0 of the block), NV vectors from
- * column c0, depth k0 .. k1 - 1, into t + c0 or finished to d; masked
- * where the strip has fewer than 8 * NV of those columns (d is then NULL). */
+ * column c0, depth k0 .. k1 - 1, into t + c0 or finished to d; masked,
+ * and into t, where the strip has fewer than 8 * NV of those columns
+ * (only a whole strip is given a d). */
 #define TILE_CASE(MR, NV, a, t)                                                          \
     case MR:                                                                             \
         if (cols < 8 * (NV)) {                                                           \
@@ -119,8 +120,8 @@ static __m256i lane_mask(int lanes)
  * wide where its columns fit: a 7x7 map's 49 columns are two strips, the
  * second with 17. */
 static inline __attribute__((always_inline)) void
-six_rows(const struct kcpu_gemm *g, const float *a, const float *b, int mr, int nr,
-                     int64_t k0, int64_t k1, float *tmp, const struct direct_out *d)
+six_rows(const struct kcpu_gemm *g, const float *a, const float *b, int mr, int nr, int64_t k0, int64_t k1,
+         float *tmp, const struct direct_out *d)
 {
     const int r0 = 0;
     __m256i m[2];
@@ -152,8 +153,8 @@ six_rows(const struct kcpu_gemm *g, const float *a, const float *b, int mr, int 
 /* Rows 6 .. mr - 1 (one or two) in one tile as wide as the strip's
  * columns. */
 static inline __attribute__((always_inline)) void
-last_rows(const struct kcpu_gemm *g, const float *a, const float *b, int mr, int nr,
-                      int64_t k0, int64_t k1, float *tmp, const struct direct_out *d)
+last_rows(const struct kcpu_gemm *g, const float *a, const float *b, int mr, int nr, int64_t k0, int64_t k1,
+          float *tmp, const struct direct_out *d)
 {
     const int r0 = 6, c0 = 0, cols = nr;
     const float *a6 = a + 6;
