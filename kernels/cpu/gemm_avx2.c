@@ -128,25 +128,15 @@ six_rows(const struct kcpu_gemm *g, const float *a, const float *b, int mr, int 
     for (int c0 = 0; c0 < nr; c0 += 16) {
         const int cols = nr - c0 < 16 ? nr - c0 : 16;
         m[0] = lane_mask(cols), m[1] = lane_mask(cols - 8);
+#define UP_TO_SIX_ROWS(NV)                                                                       \
+    TILE_CASE(1, NV, a, tmp) TILE_CASE(2, NV, a, tmp) TILE_CASE(3, NV, a, tmp)                   \
+    TILE_CASE(4, NV, a, tmp) TILE_CASE(5, NV, a, tmp) TILE_CASE(6, NV, a, tmp)
         if (cols <= 8) {
-            switch (mr) {
-            TILE_CASE(1, 1, a, tmp)
-            TILE_CASE(2, 1, a, tmp)
-            TILE_CASE(3, 1, a, tmp)
-            TILE_CASE(4, 1, a, tmp)
-            TILE_CASE(5, 1, a, tmp)
-            TILE_CASE(6, 1, a, tmp)
-            }
+            switch (mr) { UP_TO_SIX_ROWS(1) }
         } else {
-            switch (mr) {
-            TILE_CASE(1, 2, a, tmp)
-            TILE_CASE(2, 2, a, tmp)
-            TILE_CASE(3, 2, a, tmp)
-            TILE_CASE(4, 2, a, tmp)
-            TILE_CASE(5, 2, a, tmp)
-            TILE_CASE(6, 2, a, tmp)
-            }
+            switch (mr) { UP_TO_SIX_ROWS(2) }
         }
+#undef UP_TO_SIX_ROWS
     }
 }
 
@@ -162,20 +152,14 @@ last_rows(const struct kcpu_gemm *g, const float *a, const float *b, int mr, int
     __m256i m[4];
     for (int v = 0; v < 4; v++)
         m[v] = lane_mask(cols - 8 * v);
+#define ONE_OR_TWO_ROWS(NV) switch (mr - 6) { TILE_CASE(1, NV, a6, t6) TILE_CASE(2, NV, a6, t6) }
     switch ((cols + 7) / 8) {
-    case 1:
-        switch (mr - 6) { TILE_CASE(1, 1, a6, t6) TILE_CASE(2, 1, a6, t6) }
-        break;
-    case 2:
-        switch (mr - 6) { TILE_CASE(1, 2, a6, t6) TILE_CASE(2, 2, a6, t6) }
-        break;
-    case 3:
-        switch (mr - 6) { TILE_CASE(1, 3, a6, t6) TILE_CASE(2, 3, a6, t6) }
-        break;
-    default:
-        switch (mr - 6) { TILE_CASE(1, 4, a6, t6) TILE_CASE(2, 4, a6, t6) }
-        break;
+    case 1: ONE_OR_TWO_ROWS(1) break;
+    case 2: ONE_OR_TWO_ROWS(2) break;
+    case 3: ONE_OR_TWO_ROWS(3) break;
+    default: ONE_OR_TWO_ROWS(4) break;
     }
+#undef ONE_OR_TWO_ROWS
 }
 
 /* Most depth per pass over the block, split evenly: A's 8 x KC and B's

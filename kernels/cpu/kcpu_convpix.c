@@ -58,7 +58,7 @@ static int block_vecs(const struct k_conv2d *p, int avx512) { return block_vecs_
  * from 16 channels (ResNet-mini's downsamples: 5.7-5.9 -> 3.3-3.5 us),
  * which the GEMM reads by phase. Where the reduction is a few taps
  * (ResNet-mini's 1-channel stem, MobileNetV2's 3-channel one) it loses on
- * AVX-512 but wins on AVX2 (1.14-1.46x the implicit GEMM, alternating,
+ * AVX-512 but wins on AVX2 (1.10-1.47x the implicit GEMM, alternating,
  * 2026-11-28). A
  * plain 1x1 stays with the direct GEMM but on 14x14 and 7x7 maps from 128
  * input channels (ResNet-50's and MobileNetV2's: 10-29 % faster there;
