@@ -288,15 +288,18 @@ TEST(int8_conv2d_rows_split_over_threads)
 
 /* One case of the channels-last convolution (groups 1 or depthwise): x read NHWC or,
  * half the time, NCHW; y (and the residual) NHWC, compared with the
- * reference's NCHW result turned round, under every ISA (the plain-C path
- * below AVX-512 VNNI) and pool; with edges, edge_epilogue's rounding. */
+ * reference's NCHW result turned round, under every ISA and pool; x, a
+ * third of the time, without negative bytes (a ReLU's output: AVX2's
+ * unsigned tile); with edges, edge_epilogue's rounding. */
 static enum test_result nhwc_case(const struct k_conv2d *p, struct pools *ps, bool edges)
 {
     const int64_t xn = (int64_t)p->n * p->c * p->h * p->w, yn = (int64_t)p->n * p->oc * p->oh * p->ow;
     const int64_t wn = (int64_t)p->oc * (p->c / p->groups) * p->kh * p->kw, ohw = (int64_t)p->oh * p->ow;
     const int out_i32 = !edges && test_rand_int(0, 4) == 0, has_res = !out_i32 && test_rand_int(0, 1);
-    const int x_nchw = test_rand_int(0, 1);
+    const int x_nchw = test_rand_int(0, 1), x_nonneg = test_rand_int(0, 2) == 0;
     int8_t *x = test_rand_q8(xn), *w = test_rand_q8(wn), *res = has_res ? test_rand_q8(yn) : NULL;
+    for (int64_t i = 0; x_nonneg && i < xn; i++)
+        x[i] = (int8_t)abs(x[i]);
     struct test_epilogue ep;
     test_epilogue_init(&ep, p->oc, (int64_t)(p->c / p->groups) * p->kh * p->kw, out_i32);
     if (edges)
@@ -321,9 +324,10 @@ static enum test_result nhwc_case(const struct k_conv2d *p, struct pools *ps, bo
         memcpy((char *)back + ybytes, (char *)got + ybytes, GUARD);
         if (!same_bytes(__LINE__, back, want, ybytes, "nhwc conv")) {
             test_fail_msg(__FILE__, __LINE__,
-                          "conv n=%d c=%d %dx%d oc=%d k=%dx%d s=%d,%d d=%d,%d pad=%d,%d -> %dx%d i32=%d res=%d x_nchw=%d",
+                          "conv n=%d c=%d %dx%d oc=%d k=%dx%d s=%d,%d d=%d,%d pad=%d,%d -> %dx%d i32=%d res=%d x_nchw=%d"
+                          " x_nonneg=%d",
                           p->n, p->c, p->h, p->w, p->oc, p->kh, p->kw, p->stride_h, p->stride_w, p->dil_h, p->dil_w,
-                          p->pad_t, p->pad_l, p->oh, p->ow, out_i32, has_res, x_nchw);
+                          p->pad_t, p->pad_l, p->oh, p->ow, out_i32, has_res, x_nchw, x_nonneg);
             r = TEST_FAIL;
             break;
         }

@@ -41,10 +41,11 @@ void kcpu_conv2d_q8(struct kcpu_threads *th, const struct k_conv2d *p, const int
 /* Channels last: x [n, h, w, c] (or [n, c, h, w] with x_nchw set: the
  * kernel's padded copy of x converts it), y and residual [n, oh, ow, oc].
  * Bit-identical to kcpu_conv2d_q8 on the same values. takes: whether the
- * kernel serves p on this CPU (AVX-512 VNNI; groups 1, or depthwise: the
- * kernel of kcpu_q8_dwn.h); the other ISAs run
- * a plain-C path, correct but slow, should kcpu_isa_set change the ISA
- * after a plan chose the layout. */
+ * kernel serves p on this CPU (groups 1, or depthwise: the kernel of
+ * kcpu_q8_dwn.h; on AVX-512 VNNI every such layer, on AVX2 those whose
+ * input map is at most 28 x 28); the scalar ISA runs a plain-C path,
+ * correct but slow, should kcpu_isa_set change the ISA after a plan chose
+ * the layout. */
 int kcpu_conv2d_q8_nhwc_takes(const struct k_conv2d *p);
 size_t kcpu_conv2d_q8_nhwc_packed_bytes(const struct k_conv2d *p);
 void kcpu_conv2d_q8_nhwc_pack(const struct k_conv2d *p, const int8_t *w, void *packed);

@@ -1,8 +1,8 @@
 /*
  * kcpu_q8_dwn.c - the channels-last INT8 depthwise convolution (see
  * kcpu_q8_dwn.h): weight packing, scratch geometry, the split over (image,
- * band of output rows), and the plain-C path for CPUs without AVX-512
- * VNNI.
+ * band of output rows), the choice of path, and the plain-C path for the
+ * scalar ISA.
  */
 #include <string.h>
 
@@ -30,10 +30,11 @@ static int64_t rows_in(const struct k_conv2d *p, int64_t nr)
     return (nr - 1) * p->stride_h + (int64_t)(p->kh - 1) * p->dil_h + 1;
 }
 
-/* Bytes of one slice row: the widest chunk's channels as int32. */
+/* Bytes of one slice row: a full chunk's channels as int32 (the AVX2
+ * path's column, whatever c is). */
 static int64_t slice_row_bytes(const struct k_conv2d *p)
 {
-    return slice_cols(p) * kcpu_min64(KQ8_DWN_CHUNK, groups16(p) * 16) * 4;
+    return slice_cols(p) * KQ8_DWN_CHUNK * 4;
 }
 
 /* The most output rows one task takes: its slice within
@@ -126,14 +127,18 @@ static void rows_scalar(const struct kq8_dwn_job *j, int64_t img, int64_t r0, in
         }
 }
 
-static int use_avx512(void)
+enum dwn_path { DWN_SCALAR, DWN_AVX2, DWN_AVX512 };
+
+static enum dwn_path path_now(void)
 {
-    return kcpu_isa() == KCPU_ISA_AVX512 && kq8_has_vnni();
+    if (kcpu_isa() == KCPU_ISA_AVX512 && kq8_has_vnni())
+        return DWN_AVX512;
+    return kcpu_isa() >= KCPU_ISA_AVX2 ? DWN_AVX2 : DWN_SCALAR;
 }
 
 struct dwn_run {
     const struct kq8_dwn_job *j;
-    int avx512;
+    enum dwn_path path;
 };
 
 static void dwn_task(void *arg, int64_t task, int thread)
@@ -142,8 +147,11 @@ static void dwn_task(void *arg, int64_t task, int thread)
     const struct kq8_dwn_job *j = run->j;
     const int64_t img = task / j->bands, r0 = task % j->bands * j->band;
     const int64_t nr = kcpu_min64(j->band, j->p->oh - r0);
-    if (run->avx512)
-        kq8_dwn_rows_avx512(j, img, r0, nr, j->slices + (int64_t)thread * j->slice_bytes);
+    uint8_t *slice = j->slices + (int64_t)thread * j->slice_bytes;
+    if (run->path == DWN_AVX512)
+        kq8_dwn_rows_avx512(j, img, r0, nr, slice);
+    else if (run->path == DWN_AVX2)
+        kq8_dwn_rows_avx2(j, img, r0, nr, slice);
     else
         rows_scalar(j, img, r0, nr);
 }
@@ -169,8 +177,10 @@ void kq8_dwn_conv(struct kcpu_threads *th, const struct k_conv2d *p, const int8_
     const int64_t per_image = kcpu_min64(p->oh, kcpu_ceil_div(tasks, p->n));
     j.band = kcpu_min64(kcpu_ceil_div(p->oh, per_image), band_max(p));
     j.bands = kcpu_ceil_div(p->oh, j.band);
-    struct dwn_run run = {&j, use_avx512()};
-    if (run.avx512)
+    struct dwn_run run = {&j, path_now()};
+    if (run.path == DWN_AVX512)
         kq8_dwn_lanes_avx512(p, e, base);
+    else if (run.path == DWN_AVX2)
+        kq8_dwn_lanes_avx2(p, e, base);
     kcpu_threads_run(th, p->n * j.bands, dwn_task, &run);
 }

@@ -26,7 +26,9 @@
  * the low half of each dword, zero above (so the weight's sign half
  * multiplies 0). Sums are exact; the epilogue is kernel_quant.h's, lane by lane
  * (kcpu_q8_avx512.h's kq8_lanes_requant, one precomputed kq8_lanes16 per
- * 16 channels). Other ISAs take the plain-C path, which reads x directly.
+ * 16 channels). AVX2 (q8_dwn_avx2.c) does the same 8 channels a vector,
+ * vpmaddwd and vpaddd a tap. The scalar ISA takes the plain-C path, which
+ * reads x directly.
  */
 #ifndef KCPU_Q8_DWN_H
 #define KCPU_Q8_DWN_H
@@ -67,8 +69,8 @@ struct kq8_dwn_job {
     const struct k_q8_epilogue *e;
     const int8_t *res;              /* [n][oh][ow][c] or NULL */
     void *y;                        /* [n][oh][ow][c] */
-    const void *lanes;              /* [ceil(c / 16)] KQ8_DWN_LANES_BYTES each (AVX-512 path) */
-    uint8_t *slices;                /* per thread, slice_bytes each (AVX-512 path) */
+    const void *lanes;              /* [ceil(c / 16)] KQ8_DWN_LANES_BYTES each (vector paths) */
+    uint8_t *slices;                /* per thread, slice_bytes each (vector paths) */
     int64_t slice_bytes;
     int64_t wp;                     /* slice columns: (ow - 1) * stride_w + (kw - 1) * dil_w + 1 */
     int64_t band;                   /* output rows per task (the last band of an image may have fewer) */
@@ -80,5 +82,9 @@ struct kq8_dwn_job {
  * [r0, r0 + nr) of image img, with slice its thread's slice. */
 void kq8_dwn_lanes_avx512(const struct k_conv2d *p, const struct k_q8_epilogue *e, void *lanes);
 void kq8_dwn_rows_avx512(const struct kq8_dwn_job *j, int64_t img, int64_t r0, int64_t nr, void *slice);
+/* The same on AVX2 (q8_dwn_avx2.c): lanes of 8 channels, two to each
+ * KQ8_DWN_LANES_BYTES. */
+void kq8_dwn_lanes_avx2(const struct k_conv2d *p, const struct k_q8_epilogue *e, void *lanes);
+void kq8_dwn_rows_avx2(const struct kq8_dwn_job *j, int64_t img, int64_t r0, int64_t nr, void *slice);
 
 #endif /* KCPU_Q8_DWN_H */

@@ -1,8 +1,8 @@
 /*
  * kcpu_q8_nhwc.c - the channels-last INT8 convolution (see kcpu_q8_nhwc.h
  * for the layouts): weight packing, the padded copy of x, the task split
- * over (image, block group, output row), the plain-C tile for other ISAs,
- * and max and global average pooling on channels-last tensors.
+ * over (image, block group, output row), the plain-C tile for the scalar
+ * ISA, and max and global average pooling on channels-last tensors.
  */
 #include <string.h>
 
@@ -31,7 +31,21 @@ static struct geom geom_of(const struct k_conv2d *p)
 
 int kcpu_conv2d_q8_nhwc_takes(const struct k_conv2d *p)
 {
-    return kq8_b_flipped() && (p->groups == 1 || kq8_dwn_applies(p));
+    if (p->groups != 1 && !kq8_dwn_applies(p))
+        return 0;
+    if (kq8_b_flipped())
+        return 1;
+    return kcpu_isa() >= KCPU_ISA_AVX2 && (int64_t)p->h * p->w <= KQ8_NHWC_AVX2_MAX_MAP;
+}
+
+/* The tile in use: AVX-512 VNNI (sign-flipped x), AVX2, or plain C. */
+enum tile_path { TILE_SCALAR, TILE_AVX2, TILE_AVX512 };
+
+static enum tile_path path_now(void)
+{
+    if (kq8_b_flipped())
+        return TILE_AVX512;
+    return kcpu_isa() >= KCPU_ISA_AVX2 ? TILE_AVX2 : TILE_SCALAR;
 }
 
 size_t kcpu_conv2d_q8_nhwc_packed_bytes(const struct k_conv2d *p)
@@ -76,6 +90,12 @@ static int64_t padded_bytes(const struct k_conv2d *p, const struct geom *d)
     return (p->n * d->hp * d->wp * d->cp + 63) / 64 * 64;
 }
 
+/* A byte per padded row: whether it holds a negative byte (unflipped x). */
+static int64_t neg_bytes(const struct k_conv2d *p, const struct geom *d)
+{
+    return (p->n * d->hp + 63) / 64 * 64;
+}
+
 /* A depthwise layer's x turned NHWC (when it comes NCHW), then its own. */
 static int64_t dw_x_bytes(const struct k_conv2d *p) { return ((int64_t)p->n * p->c * p->h * p->w + 63) / 64 * 64; }
 
@@ -84,7 +104,8 @@ size_t kcpu_conv2d_q8_nhwc_scratch_bytes(const struct k_conv2d *p, int threads)
     if (kq8_dwn_applies(p))
         return (size_t)dw_x_bytes(p) + kq8_dwn_scratch_bytes(p, threads) + 64;
     struct geom d = geom_of(p);
-    return (size_t)(padded_bytes(p, &d) + KQ8_NHWC_CONSTS_BYTES(d.blocks) + ((int64_t)d.taps * 8 + 63) / 64 * 64 + 64);
+    return (size_t)(padded_bytes(p, &d) + neg_bytes(p, &d) + KQ8_NHWC_CONSTS_BYTES(d.blocks) +
+                    ((int64_t)d.taps * 8 + 63) / 64 * 64 + 64);
 }
 
 /* ------------------------------------------------------------ padded x */
@@ -94,10 +115,33 @@ struct pad_job {
     struct geom d;
     const int8_t *x;
     int x_nchw;
+    uint8_t flip;              /* 0x80 (AVX-512: sign bits flipped) or 0 */
     uint8_t *xp;
+    uint8_t *neg;              /* per padded row: whether it holds a negative byte (unflipped) */
 };
 
-/* Padded row r of image i: its pixels' bytes, sign bits flipped, 0x80 around. */
+/* dst = src ^ flip (flip 0 or 0x80 in every byte), 8 bytes a step (the
+ * byte loop's aliasing keeps GCC from vectorising it at -O2); returns the
+ * OR of src's bytes in each byte of the result. */
+static uint64_t copy_flip(uint8_t *dst, const uint8_t *src, int64_t n, uint64_t flip)
+{
+    uint64_t any = 0, v;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&v, src + i, 8);
+        any |= v;
+        v ^= flip;
+        memcpy(dst + i, &v, 8);
+    }
+    for (; i < n; i++) {
+        any |= src[i];
+        dst[i] = src[i] ^ (uint8_t)flip;
+    }
+    return any;
+}
+
+/* Padded row r of image i: its pixels' bytes ^ flip, flip around (a zero
+ * either way). */
 static void pad_task(void *arg, int64_t task, int thread)
 {
     (void)thread;
@@ -105,35 +149,51 @@ static void pad_task(void *arg, int64_t task, int thread)
     const struct k_conv2d *p = j->p;
     const int64_t cp = j->d.cp, wp = j->d.wp, img = task / j->d.hp, r = task % j->d.hp, ih = r - p->pad_t;
     const int64_t c = p->c, w = p->w;
+    const uint8_t flip = j->flip;
     uint8_t *dst = j->xp + task * wp * cp;
+    j->neg[task] = 0;
     if (ih < 0 || ih >= p->h) {
-        memset(dst, 0x80, (size_t)(wp * cp));
+        memset(dst, flip, (size_t)(wp * cp));
         return;
     }
     const int64_t left = p->pad_l * cp, used = kcpu_min64(w, wp - p->pad_l) * cp;
-    memset(dst, 0x80, (size_t)left);
-    memset(dst + left + used, 0x80, (size_t)(wp * cp - left - used));
+    memset(dst, flip, (size_t)left);
+    memset(dst + left + used, flip, (size_t)(wp * cp - left - used));
     uint8_t *row = dst + left;
-    if (j->x_nchw) {
-        const int8_t *src = j->x + (img * c * p->h + ih) * w;
-        for (int64_t iw = 0; iw < used / cp; iw++) {
-            for (int64_t ch = 0; ch < c; ch++)
-                row[iw * cp + ch] = (uint8_t)src[ch * p->h * w + iw] ^ 0x80u;
-            for (int64_t ch = c; ch < cp; ch++)
-                row[iw * cp + ch] = 0x80;
-        }
+    if (j->x_nchw && kcpu_isa() >= KCPU_ISA_AVX2) {
+        const uint8_t *src = (const uint8_t *)j->x + (img * c * p->h + ih) * w;
+        j->neg[task] = kq8_nhwc_rows_from_nchw_avx2(src, p->h * w, c, cp, used / cp, flip, row) >> 7;
+        return;
+    } else if (j->x_nchw) {   /* channel by channel: each reads one row of its plane */
+        const uint8_t *src = (const uint8_t *)j->x + (img * c * p->h + ih) * w;
+        const int64_t pixels = used / cp;
+        uint8_t any = 0;
+        for (int64_t ch = 0; ch < cp; ch++, src += p->h * w)
+            for (int64_t iw = 0; iw < pixels; iw++) {
+                const uint8_t v = ch < c ? src[iw] : 0;
+                any |= v;
+                row[iw * cp + ch] = v ^ flip;
+            }
+        j->neg[task] = any >> 7;
+        return;
     } else if (cp == c) {
         const uint8_t *src = (const uint8_t *)j->x + (img * p->h + ih) * w * c;
-        for (int64_t i = 0; i < used; i++)
-            row[i] = src[i] ^ 0x80u;
+        j->neg[task] = (copy_flip(row, src, used, flip * 0x0101010101010101u) & 0x8080808080808080u) != 0;
+        return;
     } else {
         const uint8_t *src = (const uint8_t *)j->x + (img * p->h + ih) * w * c;
         for (int64_t iw = 0; iw < used / cp; iw++) {
             for (int64_t ch = 0; ch < c; ch++)
-                row[iw * cp + ch] = src[iw * c + ch] ^ 0x80u;
+                row[iw * cp + ch] = src[iw * c + ch] ^ flip;
             for (int64_t ch = c; ch < cp; ch++)
-                row[iw * cp + ch] = 0x80;
+                row[iw * cp + ch] = flip;
         }
+    }
+    if (!flip) {
+        uint8_t any = 0;
+        for (int64_t i = 0; i < used; i++)
+            any |= row[i];
+        j->neg[task] = any >> 7;
     }
 }
 
@@ -150,12 +210,13 @@ struct conv_job {
     const struct k_q8_epilogue *e;
     const int8_t *res;
     void *y;
+    const uint8_t *neg;        /* pad_job's */
     int vecs;                  /* blocks per tile */
     int64_t groups;            /* block groups: ceil(blocks / vecs) */
-    int avx512;
+    enum tile_path path;
 };
 
-/* The plain-C tile: the same sums (flipped bytes, bias - 128 * wsum) and
+/* The plain-C tile: the same sums (unflipped bytes, from the bias) and
  * the epilogue of kernel_quant.h. */
 static void tile_scalar(const struct conv_job *j, const struct kq8_nhwc_tile *t, int vecs, int pixels)
 {
@@ -163,11 +224,11 @@ static void tile_scalar(const struct conv_job *j, const struct kq8_nhwc_tile *t,
     for (int r = 0; r < pixels; r++)
         for (int l = 0; l < vecs * 16 && l < t->oc_left; l++) {
             const int64_t o = (int64_t)t->block0 * 16 + l, b = o / 16;
-            int32_t acc = (int32_t)((uint32_t)e->bias[o] - 128u * (uint32_t)j->wsum[o]);
+            int32_t acc = e->bias[o];
             for (int k = 0; k < t->taps; k++)
                 for (int64_t q = 0; q < t->quads; q++)
                     for (int i = 0; i < 4; i++)
-                        acc += (int32_t)t->x[r * t->xs + t->toff[k] + 4 * q + i] *
+                        acc += (int8_t)t->x[r * t->xs + t->toff[k] + 4 * q + i] *
                                j->w[b * j->d.wblock + ((k * t->quads + q) * 16 + o % 16) * 4 + i];
             const int64_t at = r * t->oc + l;
             if (e->out_i32)
@@ -189,7 +250,14 @@ static void conv_task(void *arg, int64_t task, int thread)
     const int64_t oh = p->oh, row = task % oh, g = task / oh % j->groups, img = task / oh / j->groups;
     const int64_t b0 = g * j->vecs;
     const int vecs = (int)kcpu_min64(j->vecs, j->d.blocks - b0);
-    const int64_t most = kq8_nhwc_max_pixels(vecs), ntiles = kcpu_ceil_div(p->ow, most);
+    /* AVX2: the unsigned form where no row the tile reads has a negative byte */
+    int nonneg = 1;
+    for (int64_t ki = 0; j->path == TILE_AVX2 && ki < p->kh; ki++)
+        nonneg &= !j->neg[img * j->d.hp + row * p->stride_h + ki * p->dil_h];
+    const int64_t most = j->path != TILE_AVX2 ? kq8_nhwc_max_pixels(vecs)
+                         : nonneg             ? KQ8_NHWC_AVX2_MAX_PIX
+                                              : KQ8_NHWC_AVX2_MAX_PIX_SIGNED;
+    const int64_t ntiles = kcpu_ceil_div(p->ow, most);
     const int64_t out0 = ((img * oh + row) * p->ow) * p->oc + b0 * 16;
     struct kq8_nhwc_tile t = {
         .xs = (int64_t)p->stride_w * j->d.cp,
@@ -211,8 +279,10 @@ static void conv_task(void *arg, int64_t task, int thread)
         t.x = xrow + col * t.xs;
         t.res = j->res ? j->res + out0 + col * p->oc : NULL;
         t.y = (int8_t *)j->y + (out0 + col * p->oc) * elem;
-        if (j->avx512)
+        if (j->path == TILE_AVX512)
             kq8_nhwc_tile_avx512(&t, vecs, pixels);
+        else if (j->path == TILE_AVX2)
+            kq8_nhwc_tile_avx2(&t, pixels, nonneg);
         else
             tile_scalar(j, &t, vecs, pixels);
         col += pixels;
@@ -225,12 +295,16 @@ void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, cons
 {
     if (kq8_dwn_applies(p)) {
         int8_t *xt = kcpu_align64(scratch);
-        if (x_nchw) {
-            const int64_t hw = (int64_t)p->h * p->w;
-            for (int64_t i = 0; i < p->n; i++)
+        const int64_t hw = (int64_t)p->h * p->w;
+        for (int64_t i = 0; x_nchw && i < p->n; i++) {
+            const int8_t *src = x + i * p->c * hw;
+            int8_t *dst = xt + i * hw * p->c;
+            if (kcpu_isa() >= KCPU_ISA_AVX2)
+                kq8_nhwc_rows_from_nchw_avx2((const uint8_t *)src, hw, p->c, p->c, hw, 0, (uint8_t *)dst);
+            else
                 for (int64_t ch = 0; ch < p->c; ch++)
                     for (int64_t px = 0; px < hw; px++)
-                        xt[(i * hw + px) * p->c + ch] = x[(i * p->c + ch) * hw + px];
+                        dst[px * p->c + ch] = src[ch * hw + px];
         }
         kq8_dwn_conv(th, p, x_nchw ? xt : x, packed_w, e, residual, y, xt + dw_x_bytes(p));
         return;
@@ -238,16 +312,20 @@ void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, cons
     struct geom d = geom_of(p);
     if (p->n <= 0 || p->oc <= 0 || p->oh <= 0 || p->ow <= 0)
         return;
+    const enum tile_path path = path_now();
     uint8_t *s = kcpu_align64(scratch);
-    struct pad_job pj = {.p = p, .d = d, .x = x, .x_nchw = x_nchw, .xp = s};
+    struct pad_job pj = {.p = p, .d = d, .x = x, .x_nchw = x_nchw, .flip = path == TILE_AVX512 ? 0x80 : 0,
+                         .xp = s, .neg = s + padded_bytes(p, &d)};
     kcpu_threads_run(th, p->n * d.hp, pad_task, &pj);
-    s += padded_bytes(p, &d);
+    s += padded_bytes(p, &d) + neg_bytes(p, &d);
 
     struct conv_job j = {.p = p, .d = d, .xp = pj.xp, .w = packed_w, .e = e, .res = residual, .y = y,
-                         .avx512 = kq8_b_flipped()};
+                         .neg = pj.neg, .path = path};
     j.wsum = (const int32_t *)(j.w + d.blocks * d.wblock);
-    if (j.avx512)
+    if (path == TILE_AVX512)
         kq8_nhwc_consts_avx512(e->bias, j.wsum, e->mult, p->oc, e, residual != NULL, s);
+    else if (path == TILE_AVX2)
+        kq8_nhwc_consts_avx2(e->bias, e->mult, p->oc, e, residual != NULL, s);
     j.consts = s;
     s += KQ8_NHWC_CONSTS_BYTES(d.blocks);
     int64_t *toff = (int64_t *)s;
@@ -257,7 +335,7 @@ void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, cons
     j.toff = toff;
     /* widest tiles, unless that leaves too few tasks to share */
     const int64_t want = 4 * (int64_t)kcpu_threads_count(th);
-    j.vecs = (int)kcpu_min64(4, d.blocks);
+    j.vecs = path == TILE_AVX2 ? 1 : (int)kcpu_min64(4, d.blocks);
     while (j.vecs > 1 && (int64_t)p->n * p->oh * kcpu_ceil_div(d.blocks, j.vecs) < want)
         j.vecs--;
     j.groups = kcpu_ceil_div(d.blocks, j.vecs);

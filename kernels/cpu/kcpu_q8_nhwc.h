@@ -13,7 +13,8 @@
  *
  *   padded x: per image hp rows of wp pixels of cp = 4 * ceil(c / 4) bytes,
  *     x's pixel (ih, iw) at (ih + pad_t, iw + pad_l), each byte x ^ 0x80
- *     (vpdpbusd takes unsigned bytes; a padding byte is 0x80, i.e. 0);
+ *     on AVX-512 (vpdpbusd takes unsigned bytes; a padding byte is 0x80,
+ *     i.e. 0), x itself elsewhere (padding 0);
  *   packed weights: per block of 16 output channels, [tap][quad][16][4]
  *     int8 (tap = ki * kw + kj, quad = input channels 4q .. 4q + 3, zero
  *     past c and past oc), then int32 wsum[blocks * 16], each channel's
@@ -21,6 +22,12 @@
  *
  * A tile is `pixels` consecutive outputs of one output row by `vecs`
  * blocks: pixels * vecs accumulators in registers.
+ *
+ * AVX2 (no vpdpbusd, q8_nhwc_avx2.c) keeps x's sign bits as they are
+ * (padding 0, sums start at bias) and multiplies as the AVX2 GEMM does:
+ * vpmaddubsw then vpmaddwd, two ymm per block, one block a tile. The
+ * padded copy notes per row whether it holds a negative byte; a tile
+ * whose rows hold none takes the shorter unsigned form.
  */
 #ifndef KCPU_Q8_NHWC_H
 #define KCPU_Q8_NHWC_H
@@ -37,7 +44,7 @@ struct kq8_nhwc_tile {
     int64_t quads;             /* cp / 4 */
     const int8_t *w;           /* the first block's weights */
     int64_t wblock;            /* bytes between blocks' weights */
-    const void *consts;        /* kq8_nhwc_consts_avx512's, for every block of the layer */
+    const void *consts;        /* kq8_nhwc_consts_avx512's (or _avx2's), for every block of the layer */
     int block0;                /* the tile's first block */
     const struct k_q8_epilogue *e;
     const int8_t *res;         /* the tile's first output in the residual, or NULL */
@@ -48,6 +55,26 @@ struct kq8_nhwc_tile {
 
 /* Runs one tile of vecs (1..4) blocks by pixels (1..kq8_nhwc_max_pixels(vecs)). */
 void kq8_nhwc_tile_avx512(const struct kq8_nhwc_tile *t, int vecs, int pixels);
+
+/* AVX2: one block by up to 5 pixels (4 in the signed form). nonneg: no
+ * byte of the rows the tile reads is negative. */
+/* AVX2 takes layers whose input map has at most this many pixels (28 x
+ * 28). Measured against the NCHW GEMM on a Zen 3 (docs/performance.md):
+ * on 14x14 and 7x7 maps 1.01-3.9x faster, on 28x28 0.88-1.28x, on 56x56
+ * and larger 0.57-0.99x (the depthwise layers' per-pixel epilogue, the
+ * GEMM there already fills its lanes). So a network's large maps stay
+ * NCHW and it turns channels last once, where its maps shrink to 28x28. */
+#define KQ8_NHWC_AVX2_MAX_MAP 784
+#define KQ8_NHWC_AVX2_MAX_PIX 5
+#define KQ8_NHWC_AVX2_MAX_PIX_SIGNED 4
+void kq8_nhwc_tile_avx2(const struct kq8_nhwc_tile *t, int pixels, int nonneg);
+
+/* The padded copy's row from NCHW x on AVX2 (any CPU with AVX2): pixels
+ * [0, pixels) of c planes' rows (src: channel 0's, plane bytes apart) to
+ * row, cp bytes a pixel, each byte ^ flip, channels past c flip. Returns
+ * 0x80 where a byte read is negative, else 0. */
+uint8_t kq8_nhwc_rows_from_nchw_avx2(const uint8_t *src, int64_t plane, int64_t c, int64_t cp, int64_t pixels,
+                                     uint8_t flip, uint8_t *row);
 
 /* The most pixels a tile of vecs blocks takes: up to 24 accumulators, the
  * weight vectors and a broadcast beside them in the 32 registers. */
@@ -61,9 +88,12 @@ static inline int kq8_nhwc_max_pixels(int vecs)
  * the clamp, then each block's lanes): at most KQ8_NHWC_CONSTS_BYTES(blocks)
  * bytes, 64-byte aligned. */
 #define KQ8_NHWC_EPI_BYTES 768
-#define KQ8_NHWC_LANES_BYTES 704
+#define KQ8_NHWC_LANES_BYTES 768
 #define KQ8_NHWC_CONSTS_BYTES(blocks) (KQ8_NHWC_EPI_BYTES + (int64_t)(blocks) * KQ8_NHWC_LANES_BYTES)
 void kq8_nhwc_consts_avx512(const int32_t *bias, const int32_t *wsum, const struct k_q8_mult *mult, int oc,
                             const struct k_q8_epilogue *e, int has_res, void *consts);
+/* The same for the AVX2 tile: a block's room holds two kq8_lanes8. */
+void kq8_nhwc_consts_avx2(const int32_t *bias, const struct k_q8_mult *mult, int oc, const struct k_q8_epilogue *e,
+                          int has_res, void *consts);
 
 #endif /* KCPU_Q8_NHWC_H */
