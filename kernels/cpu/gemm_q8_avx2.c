@@ -12,7 +12,8 @@
  * passes over the depth.
  *
  * The epilogue requantises with kcpu_q8_avx2.h, exactly k_q8_apply (its
- * 32-bit form where the row's shift allows).
+ * 32-bit form where the row's shift allows, its constants made once per
+ * block of rows; that form's clamp on the packed bytes).
  *
  * Also here: B-strip packing (the slice interleave) for every AVX2-capable
  * CPU, AVX-512 ones included.
@@ -75,8 +76,25 @@ static int strip_nonneg(const int8_t *b, int64_t kq)
     return _mm256_movemask_epi8(any) == 0;
 }
 
-static void store_tile(const struct kq8_block *b, const int32_t *acc, int i0, int mr,
-                       const struct kq8_strip *map)
+/* The requantisation of a block's rows: the 32-bit form's constants where
+ * kq8_hi256_serves the row (the same for every strip, so made once). */
+struct row_consts {
+    struct kq8_hi256 hv[KQ8_MR];
+    int hi[KQ8_MR];
+};
+
+static void row_consts_of(const struct kq8_block *b, int i0, int mr, struct row_consts *rc)
+{
+    const struct k_q8_epilogue *e = b->e;
+    for (int i = 0; i < mr && !e->out_i32; i++) {
+        rc->hi[i] = kq8_hi256_serves(b->mult[i0 + i], b->res != NULL, e->res_mult);
+        if (rc->hi[i])
+            rc->hv[i] = kq8_hi256_of(b->mult[i0 + i], e->res_mult, b->res != NULL, e->lo, e->hi);
+    }
+}
+
+static void store_tile(const struct kq8_block *b, const int32_t *acc, int i0, int mr, const struct kq8_strip *map,
+                       const struct row_consts *rc)
 {
     const struct k_q8_epilogue *e = b->e;
     if (e->out_i32) {
@@ -84,6 +102,7 @@ static void store_tile(const struct kq8_block *b, const int32_t *acc, int i0, in
         return;
     }
     const __m256i lo = _mm256_set1_epi64x(e->lo), hi = _mm256_set1_epi64x(e->hi);
+    const __m256i lo8 = _mm256_set1_epi8((char)e->lo), hi8 = _mm256_set1_epi8((char)e->hi);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     /* the residual multiplier means nothing (may be zeroed) without a residual */
     const struct kq8_mult256 rv = kq8_mult256_of(b->res ? e->res_mult : (struct k_q8_mult){0, 1});
@@ -94,11 +113,11 @@ static void store_tile(const struct kq8_block *b, const int32_t *acc, int i0, in
         if (b->res)
             kq8_gather_row(b, row, map, res);
         __m256i q[4];
-        if (kq8_hi256_serves(b->mult[row], b->res != NULL, e->res_mult)) {
-            const struct kq8_hi256 hv = kq8_hi256_of(b->mult[row], e->res_mult, b->res != NULL, e->lo, e->hi);
+        if (rc->hi[i]) {   /* clamped below, on bytes */
             for (int v = 0; v < 4; v++) {
                 __m256i a = _mm256_loadu_si256((const __m256i *)(acc + (ptrdiff_t)i * KQ8_NR + (ptrdiff_t)8 * v));
-                q[v] = kq8_requant8_hi(_mm256_add_epi32(a, bias), &hv, b->res ? res + (ptrdiff_t)8 * v : NULL);
+                q[v] = kq8_requant8_hi_unclamped(_mm256_add_epi32(a, bias), &rc->hv[i],
+                                                 b->res ? res + (ptrdiff_t)8 * v : NULL);
             }
         } else {
             struct kq8_mult256 mv = kq8_mult256_of(b->mult[row]);
@@ -107,9 +126,9 @@ static void store_tile(const struct kq8_block *b, const int32_t *acc, int i0, in
                 q[v] = kq8_requant8(_mm256_add_epi32(a, bias), &mv, b->res ? res + (ptrdiff_t)8 * v : NULL, &rv, lo, hi);
             }
         }
-        /* int32 -> int8 (values already in range), then undo the per-128-bit-lane interleave */
-        __m256i p = _mm256_permutevar8x32_epi32(
-            _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3])), order);
+        /* int32 -> int8 (saturating), the clamp, then undo the per-128-bit-lane interleave */
+        __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        p = _mm256_permutevar8x32_epi32(_mm256_min_epi8(_mm256_max_epi8(p, lo8), hi8), order);
         if (map->nruns == 1 && map->runs[0].l0 == 0 && map->runs[0].l1 == KQ8_NR) {   /* 32 outputs side by side */
             _mm256_storeu_si256((__m256i *)((int8_t *)b->y + map->runs[0].off + row * b->ldc), p);
             continue;
@@ -127,9 +146,11 @@ void kq8_block_avx2(const struct kq8_block *b)
     char nonneg[CHECKED];
     for (int s = 0; s < b->nstrips && s < CHECKED; s++)
         nonneg[s] = (char)strip_nonneg(b->b + (int64_t)s * b->kq * KQ8_STRIP_QUAD, b->kq);
+    struct row_consts rc;
     for (int i0 = 0; i0 < b->m; i0 += KQ8_MR) {
         int mr = (int)kcpu_min64(KQ8_MR, b->m - i0);
         const int8_t *a = b->a + (int64_t)(i0 / KQ8_MR) * b->kq * KQ8_PANEL_QUAD;
+        row_consts_of(b, i0, mr, &rc);
         for (int s = 0; s < b->nstrips; s++) {
             const int8_t *bs = b->b + (int64_t)s * b->kq * KQ8_STRIP_QUAD;
             void (*tile)(int64_t, const int8_t *, const int8_t *, __m256i *) =
@@ -142,7 +163,7 @@ void kq8_block_avx2(const struct kq8_block *b)
                         _mm256_storeu_si256((__m256i *)(acc + (ptrdiff_t)(r0 + r) * KQ8_NR + (ptrdiff_t)16 * h + 8), t[2 * r + 1]);
                     }
                 }
-            store_tile(b, acc, i0, mr, &b->maps[s]);
+            store_tile(b, acc, i0, mr, &b->maps[s], &rc);
         }
     }
 }

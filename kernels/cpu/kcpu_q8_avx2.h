@@ -106,8 +106,10 @@ static inline __m256i kq8_hi32_256(__m256i e, __m256i o)
     return _mm256_blend_epi32(_mm256_srli_epi64(e, 32), o, 0xAA);
 }
 
-/* kq8_requant8 where kq8_hi256_serves: the same results. */
-static inline __m256i kq8_requant8_hi(__m256i v, const struct kq8_hi256 *q, const int8_t *res)
+/* kq8_requant8 where kq8_hi256_serves, before the clamp: exact int32
+ * values (a saturating pack to int8 then the clamp on bytes gives the
+ * same bytes as clamping here). */
+static inline __m256i kq8_requant8_hi_unclamped(__m256i v, const struct kq8_hi256 *q, const int8_t *res)
 {
     __m256i e = _mm256_mul_epi32(v, q->m), o = _mm256_mul_epi32(_mm256_srli_epi64(v, 32), q->m);
     __m256i r32 = _mm256_sra_epi32(_mm256_add_epi32(kq8_hi32_256(e, o), q->rnd), q->sh);
@@ -121,7 +123,13 @@ static inline __m256i kq8_requant8_hi(__m256i v, const struct kq8_hi256 *q, cons
         ro = _mm256_sll_epi64(ro, q->rlsh);
         r32 = _mm256_add_epi32(r32, _mm256_sra_epi32(kq8_hi32_256(re, ro), q->rrsh));
     }
-    return _mm256_min_epi32(_mm256_max_epi32(r32, q->lo), q->hi);
+    return r32;
+}
+
+/* kq8_requant8 where kq8_hi256_serves: the same results. */
+static inline __m256i kq8_requant8_hi(__m256i v, const struct kq8_hi256 *q, const int8_t *res)
+{
+    return _mm256_min_epi32(_mm256_max_epi32(kq8_requant8_hi_unclamped(v, q, res), q->lo), q->hi);
 }
 
 /* ------------------------------------------------ lanes = output channels */
