@@ -13,6 +13,7 @@
 #include "kernels/cpu/kcpu.h"
 #include "kernels/cpu/kcpu_impl.h"
 #include "kernels/cpu/kcpu_q8.h"
+#include "kernels/cpu/kcpu_q8_dwn.h"
 #include "kernels/cpu/kcpu_q8_impl.h"
 #include "kernels/ref/kref_q8.h"
 #include "runtime/rt_status.h"
@@ -366,6 +367,36 @@ TEST(int8_conv2d_nhwc)
         r = nhwc_case(&EDGES[it % nedges], &ps, true);
     pools_close(&ps);
     return r;
+}
+
+/* Which layers the channels-last convolution takes, per ISA: on AVX-512
+ * VNNI every dense or depthwise one; on AVX2 those whose input map is at
+ * most 28 x 28 (where it beat the NCHW GEMM); none on the scalar ISA;
+ * never a grouped one. */
+TEST(int8_conv2d_nhwc_takes)
+{
+    const struct k_conv2d big = GEMM_CONV(1, 24, 56, 144, 1, 1, 56), edge = GEMM_CONV(1, 32, 28, 192, 1, 1, 28);
+    const struct k_conv2d small = GEMM_CONV(1, 64, 14, 384, 3, 1, 14);
+    struct k_conv2d dw_big = test_random_depthwise(false), dw_small, grouped = edge;
+    dw_big.h = dw_big.w = 56, dw_big.oh = dw_big.ow = 56, dw_big.kh = dw_big.kw = 3;
+    dw_big.stride_h = dw_big.stride_w = 1, dw_big.pad_t = dw_big.pad_l = 1, dw_big.dil_h = dw_big.dil_w = 1;
+    dw_small = dw_big;
+    dw_small.h = dw_small.w = dw_small.oh = dw_small.ow = 14;
+    grouped.groups = 2;
+    ASSERT_TRUE(kq8_dwn_applies(&dw_big));
+    int seen = 0;
+    FOR_EACH_ISA(isa) {
+        const int all = isa == KCPU_ISA_AVX512 && kq8_has_vnni(), avx2 = isa >= KCPU_ISA_AVX2;
+        ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&big), all);
+        ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&dw_big), all);
+        ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&edge), avx2);
+        ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&small), avx2);
+        ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&dw_small), avx2);
+        ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&grouped), 0);
+        seen++;
+    }
+    ASSERT_EQ_INT(seen, (int)kcpu_isa_hardware() + 1);
+    return TEST_PASS;
 }
 
 TEST(int8_linear_random)
