@@ -143,7 +143,7 @@ void kq8_block_avx2(const struct kq8_block *b)
     int32_t acc[KQ8_MR * KQ8_NR];
     __m256i t[8];
     enum { CHECKED = 32 };   /* strips whose signs are looked at (the conv packs at most 32) */
-    char nonneg[CHECKED];
+    char nonneg[CHECKED] = {0};
     for (int s = 0; s < b->nstrips && s < CHECKED; s++)
         nonneg[s] = (char)strip_nonneg(b->b + (int64_t)s * b->kq * KQ8_STRIP_QUAD, b->kq);
     struct row_consts rc;

@@ -186,7 +186,7 @@ void kq8_dwn_rows_avx2(const struct kq8_dwn_job *j, int64_t img, int64_t r0, int
             if (p->kh == 3 && p->kw == 3 && p->dil_w == 1 && p->stride_w == 1)
                 rows_3x3(&gr, xs, nr, row_step, p->ow, KQ8_DWN_CHUNK, KQ8_DWN_CHUNK, j->res, j->y, yi, y_row, c);
             else if (p->kh == 3 && p->kw == 3 && p->dil_w == 1 && p->stride_w == 2)
-                rows_3x3(&gr, xs, nr, row_step, p->ow, 2 * KQ8_DWN_CHUNK, KQ8_DWN_CHUNK, j->res, j->y, yi, y_row, c);
+                rows_3x3(&gr, xs, nr, row_step, p->ow, (int64_t)2 * KQ8_DWN_CHUNK, KQ8_DWN_CHUNK, j->res, j->y, yi, y_row, c);
             else if (p->kh == 3 && p->kw == 3)
                 rows_3x3(&gr, xs, nr, row_step, p->ow, gr.pstep, gr.cstep, j->res, j->y, yi, y_row, c);
             else

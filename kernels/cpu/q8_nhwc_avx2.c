@@ -129,18 +129,18 @@ uint8_t kq8_nhwc_rows_from_nchw_avx2(const uint8_t *src, int64_t plane, int64_t 
                 any = _mm_or_si128(any, r[i]);
                 r[i] = _mm_xor_si128(r[i], f);
             }
-            for (int i = 0; i < 4; i++) {   /* channel pairs, pixels 0-7 and 8-15 */
+            for (ptrdiff_t i = 0; i < 4; i++) {   /* channel pairs, pixels 0-7 and 8-15 */
                 a[i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]);
                 a[i + 4] = _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
             }
-            for (int h = 0; h < 2; h++) {   /* channel quads, four pixels each */
+            for (ptrdiff_t h = 0; h < 2; h++) {   /* channel quads, four pixels each */
                 b[4 * h] = _mm_unpacklo_epi16(a[4 * h], a[4 * h + 1]);
                 b[4 * h + 1] = _mm_unpackhi_epi16(a[4 * h], a[4 * h + 1]);
                 b[4 * h + 2] = _mm_unpacklo_epi16(a[4 * h + 2], a[4 * h + 3]);
                 b[4 * h + 3] = _mm_unpackhi_epi16(a[4 * h + 2], a[4 * h + 3]);
             }
-            for (int q = 0; q < 4; q++) {   /* eight channels, two pixels each */
-                const int lo = q / 2 * 4 + q % 2;   /* channels 0-3 of these four pixels */
+            for (ptrdiff_t q = 0; q < 4; q++) {   /* four pixels' eight channels, two pixels a vector */
+                const ptrdiff_t lo = q / 2 * 4 + q % 2;   /* channels 0-3 of these four pixels */
                 const __m128i p01 = _mm_unpacklo_epi32(b[lo], b[lo + 2]);
                 const __m128i p23 = _mm_unpackhi_epi32(b[lo], b[lo + 2]);
                 uint8_t *d = row + (iw + 4 * q) * cp + ch;

@@ -14,6 +14,7 @@
  * median time per call of each, and the median of the per-round ratios
  * NCHW / NHWC (above 1: channels last is faster).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,22 @@ static const struct shape SHAPES[] = {
     {"resnet-mini 3x3 64", 64, 7, 64, 3, 1, 0, 1},
 };
 
+/* Deterministic inputs: xorshift32, seeded per shape. */
+static uint32_t next_random(uint32_t *state)
+{
+    uint32_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return *state = x;
+}
+
+/* Uniform in [lo, hi]. */
+static int random_int(uint32_t *state, int lo, int hi)
+{
+    return lo + (int)(next_random(state) % (uint32_t)(hi - lo + 1));
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -113,7 +130,7 @@ struct layer {
     struct k_q8_mult *mult;
 };
 
-static void layer_init(struct layer *l, const struct shape *s, int batch, int threads, unsigned seed)
+static void layer_init(struct layer *l, const struct shape *s, int batch, int threads, uint32_t seed)
 {
     const int pad = s->k / 2, oh = (s->hw + 2 * pad - s->k) / s->stride + 1;
     l->p = (struct k_conv2d){.n = batch, .c = s->c, .h = s->hw, .w = s->hw, .oc = s->oc, .oh = oh, .ow = oh,
@@ -124,17 +141,17 @@ static void layer_init(struct layer *l, const struct shape *s, int batch, int th
     l->x = checked_alloc((size_t)xn), l->xt = checked_alloc((size_t)xn);
     l->y = checked_alloc((size_t)yn), l->yt = checked_alloc((size_t)yn);
     int8_t *w = checked_alloc((size_t)wn);
-    srand(seed);
+    uint32_t rs = seed;
     for (int64_t i = 0; i < xn; i++)
-        l->x[i] = (int8_t)(s->nonneg ? rand() % 128 : rand() % 255 - 127);
+        l->x[i] = (int8_t)random_int(&rs, s->nonneg ? 0 : -127, 127);
     for (int64_t i = 0; i < wn; i++)
-        w[i] = (int8_t)(rand() % 255 - 127);
+        w[i] = (int8_t)random_int(&rs, -127, 127);
     transpose(l->x, l->xt, batch, s->c, (int64_t)s->hw * s->hw, 1);
     l->bias = checked_alloc((size_t)s->oc * sizeof(*l->bias));
     l->mult = checked_alloc((size_t)s->oc * sizeof(*l->mult));
     for (int o = 0; o < s->oc; o++) {   /* a served model's range: shifts of 38 to 41 */
-        l->bias[o] = rand() % 20001 - 10000;
-        l->mult[o] = (struct k_q8_mult){(int32_t)((1u << 30) + (unsigned)rand() % (1u << 30)), 38 + rand() % 4};
+        l->bias[o] = random_int(&rs, -10000, 10000);
+        l->mult[o] = (struct k_q8_mult){(int32_t)((1u << 30) + next_random(&rs) % (1u << 30)), random_int(&rs, 38, 41)};
     }
     l->e = (struct k_q8_epilogue){.bias = l->bias, .mult = l->mult, .res_mult = {0, 1}, .lo = -127, .hi = 127};
     l->packed = checked_alloc(kcpu_conv2d_q8_packed_bytes(&l->p));
@@ -232,14 +249,14 @@ int main(int argc, char **argv)
     for (int i = 0; i < nshapes; i++) {
         const struct shape *s = &SHAPES[i];
         struct layer l;
-        layer_init(&l, s, batch, threads, 1234u + (unsigned)i);
+        layer_init(&l, s, batch, threads, 1234u + (uint32_t)i);
         if (!same_output(th, &l)) {
             fprintf(stderr, "bench_int8_layout: %s: the two layouts' outputs differ\n", s->name);
             failed = 1;
             layer_free(&l);
             continue;
         }
-        double t_nchw[MAX_REPEATS], t_nhwc[MAX_REPEATS], ratio[MAX_REPEATS];
+        double t_nchw[MAX_REPEATS] = {0}, t_nhwc[MAX_REPEATS] = {0}, ratio[MAX_REPEATS] = {0};
         for (int r = 0; r < repeats; r++) {
             t_nchw[r] = window(th, &l, run_nchw);
             t_nhwc[r] = window(th, &l, run_nhwc);
@@ -251,14 +268,14 @@ int main(int argc, char **argv)
         fflush(stdout);
         layer_free(&l);
     }
-    double load[3] = {0, 0, 0};
+    char load[64] = "";
     FILE *f = fopen("/proc/loadavg", "r");
     if (f) {
-        if (fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
-            load[0] = load[1] = load[2] = 0;
+        if (!fgets(load, sizeof(load), f))
+            load[0] = '\0';
         fclose(f);
     }
-    printf("\nload average after: %.2f %.2f %.2f\n", load[0], load[1], load[2]);
+    printf("\nload average after (/proc/loadavg): %s\n", load[0] ? strtok(load, "\n") : "unknown");
     kcpu_threads_free(th);
     return failed;
 }
