@@ -151,50 +151,43 @@ static void pad_task(void *arg, int64_t task, int thread)
     const int64_t c = p->c, w = p->w;
     const uint8_t flip = j->flip;
     uint8_t *dst = j->xp + task * wp * cp;
-    j->neg[task] = 0;
     if (ih < 0 || ih >= p->h) {
         memset(dst, flip, (size_t)(wp * cp));
+        j->neg[task] = 0;
         return;
     }
     const int64_t left = p->pad_l * cp, used = kcpu_min64(w, wp - p->pad_l) * cp;
     memset(dst, flip, (size_t)left);
     memset(dst + left + used, flip, (size_t)(wp * cp - left - used));
     uint8_t *row = dst + left;
+    const int64_t pixels = used / cp;
+    uint8_t any = 0;   /* the OR of the bytes read: bit 7 where one is negative */
     if (j->x_nchw && kcpu_isa() >= KCPU_ISA_AVX2) {
         const uint8_t *src = (const uint8_t *)j->x + (img * c * p->h + ih) * w;
-        j->neg[task] = kq8_nhwc_rows_from_nchw_avx2(src, p->h * w, c, cp, used / cp, flip, row) >> 7;
-        return;
+        any = kq8_nhwc_rows_from_nchw_avx2(src, p->h * w, c, cp, pixels, flip, row);
     } else if (j->x_nchw) {   /* channel by channel: each reads one row of its plane */
         const uint8_t *src = (const uint8_t *)j->x + (img * c * p->h + ih) * w;
-        const int64_t pixels = used / cp;
-        uint8_t any = 0;
-        for (int64_t ch = 0; ch < cp; ch++, src += p->h * w)
+        for (int64_t ch = 0; ch < cp; ch++)
             for (int64_t iw = 0; iw < pixels; iw++) {
-                const uint8_t v = ch < c ? src[iw] : 0;
+                const uint8_t v = ch < c ? src[ch * p->h * w + iw] : 0;
                 any |= v;
                 row[iw * cp + ch] = v ^ flip;
             }
-        j->neg[task] = any >> 7;
-        return;
     } else if (cp == c) {
         const uint8_t *src = (const uint8_t *)j->x + (img * p->h + ih) * w * c;
-        j->neg[task] = (copy_flip(row, src, used, flip * 0x0101010101010101u) & 0x8080808080808080u) != 0;
-        return;
+        any = (copy_flip(row, src, used, flip * 0x0101010101010101u) & 0x8080808080808080u) ? 0x80 : 0;
     } else {
         const uint8_t *src = (const uint8_t *)j->x + (img * p->h + ih) * w * c;
-        for (int64_t iw = 0; iw < used / cp; iw++) {
-            for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t iw = 0; iw < pixels; iw++) {
+            for (int64_t ch = 0; ch < c; ch++) {
+                any |= src[iw * c + ch];
                 row[iw * cp + ch] = src[iw * c + ch] ^ flip;
+            }
             for (int64_t ch = c; ch < cp; ch++)
                 row[iw * cp + ch] = flip;
         }
     }
-    if (!flip) {
-        uint8_t any = 0;
-        for (int64_t i = 0; i < used; i++)
-            any |= row[i];
-        j->neg[task] = any >> 7;
-    }
+    j->neg[task] = any >> 7;
 }
 
 /* ------------------------------------------------------------ tiles */

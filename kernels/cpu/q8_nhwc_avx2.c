@@ -106,7 +106,10 @@ static const tile_fn NONNEG[] = {UP_TO_4(TILE_ENTRY, 1) TILE_ENTRY(5, 1)};
 
 void kq8_nhwc_tile_avx2(const struct kq8_nhwc_tile *t, int pixels, int nonneg)
 {
-    (nonneg ? NONNEG : SIGNED)[pixels - 1](t);
+    if (nonneg)
+        NONNEG[pixels - 1](t);
+    else
+        SIGNED[pixels - 1](t);
 }
 
 /* Pixels [0, pixels) of rows of c NCHW planes (src: channel 0's row, plane
