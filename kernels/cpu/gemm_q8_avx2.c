@@ -86,7 +86,9 @@ struct row_consts {
 static void row_consts_of(const struct kq8_block *b, int i0, int mr, struct row_consts *rc)
 {
     const struct k_q8_epilogue *e = b->e;
-    for (int i = 0; i < mr && !e->out_i32; i++) {
+    if (e->out_i32)   /* store_tile does not requantise */
+        return;
+    for (int i = 0; i < mr; i++) {
         rc->hi[i] = kq8_hi256_serves(b->mult[i0 + i], b->res != NULL, e->res_mult);
         if (rc->hi[i])
             rc->hv[i] = kq8_hi256_of(b->mult[i0 + i], e->res_mult, b->res != NULL, e->lo, e->hi);

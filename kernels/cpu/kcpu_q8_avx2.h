@@ -1,6 +1,7 @@
 /*
  * kcpu_q8_avx2.h - k_q8_apply (kernel_quant.h) on 8 int32 lanes, shared by
- * the INT8 kernels compiled for AVX2 (gemm_q8_avx2.c, kcpu_q8_dw_avx2.c).
+ * the INT8 kernels compiled for AVX2 (gemm_q8_avx2.c, kcpu_q8_dw_avx2.c,
+ * q8_nhwc_avx2.c, q8_dwn_avx2.c).
  * Include only from *_avx2.c files: every function here is AVX2 code.
  *
  * The products are 64-bit (even and odd int32 lanes apart, vpmuldq). AVX2
@@ -201,7 +202,7 @@ static inline __m256i kq8_floor_shift256v(__m256i t, __m256i s, __m256i bias)
 
 /* 8 outputs as int32 lanes from 8 sums (init already added) and 8
  * residual lanes r (read only with a residual): k_q8_requant(_res) lane by
- * lane, bit for bit. */
+ * lane, bit for bit. Stored with kq8_pack16_epi8 and kq8_store_bytes. */
 static inline __attribute__((always_inline)) __m256i kq8_lanes8_requant(__m256i x, const struct kq8_lanes8 *l,
                                                                        const struct kq8_lane_epi8 *ep, __m256i r)
 {
@@ -243,37 +244,30 @@ static inline __m256i kq8_load8_epi8(const int8_t *p, int n)
     return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)t));
 }
 
-/* The n (<= 16) bytes of o to p. */
+/* The low bytes of 16 int32 lanes (each within int8), v0's then v1's,
+ * in order: saturating packs (exact on int8 values), one dword shuffle. */
+static inline __m128i kq8_pack16_epi8(__m256i v0, __m256i v1)
+{
+    /* per 128-bit half: v0's four int16, v1's four; then their bytes twice */
+    const __m256i w = _mm256_packs_epi32(v0, v1), b = _mm256_packs_epi16(w, w);
+    return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5)));
+}
+
+/* The first n (<= 16) bytes of o to p. */
 static inline void kq8_store_bytes(int8_t *p, __m128i o, int n)
 {
+    if (n >= 16) {
+        _mm_storeu_si128((__m128i *)p, o);
+        return;
+    }
+    if (n == 8) {
+        _mm_storel_epi64((__m128i *)p, o);
+        return;
+    }
     int8_t t[16];
     _mm_storeu_si128((__m128i *)t, o);
     for (int i = 0; i < n; i++)
         p[i] = t[i];
-}
-
-/* The low bytes of 8 int32 lanes (each within int8) to p, n (<= 8) of
- * them: saturating packs (exact on int8 values), one dword shuffle. */
-static inline void kq8_store8_epi8(int8_t *p, __m256i v, int n)
-{
-    const __m256i w = _mm256_packs_epi32(v, v), b = _mm256_packs_epi16(w, w);
-    const __m128i o = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4)));
-    if (n >= 8)
-        _mm_storel_epi64((__m128i *)p, o);
-    else
-        kq8_store_bytes(p, o, n);
-}
-
-/* The same for 16 lanes, v0's then v1's, n (<= 16) of them. */
-static inline void kq8_store16_epi8(int8_t *p, __m256i v0, __m256i v1, int n)
-{
-    /* per 128-bit half: v0's four int16, v1's four; then their bytes twice */
-    const __m256i w = _mm256_packs_epi32(v0, v1), b = _mm256_packs_epi16(w, w);
-    const __m128i o = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5)));
-    if (n >= 16)
-        _mm_storeu_si128((__m128i *)p, o);
-    else
-        kq8_store_bytes(p, o, n);
 }
 
 /* n (<= 8) int32 lanes of v to p. */

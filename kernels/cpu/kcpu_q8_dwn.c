@@ -127,18 +127,16 @@ static void rows_scalar(const struct kq8_dwn_job *j, int64_t img, int64_t r0, in
         }
 }
 
-enum dwn_path { DWN_SCALAR, DWN_AVX2, DWN_AVX512 };
-
-static enum dwn_path path_now(void)
+enum kq8_nhwc_path kq8_nhwc_path(void)
 {
-    if (kcpu_isa() == KCPU_ISA_AVX512 && kq8_has_vnni())
-        return DWN_AVX512;
-    return kcpu_isa() >= KCPU_ISA_AVX2 ? DWN_AVX2 : DWN_SCALAR;
+    if (kq8_b_flipped())   /* AVX-512 with VNNI */
+        return KQ8_NHWC_AVX512;
+    return kcpu_isa() >= KCPU_ISA_AVX2 ? KQ8_NHWC_AVX2 : KQ8_NHWC_SCALAR;
 }
 
 struct dwn_run {
     const struct kq8_dwn_job *j;
-    enum dwn_path path;
+    enum kq8_nhwc_path path;
 };
 
 static void dwn_task(void *arg, int64_t task, int thread)
@@ -148,9 +146,9 @@ static void dwn_task(void *arg, int64_t task, int thread)
     const int64_t img = task / j->bands, r0 = task % j->bands * j->band;
     const int64_t nr = kcpu_min64(j->band, j->p->oh - r0);
     uint8_t *slice = j->slices + (int64_t)thread * j->slice_bytes;
-    if (run->path == DWN_AVX512)
+    if (run->path == KQ8_NHWC_AVX512)
         kq8_dwn_rows_avx512(j, img, r0, nr, slice);
-    else if (run->path == DWN_AVX2)
+    else if (run->path == KQ8_NHWC_AVX2)
         kq8_dwn_rows_avx2(j, img, r0, nr, slice);
     else
         rows_scalar(j, img, r0, nr);
@@ -177,10 +175,10 @@ void kq8_dwn_conv(struct kcpu_threads *th, const struct k_conv2d *p, const int8_
     const int64_t per_image = kcpu_min64(p->oh, kcpu_ceil_div(tasks, p->n));
     j.band = kcpu_min64(kcpu_ceil_div(p->oh, per_image), band_max(p));
     j.bands = kcpu_ceil_div(p->oh, j.band);
-    struct dwn_run run = {&j, path_now()};
-    if (run.path == DWN_AVX512)
+    struct dwn_run run = {&j, kq8_nhwc_path()};
+    if (run.path == KQ8_NHWC_AVX512)
         kq8_dwn_lanes_avx512(p, e, base);
-    else if (run.path == DWN_AVX2)
+    else if (run.path == KQ8_NHWC_AVX2)
         kq8_dwn_lanes_avx2(p, e, base);
     kcpu_threads_run(th, p->n * j.bands, dwn_task, &run);
 }

@@ -59,6 +59,12 @@ size_t kq8_dwn_scratch_bytes(const struct k_conv2d *p, int threads);
 void kq8_dwn_conv(struct kcpu_threads *th, const struct k_conv2d *p, const int8_t *x, const void *packed_w,
                   const struct k_q8_epilogue *e, const int8_t *residual, void *y, void *scratch);
 
+/* The channels-last kernels' path under kcpu_isa() now, shared by the
+ * convolution (kcpu_q8_nhwc.c) and the depthwise kernel: AVX-512 with
+ * VNNI, AVX2 (also an AVX-512 CPU without VNNI), or plain C. */
+enum kq8_nhwc_path { KQ8_NHWC_SCALAR, KQ8_NHWC_AVX2, KQ8_NHWC_AVX512 };
+enum kq8_nhwc_path kq8_nhwc_path(void);
+
 /* ------------------------------------------------ between the two files */
 
 /* One call's work, shared by its tasks. */

@@ -33,19 +33,8 @@ int kcpu_conv2d_q8_nhwc_takes(const struct k_conv2d *p)
 {
     if (p->groups != 1 && !kq8_dwn_applies(p))
         return 0;
-    if (kq8_b_flipped())
-        return 1;
-    return kcpu_isa() >= KCPU_ISA_AVX2 && (int64_t)p->h * p->w <= KQ8_NHWC_AVX2_MAX_MAP;
-}
-
-/* The tile in use: AVX-512 VNNI (sign-flipped x), AVX2, or plain C. */
-enum tile_path { TILE_SCALAR, TILE_AVX2, TILE_AVX512 };
-
-static enum tile_path path_now(void)
-{
-    if (kq8_b_flipped())
-        return TILE_AVX512;
-    return kcpu_isa() >= KCPU_ISA_AVX2 ? TILE_AVX2 : TILE_SCALAR;
+    const enum kq8_nhwc_path path = kq8_nhwc_path();
+    return path == KQ8_NHWC_AVX512 || (path == KQ8_NHWC_AVX2 && (int64_t)p->h * p->w <= KQ8_NHWC_AVX2_MAX_MAP);
 }
 
 size_t kcpu_conv2d_q8_nhwc_packed_bytes(const struct k_conv2d *p)
@@ -115,6 +104,7 @@ struct pad_job {
     struct geom d;
     const int8_t *x;
     int x_nchw;
+    int avx2;                  /* AVX2 code may run (the NCHW rows' transpose) */
     uint8_t flip;              /* 0x80 (AVX-512: sign bits flipped) or 0 */
     uint8_t *xp;
     uint8_t *neg;              /* per padded row: whether it holds a negative byte (unflipped) */
@@ -162,7 +152,7 @@ static void pad_task(void *arg, int64_t task, int thread)
     uint8_t *row = dst + left;
     const int64_t pixels = used / cp;
     uint8_t any = 0;   /* the OR of the bytes read: bit 7 where one is negative */
-    if (j->x_nchw && kcpu_isa() >= KCPU_ISA_AVX2) {
+    if (j->x_nchw && j->avx2) {
         const uint8_t *src = (const uint8_t *)j->x + (img * c * p->h + ih) * w;
         any = kq8_nhwc_rows_from_nchw_avx2(src, p->h * w, c, cp, pixels, flip, row);
     } else if (j->x_nchw) {   /* channel by channel: each reads one row of its plane */
@@ -206,7 +196,7 @@ struct conv_job {
     const uint8_t *neg;        /* pad_job's */
     int vecs;                  /* blocks per tile */
     int64_t groups;            /* block groups: ceil(blocks / vecs) */
-    enum tile_path path;
+    enum kq8_nhwc_path path;
 };
 
 /* The plain-C tile: the same sums (unflipped bytes, from the bias) and
@@ -245,9 +235,9 @@ static void conv_task(void *arg, int64_t task, int thread)
     const int vecs = (int)kcpu_min64(j->vecs, j->d.blocks - b0);
     /* AVX2: the unsigned form where no row the tile reads has a negative byte */
     int nonneg = 1;
-    for (int64_t ki = 0; j->path == TILE_AVX2 && ki < p->kh; ki++)
+    for (int64_t ki = 0; j->path == KQ8_NHWC_AVX2 && ki < p->kh; ki++)
         nonneg &= !j->neg[img * j->d.hp + row * p->stride_h + ki * p->dil_h];
-    const int64_t most = j->path != TILE_AVX2 ? kq8_nhwc_max_pixels(vecs)
+    const int64_t most = j->path != KQ8_NHWC_AVX2 ? kq8_nhwc_max_pixels(vecs)
                          : nonneg             ? KQ8_NHWC_AVX2_MAX_PIX
                                               : KQ8_NHWC_AVX2_MAX_PIX_SIGNED;
     const int64_t ntiles = kcpu_ceil_div(p->ow, most);
@@ -272,9 +262,9 @@ static void conv_task(void *arg, int64_t task, int thread)
         t.x = xrow + col * t.xs;
         t.res = j->res ? j->res + out0 + col * p->oc : NULL;
         t.y = (int8_t *)j->y + (out0 + col * p->oc) * elem;
-        if (j->path == TILE_AVX512)
+        if (j->path == KQ8_NHWC_AVX512)
             kq8_nhwc_tile_avx512(&t, vecs, pixels);
-        else if (j->path == TILE_AVX2)
+        else if (j->path == KQ8_NHWC_AVX2)
             kq8_nhwc_tile_avx2(&t, pixels, nonneg);
         else
             tile_scalar(j, &t, vecs, pixels);
@@ -292,7 +282,7 @@ void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, cons
         for (int64_t i = 0; x_nchw && i < p->n; i++) {
             const int8_t *src = x + i * p->c * hw;
             int8_t *dst = xt + i * hw * p->c;
-            if (kcpu_isa() >= KCPU_ISA_AVX2)
+            if (kq8_nhwc_path() != KQ8_NHWC_SCALAR)
                 kq8_nhwc_rows_from_nchw_avx2((const uint8_t *)src, hw, p->c, p->c, hw, 0, (uint8_t *)dst);
             else
                 for (int64_t ch = 0; ch < p->c; ch++)
@@ -305,9 +295,9 @@ void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, cons
     struct geom d = geom_of(p);
     if (p->n <= 0 || p->oc <= 0 || p->oh <= 0 || p->ow <= 0)
         return;
-    const enum tile_path path = path_now();
+    const enum kq8_nhwc_path path = kq8_nhwc_path();
     uint8_t *s = kcpu_align64(scratch);
-    struct pad_job pj = {.p = p, .d = d, .x = x, .x_nchw = x_nchw, .flip = path == TILE_AVX512 ? 0x80 : 0,
+    struct pad_job pj = {.p = p, .d = d, .x = x, .x_nchw = x_nchw, .avx2 = path != KQ8_NHWC_SCALAR, .flip = path == KQ8_NHWC_AVX512 ? 0x80 : 0,
                          .xp = s, .neg = s + padded_bytes(p, &d)};
     kcpu_threads_run(th, p->n * d.hp, pad_task, &pj);
     s += padded_bytes(p, &d) + neg_bytes(p, &d);
@@ -315,9 +305,9 @@ void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, cons
     struct conv_job j = {.p = p, .d = d, .xp = pj.xp, .w = packed_w, .e = e, .res = residual, .y = y,
                          .neg = pj.neg, .path = path};
     j.wsum = (const int32_t *)(j.w + d.blocks * d.wblock);
-    if (path == TILE_AVX512)
+    if (path == KQ8_NHWC_AVX512)
         kq8_nhwc_consts_avx512(e->bias, j.wsum, e->mult, p->oc, e, residual != NULL, s);
-    else if (path == TILE_AVX2)
+    else if (path == KQ8_NHWC_AVX2)
         kq8_nhwc_consts_avx2(e->bias, e->mult, p->oc, e, residual != NULL, s);
     j.consts = s;
     s += KQ8_NHWC_CONSTS_BYTES(d.blocks);
@@ -328,7 +318,7 @@ void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, cons
     j.toff = toff;
     /* widest tiles, unless that leaves too few tasks to share */
     const int64_t want = 4 * (int64_t)kcpu_threads_count(th);
-    j.vecs = path == TILE_AVX2 ? 1 : (int)kcpu_min64(4, d.blocks);
+    j.vecs = path == KQ8_NHWC_AVX2 ? 1 : (int)kcpu_min64(4, d.blocks);
     while (j.vecs > 1 && (int64_t)p->n * p->oh * kcpu_ceil_div(d.blocks, j.vecs) < want)
         j.vecs--;
     j.groups = kcpu_ceil_div(d.blocks, j.vecs);

@@ -98,7 +98,8 @@ static inline __attribute__((always_inline)) void store_px(const struct dwn_grou
             continue;
         }
         const __m256i r = res ? kq8_load8_epi8(res + at, gr->n) : _mm256_setzero_si256();
-        kq8_store8_epi8((int8_t *)y + at, kq8_lanes8_requant(acc[i], gr->lanes, gr->ep, r), gr->n);
+        const __m256i q = kq8_lanes8_requant(acc[i], gr->lanes, gr->ep, r);
+        kq8_store_bytes((int8_t *)y + at, kq8_pack16_epi8(q, q), gr->n);
     }
 }
 

@@ -87,8 +87,8 @@ static inline __attribute__((always_inline)) void tile(const int pixels, const i
             r0 = kq8_load8_epi8(t->res + at, n);
             r1 = n > 8 ? kq8_load8_epi8(t->res + at + 8, n - 8) : r1;
         }
-        kq8_store16_epi8((int8_t *)t->y + at, kq8_lanes8_requant(s0, l0, ep, r0), kq8_lanes8_requant(s1, l1, ep, r1),
-                         n);
+        kq8_store_bytes((int8_t *)t->y + at,
+                        kq8_pack16_epi8(kq8_lanes8_requant(s0, l0, ep, r0), kq8_lanes8_requant(s1, l1, ep, r1)), n);
     }
 }
 
