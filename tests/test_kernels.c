@@ -321,9 +321,10 @@ TEST(kernels_conv2d_pixel_tile_dispatch)
     p.oc = 72;  /* not a multiple of 16 */
     ASSERT_FALSE(PIXEL_TILE(&p));
     p.oc = 64;
-    p.h = p.w = p.oh = p.ow = 28;
+    p.pad_t = p.pad_l = 0;          /* padded, 28x28 and larger is Winograd's */
+    p.h = p.w = 30, p.oh = p.ow = 28;
     ASSERT_TRUE(PIXEL_TILE(&p));
-    p.h = p.w = p.oh = p.ow = 56;   /* too large a map for 4 channel vectors */
+    p.h = p.w = 58, p.oh = p.ow = 56;   /* too large a map for 4 channel vectors */
     ASSERT_FALSE(PIXEL_TILE(&p));
     p.oc = 32;                      /* with 2, maps of any size */
     ASSERT_TRUE(PIXEL_TILE(&p));
@@ -415,15 +416,16 @@ TEST(kernels_conv2d_pixel_tile_avx2)
     if (kcpu_isa_hardware() < KCPU_ISA_AVX2)
         SKIP("this CPU has no AVX2");
     enum kcpu_isa before = kcpu_isa();
-    struct k_conv2d p = {.n = 1, .c = 64, .h = 56, .w = 56, .oc = 64, .oh = 56, .ow = 56, .kh = 3, .kw = 3,
-                         .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1,
+    /* Unpadded: padded, this shape is Winograd's (kernels_conv2d_winograd). */
+    struct k_conv2d p = {.n = 1, .c = 64, .h = 58, .w = 58, .oc = 64, .oh = 56, .ow = 56, .kh = 3, .kw = 3,
+                         .stride_h = 1, .stride_w = 1, .pad_t = 0, .pad_l = 0, .dil_h = 1, .dil_w = 1,
                          .groups = 1};
     ASSERT_EQ_INT(kcpu_isa_set(KCPU_ISA_AVX2), 0);
 #define PIXEL_TILE(p) (strcmp(kcpu_conv2d_method(p), "pixel-tile gemm") == 0)
     bool on_56 = PIXEL_TILE(&p);
     p.oc = 72;
     bool on_72 = PIXEL_TILE(&p);
-    p.oc = 32, p.c = 3, p.h = p.w = 224, p.oh = p.ow = 112, p.stride_h = p.stride_w = 2;
+    p.oc = 32, p.c = 3, p.h = p.w = 224, p.oh = p.ow = 112, p.stride_h = p.stride_w = 2, p.pad_t = p.pad_l = 1;
     bool on_stem = PIXEL_TILE(&p);   /* MobileNetV2's: 27 taps */
     p.stride_h = p.stride_w = 1;
     p.oc = 512, p.c = 512, p.kh = p.kw = 1, p.pad_t = p.pad_l = 0, p.h = p.w = p.oh = p.ow = 7;
@@ -438,6 +440,68 @@ TEST(kernels_conv2d_pixel_tile_avx2)
     ASSERT_TRUE(on_stem);
     ASSERT_FALSE(on_1x1);
     ASSERT_FALSE(on_scalar);
+    return TEST_PASS;
+}
+
+/* Winograd F(2x2, 3x3) (kernels/cpu/kcpu_wino.c) takes padded 3x3
+ * stride-1 convolutions with 32 or more channels on maps of 12 or more
+ * columns (or 256 or more input channels), whatever the batch and ISA; its
+ * results are held to the same bound as every other path's, under every
+ * ISA, on shapes that end tile rows and blocks anywhere. */
+TEST(kernels_conv2d_winograd)
+{
+#define WINOGRAD(p) (strcmp(kcpu_conv2d_method(p), "winograd gemm") == 0)
+    enum kcpu_isa before = kcpu_isa();
+    struct k_conv2d p = {.n = 1, .c = 64, .h = 56, .w = 56, .oc = 64, .oh = 56, .ow = 56, .kh = 3, .kw = 3,
+                         .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1,
+                         .groups = 1};
+    FOR_EACH_ISA(isa) {
+        p.n = isa + 1;
+        ASSERT_TRUE(WINOGRAD(&p));   /* ResNet-50's first stage */
+    }
+    ASSERT_EQ_INT(kcpu_isa(), before);
+    struct k_conv2d q = p;
+    q.c = q.oc = 512, q.h = q.w = q.oh = q.ow = 7;   /* its last: 256 channels or more */
+    ASSERT_TRUE(WINOGRAD(&q));
+    q.c = 128;                                        /* a narrow map with fewer */
+    ASSERT_FALSE(WINOGRAD(&q));
+    q = p, q.c = q.oc = 16;                           /* resnet-mini's first stage */
+    ASSERT_FALSE(WINOGRAD(&q));
+    q = p, q.oc = 24;
+    ASSERT_FALSE(WINOGRAD(&q));
+    q = p, q.stride_h = q.stride_w = 2, q.oh = q.ow = 28;
+    ASSERT_FALSE(WINOGRAD(&q));
+    q = p, q.pad_t = q.pad_l = 0, q.oh = q.ow = 54;
+    ASSERT_FALSE(WINOGRAD(&q));
+    q = p, q.dil_h = q.dil_w = 2, q.pad_t = q.pad_l = 2;
+    ASSERT_FALSE(WINOGRAD(&q));
+    q = p, q.groups = 2;
+    ASSERT_FALSE(WINOGRAD(&q));
+    q = p, q.kh = q.kw = 5, q.pad_t = q.pad_l = 2;
+    ASSERT_FALSE(WINOGRAD(&q));
+
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (int i = 0; i < 24 && r == TEST_PASS; i++) {
+        q = p;
+        q.n = test_rand_int(1, 3);
+        q.c = test_rand_int(32, 72);
+        q.oc = test_rand_int(32, 72);   /* panels cut short too */
+        q.h = q.oh = test_rand_int(12, 33);
+        q.w = q.ow = test_rand_int(12, 33);
+        if (i % 6 == 5) {   /* narrow maps with many input channels */
+            q.c = test_rand_int(256, 300);
+            q.w = q.ow = test_rand_int(4, 11);
+            q.h = q.oh = test_rand_int(4, 9);
+        }
+        q.act = (enum k_act)test_rand_int(0, K_ACT_COUNT - 1);
+        ASSERT_TRUE(WINOGRAD(&q));
+        r = check_conv(&ps, &q, test_rand_int(0, 1), test_rand_int(0, 1));
+    }
+    pools_close(&ps);
+#undef WINOGRAD
+    TEST_FAIL_IF(r != TEST_PASS, "winograd convolution mismatch (case above)");
     return TEST_PASS;
 }
 

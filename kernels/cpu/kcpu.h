@@ -51,7 +51,8 @@ void kcpu_conv2d_f32(struct kcpu_threads *th, const struct k_conv2d *p,
                      const float *x, const float *packed_w, const float *bias,
                      const float *residual, float *y, void *scratch);
 /* How kcpu_conv2d_f32 computes p, for profiles: "direct gemm" (1x1),
- * "implicit gemm", "im2col gemm", "pixel-tile gemm" or "depthwise direct". */
+ * "implicit gemm", "im2col gemm", "pixel-tile gemm", "winograd gemm" or
+ * "depthwise direct". */
 const char *kcpu_conv2d_method(const struct k_conv2d *p);
 
 size_t kcpu_linear_packed_floats(const struct k_linear *p);

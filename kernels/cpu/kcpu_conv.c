@@ -26,15 +26,18 @@
  *
  * plan() picks implicit over im2col when its wasted columns cost less
  * than im2col would. Depthwise and grouped convolutions with few output
- * channels per group go to the direct kernel of kcpu_dwconv.c instead, and
- * most dense ones that are not a plain 1x1 to the pixel-tile kernel of
- * kcpu_convpix.c on AVX-512, which reads the same packed weights.
+ * channels per group go to the direct kernel of kcpu_dwconv.c instead,
+ * padded 3x3 stride-1 ones with enough channels to Winograd's F(2x2, 3x3)
+ * in kcpu_wino.c (weights packed its own way), and most other dense ones
+ * that are not a plain 1x1 to the pixel-tile kernel of kcpu_convpix.c,
+ * which reads the same packed weights.
  */
 #include <string.h>
 
 #include "kcpu_convpix.h"
 #include "kcpu_dwconv.h"
 #include "kcpu_impl.h"
+#include "kcpu_wino.h"
 
 /* Bytes of B per task: with the group's packed weights they should stay
  * in L2 while every A panel passes over them. */
@@ -161,6 +164,8 @@ size_t kcpu_conv2d_packed_floats(const struct k_conv2d *p)
 {
     if (kcpu_dwconv_applies(p))
         return kcpu_dwconv_packed_floats(p);
+    if (kcpu_wino_applies(p))
+        return kcpu_wino_packed_floats(p);
     struct conv_plan c = plan(p);
     return (size_t)p->groups * (size_t)(c.panels * KCPU_MR * c.kg);
 }
@@ -169,6 +174,10 @@ void kcpu_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed)
 {
     if (kcpu_dwconv_applies(p)) {
         kcpu_dwconv_pack(p, w, packed);
+        return;
+    }
+    if (kcpu_wino_applies(p)) {
+        kcpu_wino_pack(p, w, packed);
         return;
     }
     struct conv_plan c = plan(p);
@@ -189,6 +198,8 @@ const char *kcpu_conv2d_method(const struct k_conv2d *p)
                                         [PATH_IM2COL] = "im2col gemm"};
     if (kcpu_dwconv_applies(p))
         return "depthwise direct";
+    if (kcpu_wino_applies(p))
+        return "winograd gemm";
     return kcpu_convpix_applies(p) ? "pixel-tile gemm" : NAMES[plan(p).path];
 }
 
@@ -201,6 +212,8 @@ size_t kcpu_conv2d_scratch_bytes(const struct k_conv2d *p, int threads)
 {
     if (kcpu_dwconv_applies(p))
         return kcpu_dwconv_scratch_bytes(p, threads);
+    if (kcpu_wino_applies(p))
+        return kcpu_wino_scratch_bytes(p, threads);
     int64_t most = 0;
     struct k_conv2d q = *p;
     for (q.n = p->n; q.n >= 1; q.n--) {
@@ -385,6 +398,10 @@ void kcpu_conv2d_f32(struct kcpu_threads *th, const struct k_conv2d *p,
 {
     if (kcpu_dwconv_applies(p)) {
         kcpu_dwconv_f32(th, p, x, packed_w, bias, residual, y, scratch);
+        return;
+    }
+    if (kcpu_wino_applies(p)) {
+        kcpu_wino_f32(th, p, x, packed_w, bias, residual, y, scratch);
         return;
     }
     if (kcpu_convpix_applies(p)) {
