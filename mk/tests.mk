@@ -41,10 +41,12 @@ test-emulated-avx512: deps deps-emu
 	$(EMU_BUILD)/run-tests '^int8_conv' '^int8_gemm' '^int8_linear' '^int8_pools' '^int8_elem' '^int8_concat' \
 	    '^int8_model_matches' '^int8_shipped_models_identical' '^kernels_' '^backend_ops_' '^layout_nhwc'
 
-bench: deps deps-python $(BUILD)/bench_models_cpu $(BUILD)/bench_int8_cpu $(BUILD)/bench_int8_layout
+bench: deps deps-python $(BUILD)/bench_models_cpu $(BUILD)/bench_int8_cpu $(BUILD)/bench_int8_layout \
+       $(BUILD)/bench_winograd
 	$(BUILD)/bench_models_cpu
 	$(BUILD)/bench_int8_cpu
 	$(BUILD)/bench_int8_layout
+	$(BUILD)/bench_winograd
 
 # Top-1 of FP32, FP16 and INT8 (each calibration method) on the test set (docs/quantization.md).
 accuracy: deps $(BUILD)/inferctl

@@ -28,10 +28,11 @@
 #define M_BYTES ((int64_t)512 * 1024)
 #define SLACK 8         /* tiles past a block's end the AVX2 transforms touch */
 
-/* Fewer channels and the transforms cost what the GEMMs save: 16 -> 16 on
- * 28x28 maps ran 0.96-1.22x the pixel tile's speed, 32 -> 32 on 14x14
- * 1.0-1.3x (batch 1 and 64, 2 threads, alternating on Zen 3). */
-#define WINO_MIN_CHANNELS 32
+/* Fewer channels and the transforms cost what the GEMMs save (measured
+ * alternating against the pixel tile on Zen 3, docs/performance.md): 32 ->
+ * 32 on 14x14 maps ran 1.0-1.14x its speed on one thread, 0.63-0.69x at
+ * batch 1 on two; 64 -> 64 on 56x56 1.56-2.0x. */
+#define WINO_MIN_CHANNELS 64
 /* A map under 12 columns leaves the transforms' 8-tile vectors half
  * empty (7x7: 4 tiles a row): 64 -> 64 channels on 7x7 maps ran 0.83-1.2x
  * the pixel tile's speed, slower in resnet-mini; from 256 input channels

@@ -28,7 +28,7 @@
 
 /* Whether kcpu_conv2d_* hand p to this kernel: one group, 3x3, stride and
  * dilation 1, one pixel of zero padding on every side (so the output is the
- * input's size), 32 or more input and output channels, maps of 12 or more
+ * input's size), 64 or more input and output channels, maps of 12 or more
  * columns (4 or more with 256 or more input channels). Depends on the
  * shape only (never on p->n or the ISA), so packed weights serve every
  * batch and ISA. */
