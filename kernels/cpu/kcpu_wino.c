@@ -66,14 +66,14 @@ static struct wino_plan plan(const struct k_conv2d *p)
     c.tiles = c.tiles_x * c.tiles_y;
     c.rows_ld = 2 * kcpu_ceil_div(c.tiles_x, 8) * 8 + 24;
     c.panels = kcpu_ceil_div(p->oc, KCPU_MR);
-    c.block = kcpu_min64(MAX_BLOCK, kcpu_max64(MIN_BLOCK, TILES_PER_C / p->c / 24 * 24));
+    c.block = kcpu_min64(MAX_BLOCK, kcpu_max64(MIN_BLOCK, TILES_PER_C / p->c / 24 * (int64_t)24));
     c.ld = c.block + SLACK;
     /* The input transform stores a vector to each of the 16 planes in
      * turn: planes a multiple of 4 KiB apart put all 16 in one set of the
      * 8-way L1 (with 64 input channels and 48-tile blocks, 2 sets: the
      * transform ran 8 times slower). 5 lines past a 4 KiB multiple, they
      * land in 16 sets. */
-    c.v_xi = kcpu_ceil_div(p->c * c.ld, 1024) * 1024 + 5 * 16;
+    c.v_xi = kcpu_ceil_div((int64_t)p->c * c.ld, 1024) * 1024 + 80;   /* 5 lines of 16 floats */
     int64_t slice = M_BYTES / ((int64_t)sizeof(float) * 16 * c.ld) / KCPU_MR * KCPU_MR;
     c.slice = kcpu_min64(c.panels * KCPU_MR, kcpu_max64(KCPU_MR, slice));
     return c;
@@ -233,7 +233,7 @@ static void wino_task(void *arg, int64_t task, int thread)
      * read that no transform wrote. */
     int64_t n = (count + 7) / 8 * 8;
     if (j->avx2 && written < n)
-        for (int64_t row = 0; row < 16 * p->c; row++)
+        for (int64_t row = 0; row < 16 * (int64_t)p->c; row++)
             memset(v + row / p->c * v_xi + row % p->c * c->ld + written, 0, (size_t)(n - written) * sizeof(float));
     int64_t plane = (int64_t)p->oh * p->ow, xi_floats = c->panels * KCPU_MR * p->c;
     /* This part's output channels: whole panels. */

@@ -109,25 +109,25 @@ static inline __attribute__((always_inline)) void gemm_tile(const int nv, const 
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++)
 #pragma GCC unroll 3
-        for (int v = 0; v < nv; v++)
+        for (int64_t v = 0; v < nv; v++)
             acc[i][v] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + i * ldc + 8 * v);
     for (int64_t kk = 0; kk < k; kk++, a += KCPU_MR, b += ldb) {
         __m256 bv[3];
 #pragma GCC unroll 3
-        for (int v = 0; v < nv; v++)
+        for (int64_t v = 0; v < nv; v++)
             bv[v] = _mm256_loadu_ps(b + 8 * v);
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
             const __m256 ai = _mm256_broadcast_ss(a + i);
 #pragma GCC unroll 3
-            for (int v = 0; v < nv; v++)
+            for (int64_t v = 0; v < nv; v++)
                 acc[i][v] = _mm256_fmadd_ps(ai, bv[v], acc[i][v]);
         }
     }
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++)
 #pragma GCC unroll 3
-        for (int v = 0; v < nv; v++)
+        for (int64_t v = 0; v < nv; v++)
             _mm256_storeu_ps(c + i * ldc + 8 * v, acc[i][v]);
 }
 
