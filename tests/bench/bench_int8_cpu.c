@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "kernels/cpu/kcpu_q8.h"
 #include "runtime/rt_model.h"
 
@@ -25,19 +25,6 @@ struct runner {
     float *x, *y;
     int iters;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void run_once(struct runner *r, int batch)
 {
@@ -68,20 +55,20 @@ static void open_runner(struct runner *r, struct rt_backend *b, const char *dir,
         r->x[i] = (float)rand() / (float)RAND_MAX * 4.0f - 1.0f; // NOLINT(cert-msc30-c,cert-msc50-cpp): any numbers do for benchmark inputs
     /* warm-up, and iterations for a window of about 0.3 s */
     r->iters = 1;
-    for (double t0 = now_s(); now_s() - t0 < 0.2;) {
-        double t = now_s();
+    for (double t0 = bench_now_s(); bench_now_s() - t0 < 0.2;) {
+        double t = bench_now_s();
         run_once(r, batch);
-        double dt = now_s() - t;
+        double dt = bench_now_s() - t;
         r->iters = dt > 0 ? (int)(0.3 / dt) + 1 : 1000;
     }
 }
 
 static double window(struct runner *r, int batch)
 {
-    double t = now_s();
+    double t = bench_now_s();
     for (int i = 0; i < r->iters; i++)
         run_once(r, batch);
-    return (double)r->iters * batch / (now_s() - t);
+    return (double)r->iters * batch / (bench_now_s() - t);
 }
 
 static void close_runner(struct runner *r)
@@ -133,9 +120,9 @@ int main(int argc, char **argv)
             ri[r] = window(&i8, batch);
             ratio[r] = ri[r] / rf[r];
         }
-        qsort(rf, (size_t)repeats, sizeof(double), compare_doubles);
-        qsort(ri, (size_t)repeats, sizeof(double), compare_doubles);
-        qsort(ratio, (size_t)repeats, sizeof(double), compare_doubles);
+        qsort(rf, (size_t)repeats, sizeof(double), bench_compare_doubles);
+        qsort(ri, (size_t)repeats, sizeof(double), bench_compare_doubles);
+        qsort(ratio, (size_t)repeats, sizeof(double), bench_compare_doubles);
         printf("%-12s %5d %12.0f %12.0f %7.2fx\n", MODELS[mi], batch, rf[repeats / 2], ri[repeats / 2],
                ratio[repeats / 2]);
         close_runner(&f32);

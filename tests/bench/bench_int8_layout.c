@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "kernels/cpu/kcpu.h"
 #include "kernels/cpu/kcpu_q8.h"
 #include "kernels/cpu/kcpu_threads.h"
@@ -79,25 +79,6 @@ static uint32_t next_random(uint32_t *state)
 static int random_int(uint32_t *state, int lo, int hi)
 {
     return lo + (int)(next_random(state) % (uint32_t)(hi - lo + 1));
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), compare_doubles);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static void *checked_alloc(size_t bytes)
@@ -183,12 +164,12 @@ static void run_nhwc(struct kcpu_threads *th, struct layer *l)
 static double window(struct kcpu_threads *th, struct layer *l, void (*run)(struct kcpu_threads *, struct layer *))
 {
     int calls = 0;
-    const double t0 = now_s();
+    const double t0 = bench_now_s();
     double t;
     do {
         run(th, l);
         calls++;
-    } while ((t = now_s()) - t0 < WINDOW_S);
+    } while ((t = bench_now_s()) - t0 < WINDOW_S);
     return (t - t0) / calls;
 }
 
@@ -205,31 +186,16 @@ static int same_output(struct kcpu_threads *th, struct layer *l)
     return same;
 }
 
-static int arg_int(int argc, char **argv, int *i, int lo, int hi)
-{
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "bench_int8_layout: %s needs a value\n", argv[*i]);
-        exit(2);
-    }
-    char *end;
-    long v = strtol(argv[++*i], &end, 10);
-    if (*end || v < lo || v > hi) {
-        fprintf(stderr, "bench_int8_layout: %s takes %d to %d, not %s\n", argv[*i - 1], lo, hi, argv[*i]);
-        exit(2);
-    }
-    return (int)v;
-}
-
 int main(int argc, char **argv)
 {
     int threads = 1, repeats = 7, batch = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads"))
-            threads = arg_int(argc, argv, &i, 1, 64);
+            threads = bench_arg_int("bench_int8_layout", argc, argv, &i, 1, 64);
         else if (!strcmp(argv[i], "--repeats"))
-            repeats = arg_int(argc, argv, &i, 1, MAX_REPEATS);
+            repeats = bench_arg_int("bench_int8_layout", argc, argv, &i, 1, MAX_REPEATS);
         else if (!strcmp(argv[i], "--batch"))
-            batch = arg_int(argc, argv, &i, 1, 256);
+            batch = bench_arg_int("bench_int8_layout", argc, argv, &i, 1, 256);
         else {
             fprintf(stderr, "usage: bench_int8_layout [--threads N] [--repeats R] [--batch B]\n");
             return 2;
@@ -262,20 +228,14 @@ int main(int argc, char **argv)
             t_nhwc[r] = window(th, &l, run_nhwc);
             ratio[r] = t_nchw[r] / t_nhwc[r];
         }
-        printf("| %s | %dx%d | %.1f | %.1f | %.2f | %s |\n", s->name, s->hw, s->hw, median(t_nchw, repeats) * 1e6,
-               median(t_nhwc, repeats) * 1e6, median(ratio, repeats),
+        printf("| %s | %dx%d | %.1f | %.1f | %.2f | %s |\n", s->name, s->hw, s->hw, bench_median(t_nchw, repeats) * 1e6,
+               bench_median(t_nhwc, repeats) * 1e6, bench_median(ratio, repeats),
                kcpu_conv2d_q8_nhwc_takes(&l.p) ? "yes" : "no");
         fflush(stdout);
         layer_free(&l);
     }
-    char load[64] = "";
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (!fgets(load, sizeof(load), f))
-            load[0] = '\0';
-        fclose(f);
-    }
-    printf("\nload average after (/proc/loadavg): %s\n", load[0] ? strtok(load, "\n") : "unknown");
+    char load[64];
+    printf("\nload average after (/proc/loadavg): %s\n", bench_load_average(load, sizeof(load)));
     kcpu_threads_free(th);
     return failed;
 }

@@ -10,22 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "kernels/cpu/kcpu.h"
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static float *buf(size_t count)
 {
@@ -124,12 +111,12 @@ static double time_layers(struct kcpu_threads *pool, struct layer *ls, int count
         for (int i = 0; i < count; i++)
             layer_run(pool, &ls[i]);
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (int i = 0; i < count; i++)
             layer_run(pool, &ls[i]);
-        t[r] = now_s() - t0;
+        t[r] = bench_now_s() - t0;
     }
-    qsort(t, (size_t)reps, sizeof(double), cmp_double);
+    qsort(t, (size_t)reps, sizeof(double), bench_compare_doubles);
     return t[reps / 2];
 }
 

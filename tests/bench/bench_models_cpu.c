@@ -17,25 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "runtime/rt_model.h"
 
 #define MAX_REPEATS 31
 #define MAX_LIST 8
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void run_or_die(struct rt_session *s, int batch, const float *x, float *y)
 {
@@ -61,19 +48,19 @@ static double measure(struct rt_session *s, const struct rt_model_config *cfg, i
         x[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f; // NOLINT(cert-msc30-c,cert-msc50-cpp): any numbers do for benchmark inputs
     run_or_die(s, batch, x, y);
     int iters = 1;
-    for (double t0 = now_s(); now_s() - t0 < 0.2;) {   /* warm-up and calibrate */
-        double t = now_s();
+    for (double t0 = bench_now_s(); bench_now_s() - t0 < 0.2;) {   /* warm-up and calibrate */
+        double t = bench_now_s();
         run_or_die(s, batch, x, y);
-        iters = (int)(0.3 / (now_s() - t)) + 1;
+        iters = (int)(0.3 / (bench_now_s() - t)) + 1;
     }
     double rates[MAX_REPEATS] = {0};
     for (int r = 0; r < repeats; r++) {
-        double t = now_s();
+        double t = bench_now_s();
         for (int i = 0; i < iters; i++)
             run_or_die(s, batch, x, y);
-        rates[r] = (double)iters * batch / (now_s() - t);
+        rates[r] = (double)iters * batch / (bench_now_s() - t);
     }
-    qsort(rates, (size_t)repeats, sizeof(double), compare_doubles);
+    qsort(rates, (size_t)repeats, sizeof(double), bench_compare_doubles);
     free(x);
     free(y);
     return rates[repeats / 2];

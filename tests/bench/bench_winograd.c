@@ -20,8 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "kernels/cpu/kcpu_convpix.h"
 #include "kernels/cpu/kcpu_wino.h"
 
@@ -55,25 +55,6 @@ static float next_float(uint32_t *state)
     x ^= x << 5;
     *state = x;
     return (float)(x >> 8) * (2.0f / 16777216.0f) - 1.0f;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), compare_doubles);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static void *checked_alloc(size_t bytes)
@@ -148,12 +129,12 @@ static void run_wino(struct kcpu_threads *th, struct layer *l)
 static double window(struct kcpu_threads *th, struct layer *l, void (*run)(struct kcpu_threads *, struct layer *))
 {
     int calls = 0;
-    const double t0 = now_s();
+    const double t0 = bench_now_s();
     double t;
     do {
         run(th, l);
         calls++;
-    } while ((t = now_s()) - t0 < WINDOW_S);
+    } while ((t = bench_now_s()) - t0 < WINDOW_S);
     return (t - t0) / calls;
 }
 
@@ -171,31 +152,16 @@ static double difference(struct kcpu_threads *th, struct layer *l)
     return diff / top;
 }
 
-static int arg_int(int argc, char **argv, int *i, int lo, int hi)
-{
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "bench_winograd: %s needs a value\n", argv[*i]);
-        exit(2);
-    }
-    char *end;
-    long v = strtol(argv[++*i], &end, 10);
-    if (*end || v < lo || v > hi) {
-        fprintf(stderr, "bench_winograd: %s takes %d to %d, not %s\n", argv[*i - 1], lo, hi, argv[*i]);
-        exit(2);
-    }
-    return (int)v;
-}
-
 int main(int argc, char **argv)
 {
     int threads = 1, repeats = 7, batch = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads"))
-            threads = arg_int(argc, argv, &i, 1, 64);
+            threads = bench_arg_int("bench_winograd", argc, argv, &i, 1, 64);
         else if (!strcmp(argv[i], "--repeats"))
-            repeats = arg_int(argc, argv, &i, 1, MAX_REPEATS);
+            repeats = bench_arg_int("bench_winograd", argc, argv, &i, 1, MAX_REPEATS);
         else if (!strcmp(argv[i], "--batch"))
-            batch = arg_int(argc, argv, &i, 1, 256);
+            batch = bench_arg_int("bench_winograd", argc, argv, &i, 1, 256);
         else {
             fprintf(stderr, "usage: bench_winograd [--threads N] [--repeats R] [--batch B]\n");
             return 2;
@@ -241,19 +207,13 @@ int main(int argc, char **argv)
             ratio[r] = t_pix[r] / t_wino[r];
         }
         printf("| %s | %d -> %d | %dx%d | %.1f | %.1f | %.2f | %.1e | %s |\n", s->name, s->c, s->oc, s->hw, s->hw,
-               median(t_pix, repeats) * 1e6, median(t_wino, repeats) * 1e6, median(ratio, repeats), diff,
+               bench_median(t_pix, repeats) * 1e6, bench_median(t_wino, repeats) * 1e6, bench_median(ratio, repeats), diff,
                kcpu_wino_applies(&l.p) ? "yes" : "no");
         fflush(stdout);
         layer_free(&l);
     }
-    char load[64] = "";
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (!fgets(load, sizeof(load), f))
-            load[0] = '\0';
-        fclose(f);
-    }
-    printf("\nload average after (/proc/loadavg): %s\n", load[0] ? strtok(load, "\n") : "unknown");
+    char load[64];
+    printf("\nload average after (/proc/loadavg): %s\n", bench_load_average(load, sizeof(load)));
     kcpu_threads_free(th);
     return failed;
 }
