@@ -1,8 +1,8 @@
 /*
- * wino_avx2.c - the Winograd F(2x2, 3x3) transforms on AVX2 (kcpu_wino.h),
- * eight tiles of a tile row to a vector. Compiled with -mavx2 -mfma;
- * entered only through kcpu_wino_f32 after the run-time ISA check (the
- * AVX-512 ISA uses them too).
+ * wino_avx2.c - the Winograd F(2x2, 3x3) transforms, eight tiles of a tile
+ * row to a vector, and the 16 GEMMs' tile, on AVX2 (kcpu_wino.h). Compiled
+ * with -mavx2 -mfma; entered only through kcpu_wino_f32 after the run-time
+ * ISA check (the AVX-512 ISA uses them too).
  *
  * Tile t's window starts at column 2t, so the windows of eight tiles are
  * one 18-float stretch of a row: its even and odd columns (one load of 16
