@@ -120,11 +120,8 @@ int main(int argc, char **argv)
             ri[r] = window(&i8, batch);
             ratio[r] = ri[r] / rf[r];
         }
-        qsort(rf, (size_t)repeats, sizeof(double), bench_compare_doubles);
-        qsort(ri, (size_t)repeats, sizeof(double), bench_compare_doubles);
-        qsort(ratio, (size_t)repeats, sizeof(double), bench_compare_doubles);
-        printf("%-12s %5d %12.0f %12.0f %7.2fx\n", MODELS[mi], batch, rf[repeats / 2], ri[repeats / 2],
-               ratio[repeats / 2]);
+        printf("%-12s %5d %12.0f %12.0f %7.2fx\n", MODELS[mi], batch, bench_median(rf, repeats),
+               bench_median(ri, repeats), bench_median(ratio, repeats));
         close_runner(&f32);
         close_runner(&i8);
     }

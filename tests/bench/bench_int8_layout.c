@@ -25,6 +25,8 @@
 #include "kernels/cpu/kcpu_threads.h"
 
 #define MAX_REPEATS 31
+
+static const char PROG[] = "bench_int8_layout";   /* for error messages */
 #define WINDOW_S 0.02
 
 struct shape {
@@ -81,16 +83,6 @@ static int random_int(uint32_t *state, int lo, int hi)
     return lo + (int)(next_random(state) % (uint32_t)(hi - lo + 1));
 }
 
-static void *checked_alloc(size_t bytes)
-{
-    void *p = aligned_alloc(64, (bytes + 64) / 64 * 64);
-    if (!p) {
-        fprintf(stderr, "bench_int8_layout: out of memory (%zu bytes)\n", bytes);
-        exit(1);
-    }
-    return p;
-}
-
 /* [n][c][hw] <-> [n][hw][c] for bytes of esize. */
 static void transpose(const void *src, void *dst, int64_t n, int64_t rows, int64_t cols, size_t esize)
 {
@@ -119,26 +111,26 @@ static void layer_init(struct layer *l, const struct shape *s, int batch, int th
                              .pad_l = pad, .dil_h = 1, .dil_w = 1, .groups = s->depthwise ? s->c : 1};
     const int64_t xn = (int64_t)batch * s->c * s->hw * s->hw, yn = (int64_t)batch * s->oc * oh * oh;
     const int64_t wn = (int64_t)s->oc * (s->depthwise ? 1 : s->c) * s->k * s->k;
-    l->x = checked_alloc((size_t)xn), l->xt = checked_alloc((size_t)xn);
-    l->y = checked_alloc((size_t)yn), l->yt = checked_alloc((size_t)yn);
-    int8_t *w = checked_alloc((size_t)wn);
+    l->x = bench_alloc(PROG, (size_t)xn), l->xt = bench_alloc(PROG, (size_t)xn);
+    l->y = bench_alloc(PROG, (size_t)yn), l->yt = bench_alloc(PROG, (size_t)yn);
+    int8_t *w = bench_alloc(PROG, (size_t)wn);
     uint32_t rs = seed;
     for (int64_t i = 0; i < xn; i++)
         l->x[i] = (int8_t)random_int(&rs, s->nonneg ? 0 : -127, 127);
     for (int64_t i = 0; i < wn; i++)
         w[i] = (int8_t)random_int(&rs, -127, 127);
     transpose(l->x, l->xt, batch, s->c, (int64_t)s->hw * s->hw, 1);
-    l->bias = checked_alloc((size_t)s->oc * sizeof(*l->bias));
-    l->mult = checked_alloc((size_t)s->oc * sizeof(*l->mult));
+    l->bias = bench_alloc(PROG, (size_t)s->oc * sizeof(*l->bias));
+    l->mult = bench_alloc(PROG, (size_t)s->oc * sizeof(*l->mult));
     for (int o = 0; o < s->oc; o++) {   /* a served model's range: shifts of 38 to 41 */
         l->bias[o] = random_int(&rs, -10000, 10000);
         l->mult[o] = (struct k_q8_mult){(int32_t)((1u << 30) + next_random(&rs) % (1u << 30)), random_int(&rs, 38, 41)};
     }
     l->e = (struct k_q8_epilogue){.bias = l->bias, .mult = l->mult, .res_mult = {0, 1}, .lo = -127, .hi = 127};
-    l->packed = checked_alloc(kcpu_conv2d_q8_packed_bytes(&l->p));
-    l->packed_nhwc = checked_alloc(kcpu_conv2d_q8_nhwc_packed_bytes(&l->p));
-    l->scratch = checked_alloc(kcpu_conv2d_q8_scratch_bytes(&l->p, threads));
-    l->scratch_nhwc = checked_alloc(kcpu_conv2d_q8_nhwc_scratch_bytes(&l->p, threads));
+    l->packed = bench_alloc(PROG, kcpu_conv2d_q8_packed_bytes(&l->p));
+    l->packed_nhwc = bench_alloc(PROG, kcpu_conv2d_q8_nhwc_packed_bytes(&l->p));
+    l->scratch = bench_alloc(PROG, kcpu_conv2d_q8_scratch_bytes(&l->p, threads));
+    l->scratch_nhwc = bench_alloc(PROG, kcpu_conv2d_q8_nhwc_scratch_bytes(&l->p, threads));
     kcpu_conv2d_q8_pack(&l->p, w, l->packed);
     kcpu_conv2d_q8_nhwc_pack(&l->p, w, l->packed_nhwc);
     free(w);
@@ -179,7 +171,7 @@ static int same_output(struct kcpu_threads *th, struct layer *l)
     const int64_t yn = (int64_t)l->p.n * l->p.oc * l->p.oh * l->p.ow;
     run_nchw(th, l);
     run_nhwc(th, l);
-    int8_t *back = checked_alloc((size_t)yn);
+    int8_t *back = bench_alloc(PROG, (size_t)yn);
     transpose(l->yt, back, l->p.n, (int64_t)l->p.oh * l->p.ow, l->p.oc, 1);
     const int same = memcmp(back, l->y, (size_t)yn) == 0;
     free(back);
@@ -191,11 +183,11 @@ int main(int argc, char **argv)
     int threads = 1, repeats = 7, batch = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads"))
-            threads = bench_arg_int("bench_int8_layout", argc, argv, &i, 1, 64);
+            threads = bench_arg_int(PROG, argc, argv, &i, 1, 64);
         else if (!strcmp(argv[i], "--repeats"))
-            repeats = bench_arg_int("bench_int8_layout", argc, argv, &i, 1, MAX_REPEATS);
+            repeats = bench_arg_int(PROG, argc, argv, &i, 1, MAX_REPEATS);
         else if (!strcmp(argv[i], "--batch"))
-            batch = bench_arg_int("bench_int8_layout", argc, argv, &i, 1, 256);
+            batch = bench_arg_int(PROG, argc, argv, &i, 1, 256);
         else {
             fprintf(stderr, "usage: bench_int8_layout [--threads N] [--repeats R] [--batch B]\n");
             return 2;

@@ -116,8 +116,7 @@ static double time_layers(struct kcpu_threads *pool, struct layer *ls, int count
             layer_run(pool, &ls[i]);
         t[r] = bench_now_s() - t0;
     }
-    qsort(t, (size_t)reps, sizeof(double), bench_compare_doubles);
-    return t[reps / 2];
+    return bench_median(t, reps);
 }
 
 static int per_layer;  /* --layers: also time each layer alone */

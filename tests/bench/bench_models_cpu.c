@@ -60,10 +60,9 @@ static double measure(struct rt_session *s, const struct rt_model_config *cfg, i
             run_or_die(s, batch, x, y);
         rates[r] = (double)iters * batch / (bench_now_s() - t);
     }
-    qsort(rates, (size_t)repeats, sizeof(double), bench_compare_doubles);
     free(x);
     free(y);
-    return rates[repeats / 2];
+    return bench_median(rates, repeats);
 }
 
 /* Reads "model batch images_per_s" lines from the PyTorch benchmark. */

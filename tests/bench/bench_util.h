@@ -1,7 +1,7 @@
 /*
  * bench_util.h - what the CPU benchmark programs share: a monotonic clock,
- * the median of a set of times, an integer option, and the load average
- * they print under their tables. Header-only: each benchmark is a program
+ * the median of a set of times, an integer option, an allocation that
+ * exits on failure, and the load average they print under their tables. Header-only: each benchmark is a program
  * of one file (mk/build.mk's bench_% rule).
  */
 #ifndef BENCH_UTIL_H
@@ -48,6 +48,18 @@ static inline int bench_arg_int(const char *prog, int argc, char **argv, int *i,
         exit(2);
     }
     return (int)v;
+}
+
+/* bytes (rounded up to 64) aligned to 64; out of memory exits with
+ * status 1 and a message naming prog. */
+static inline void *bench_alloc(const char *prog, size_t bytes)
+{
+    void *p = aligned_alloc(64, (bytes + 64) / 64 * 64);
+    if (!p) {
+        fprintf(stderr, "%s: out of memory (%zu bytes)\n", prog, bytes);
+        exit(1);
+    }
+    return p;
 }
 
 /* /proc/loadavg's line (without its newline) in buf, or "unknown". */

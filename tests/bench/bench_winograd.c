@@ -26,6 +26,8 @@
 #include "kernels/cpu/kcpu_wino.h"
 
 #define MAX_REPEATS 31
+
+static const char PROG[] = "bench_winograd";   /* for error messages */
 #define WINDOW_S 0.02
 #define BOUND 1e-5
 
@@ -57,16 +59,6 @@ static float next_float(uint32_t *state)
     return (float)(x >> 8) * (2.0f / 16777216.0f) - 1.0f;
 }
 
-static void *checked_alloc(size_t bytes)
-{
-    void *p = aligned_alloc(64, (bytes + 64) / 64 * 64);
-    if (!p) {
-        fprintf(stderr, "bench_winograd: out of memory (%zu bytes)\n", bytes);
-        exit(1);
-    }
-    return p;
-}
-
 /* One layer: inputs, both kernels' packed weights, scratch and outputs. */
 struct layer {
     struct k_conv2d p;
@@ -82,11 +74,11 @@ static void layer_init(struct layer *l, const struct shape *s, int batch, int th
                              .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_RELU};
     const int64_t xn = (int64_t)batch * s->c * s->hw * s->hw, yn = (int64_t)batch * s->oc * s->hw * s->hw;
     const int64_t kg = (int64_t)s->c * 9, panels = (s->oc + KCPU_MR - 1) / KCPU_MR;
-    l->x = checked_alloc((size_t)xn * sizeof(float));
-    l->bias = checked_alloc((size_t)s->oc * sizeof(float));
-    l->y_pix = checked_alloc((size_t)yn * sizeof(float));
-    l->y_wino = checked_alloc((size_t)yn * sizeof(float));
-    float *w = checked_alloc((size_t)(s->oc * kg) * sizeof(float));
+    l->x = bench_alloc(PROG, (size_t)xn * sizeof(float));
+    l->bias = bench_alloc(PROG, (size_t)s->oc * sizeof(float));
+    l->y_pix = bench_alloc(PROG, (size_t)yn * sizeof(float));
+    l->y_wino = bench_alloc(PROG, (size_t)yn * sizeof(float));
+    float *w = bench_alloc(PROG, (size_t)(s->oc * kg) * sizeof(float));
     uint32_t rs = seed;
     for (int64_t i = 0; i < xn; i++)
         l->x[i] = next_float(&rs);
@@ -96,18 +88,18 @@ static void layer_init(struct layer *l, const struct shape *s, int batch, int th
         l->bias[o] = next_float(&rs);
     /* The pixel tile reads the GEMM's KCPU_MR-row panels (kcpu_conv2d_pack's
      * layout for the shapes Winograd does not take). */
-    l->panels = checked_alloc((size_t)(panels * KCPU_MR * kg) * sizeof(float));
+    l->panels = bench_alloc(PROG, (size_t)(panels * KCPU_MR * kg) * sizeof(float));
     for (int64_t pn = 0; pn < panels; pn++)
         for (int64_t kk = 0; kk < kg; kk++)
             for (int i = 0; i < KCPU_MR; i++) {
                 int64_t o = pn * KCPU_MR + i;
                 l->panels[(pn * kg + kk) * KCPU_MR + i] = o < s->oc ? w[o * kg + kk] : 0.0f;
             }
-    l->u = checked_alloc(kcpu_wino_packed_floats(&l->p) * sizeof(float));
+    l->u = bench_alloc(PROG, kcpu_wino_packed_floats(&l->p) * sizeof(float));
     kcpu_wino_pack(&l->p, w, l->u);
     free(w);
     size_t a = kcpu_convpix_scratch_bytes(&l->p, threads), b = kcpu_wino_scratch_bytes(&l->p, threads);
-    l->scratch = checked_alloc(a > b ? a : b);
+    l->scratch = bench_alloc(PROG, a > b ? a : b);
 }
 
 static void layer_free(struct layer *l)
@@ -157,11 +149,11 @@ int main(int argc, char **argv)
     int threads = 1, repeats = 7, batch = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads"))
-            threads = bench_arg_int("bench_winograd", argc, argv, &i, 1, 64);
+            threads = bench_arg_int(PROG, argc, argv, &i, 1, 64);
         else if (!strcmp(argv[i], "--repeats"))
-            repeats = bench_arg_int("bench_winograd", argc, argv, &i, 1, MAX_REPEATS);
+            repeats = bench_arg_int(PROG, argc, argv, &i, 1, MAX_REPEATS);
         else if (!strcmp(argv[i], "--batch"))
-            batch = bench_arg_int("bench_winograd", argc, argv, &i, 1, 256);
+            batch = bench_arg_int(PROG, argc, argv, &i, 1, 256);
         else {
             fprintf(stderr, "usage: bench_winograd [--threads N] [--repeats R] [--batch B]\n");
             return 2;
