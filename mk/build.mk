@@ -21,7 +21,9 @@ LDLIBS   += -lm -lz -lpng -ljpeg -lwebp -lcjson -lprotobuf-c
 # Per-file instruction sets: foo_avx2.c and foo_avx512.c are compiled for that
 # ISA only and called after a run-time CPU check (kernels/cpu/kcpu_isa.c).
 AVX2_FLAGS   := -mavx2 -mfma -mf16c
-AVX512_FLAGS := -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni -mfma -mf16c
+# AMX too: only kernels that kq8_amx() let run use its tile instructions (the
+# compiler itself never emits them).
+AVX512_FLAGS := -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni -mfma -mf16c -mamx-tile -mamx-int8
 isa_flags     = $(if $(findstring _avx512,$1),$(AVX512_FLAGS),$(if $(findstring _avx2,$1),$(AVX2_FLAGS),))
 
 # Files named $2 anywhere under each folder of $1, sub-folders included,

@@ -317,20 +317,23 @@ static enum test_result nhwc_case(const struct k_conv2d *p, struct pools *ps, bo
     kcpu_conv2d_q8_nhwc_pack(p, w, packed);
     kref_conv2d_q8(p, x, w, &ep.e, res, want);
     enum test_result r = TEST_PASS;
-    FOR_EACH_ISA(isa) {
+    /* AVX-512 twice where the CPU has AMX: on its tiles, then held to VNNI */
+    FOR_EACH_ISA(isa) for (int amx = isa == KCPU_ISA_AVX512 && kcpu_q8_amx_usable(); amx >= 0 && r == TEST_PASS; amx--) {
         memset(got, POISON, ybytes + GUARD);
+        kcpu_q8_amx_allow(amx);
         kcpu_conv2d_q8_nhwc(ps->p[test_rand_int(0, 3)], p, x_nchw ? x : xt, x_nchw, packed, &ep.e, res ? rt : NULL,
                             got, scratch);
+        kcpu_q8_amx_allow(1);
         test_to_nhwc(got, back, p->n, ohw, p->oc, esize);   /* back to NCHW */
         memcpy((char *)back + ybytes, (char *)got + ybytes, GUARD);
         if (!same_bytes(__LINE__, back, want, ybytes, "nhwc conv")) {
             test_fail_msg(__FILE__, __LINE__,
                           "conv n=%d c=%d %dx%d oc=%d k=%dx%d s=%d,%d d=%d,%d pad=%d,%d -> %dx%d i32=%d res=%d x_nchw=%d"
-                          " x_nonneg=%d",
+                          " x_nonneg=%d isa=%s amx=%d",
                           p->n, p->c, p->h, p->w, p->oc, p->kh, p->kw, p->stride_h, p->stride_w, p->dil_h, p->dil_w,
-                          p->pad_t, p->pad_l, p->oh, p->ow, out_i32, has_res, x_nchw, x_nonneg);
+                          p->pad_t, p->pad_l, p->oh, p->ow, out_i32, has_res, x_nchw, x_nonneg,
+                          kcpu_isa_name((enum kcpu_isa)isa), amx);
             r = TEST_FAIL;
-            break;
         }
     }
     free(x), free(w), free(res), free(xt), free(rt), free(want), free(got), free(back), free(packed), free(scratch);
@@ -369,14 +372,54 @@ TEST(int8_conv2d_nhwc)
     return r;
 }
 
+/* The AMX tiles' own cases (kernels/cpu/q8_nhwc_avx512.c), each against
+ * the reference under AMX and under VNNI (nhwc_case): quads a multiple of
+ * 16 (pixel tiles in pairs, across rows where a row is one tile, an odd
+ * tile left alone), whole steps and a partial one, only a partial one,
+ * rows wider than a tile (the last tile overlapping), 1 to 4 blocks and a
+ * last block cut short, strides and dilation; then random shapes of 16
+ * channels and more. Skipped where the CPU has no AMX-INT8. */
+TEST(int8_conv2d_nhwc_amx)
+{
+    if (kcpu_isa_hardware() < KCPU_ISA_AVX512 || !kcpu_q8_amx_usable())
+        SKIP("this CPU (or its OS) offers no AMX-INT8: the AMX tiles are checked by make test-emulated-avx512");
+    static const struct k_conv2d SHAPES[] = {
+        GEMM_CONV(1, 64, 7, 64, 3, 1, 7),      GEMM_CONV(2, 128, 5, 40, 3, 1, 5),  GEMM_CONV(1, 64, 20, 32, 1, 1, 20),
+        GEMM_CONV(1, 192, 9, 16, 3, 2, 5),     GEMM_CONV(1, 144, 17, 80, 1, 1, 17), GEMM_CONV(1, 16, 33, 64, 3, 1, 33),
+        GEMM_CONV(2, 24, 14, 200, 1, 1, 14),   GEMM_CONV(1, 100, 16, 48, 3, 1, 16), GEMM_CONV(1, 256, 3, 512, 1, 1, 3),
+    };
+    const int nshapes = (int)(sizeof(SHAPES) / sizeof(SHAPES[0]));
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (int it = 0; it < 2 * nshapes && r == TEST_PASS; it++)
+        r = nhwc_case(&SHAPES[it % nshapes], &ps, it >= nshapes);
+    for (int it = 0; it < 30 && r == TEST_PASS; it++) {
+        struct k_conv2d p = test_random_conv(false);
+        p.groups = 1;
+        if (p.c < 16)
+            continue;
+        r = nhwc_case(&p, &ps, false);
+    }
+    struct k_conv2d dilated = GEMM_CONV(1, 64, 12, 32, 3, 1, 12);
+    dilated.dil_h = dilated.dil_w = 2;
+    dilated.oh = dilated.ow = conv_out(12, 1, 1, 3, 2, 1);
+    for (int it = 0; it < 2 && r == TEST_PASS; it++)
+        r = nhwc_case(&dilated, &ps, it == 1);
+    pools_close(&ps);
+    return r;
+}
+
 /* Which layers the channels-last convolution takes, per ISA: on AVX-512
- * VNNI every dense or depthwise one; on AVX2 those whose input map is at
- * most 28 x 28 (where it beat the NCHW GEMM); none on the scalar ISA;
- * never a grouped one. */
+ * VNNI every dense one but a stem of 1-3 channels on a map over 28 x 28,
+ * and the depthwise ones on maps up to 14 x 14; on AVX2 those whose input map is at most 28 x 28
+ * (where it beat the NCHW GEMM); none on the scalar ISA; never a grouped
+ * one. */
 TEST(int8_conv2d_nhwc_takes)
 {
     const struct k_conv2d big = GEMM_CONV(1, 24, 56, 144, 1, 1, 56), edge = GEMM_CONV(1, 32, 28, 192, 1, 1, 28);
-    const struct k_conv2d small = GEMM_CONV(1, 64, 14, 384, 3, 1, 14);
+    const struct k_conv2d small = GEMM_CONV(1, 64, 14, 384, 3, 1, 14), stem = GEMM_CONV(1, 3, 30, 16, 3, 1, 30);
+    const struct k_conv2d small_stem = GEMM_CONV(1, 1, 28, 16, 3, 1, 28);
     struct k_conv2d dw_big = test_random_depthwise(false), dw_small, grouped = edge;
     dw_big.h = dw_big.w = 56, dw_big.oh = dw_big.ow = 56, dw_big.kh = dw_big.kw = 3;
     dw_big.stride_h = dw_big.stride_w = 1, dw_big.pad_t = dw_big.pad_l = 1, dw_big.dil_h = dw_big.dil_w = 1;
@@ -386,12 +429,14 @@ TEST(int8_conv2d_nhwc_takes)
     ASSERT_TRUE(kq8_dwn_applies(&dw_big));
     int seen = 0;
     FOR_EACH_ISA(isa) {
-        const int all = isa == KCPU_ISA_AVX512 && kq8_has_vnni(), avx2 = isa >= KCPU_ISA_AVX2;
-        ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&big), all);
-        ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&dw_big), all);
+        const int vnni = isa == KCPU_ISA_AVX512 && kq8_has_vnni(), avx2 = isa >= KCPU_ISA_AVX2;
+        ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&big), vnni);
+        ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&dw_big), 0);
         ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&edge), avx2);
         ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&small), avx2);
         ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&dw_small), avx2);
+        ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&stem), 0);
+        ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&small_stem), avx2);
         ASSERT_EQ_INT(kcpu_conv2d_q8_nhwc_takes(&grouped), 0);
         seen++;
     }

@@ -42,8 +42,9 @@ void kcpu_conv2d_q8(struct kcpu_threads *th, const struct k_conv2d *p, const int
  * kernel's padded copy of x converts it), y and residual [n, oh, ow, oc].
  * Bit-identical to kcpu_conv2d_q8 on the same values. takes: whether the
  * kernel serves p on this CPU (groups 1, or depthwise: the kernel of
- * kcpu_q8_dwn.h; on AVX-512 VNNI every such layer, on AVX2 those whose
- * input map is at most 28 x 28); the scalar ISA runs a plain-C path,
+ * kcpu_q8_dwn.h; on AVX-512 VNNI every dense one but stems of 1-3
+ * channels on maps over 28 x 28, and the depthwise ones on maps up to
+ * 14 x 14; on AVX2 those whose input map is at most 28 x 28); the scalar ISA runs a plain-C path,
  * correct but slow, should kcpu_isa_set change the ISA after a plan chose
  * the layout. */
 int kcpu_conv2d_q8_nhwc_takes(const struct k_conv2d *p);
@@ -53,6 +54,15 @@ size_t kcpu_conv2d_q8_nhwc_scratch_bytes(const struct k_conv2d *p, int threads);
 void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, const int8_t *x, int x_nchw,
                          const void *packed_w, const struct k_q8_epilogue *e, const int8_t *residual, void *y,
                          void *scratch);
+/* AMX: where the CPU has AMX-INT8 and Linux grants the tile state,
+ * kcpu_conv2d_q8_nhwc's dense layers (not the depthwise ones) multiply 16
+ * pixels by 16 output channels a tile instruction (TDPBUSD) instead of
+ * VNNI vectors: the same sums, the same epilogue, the same bytes.
+ * kcpu_q8_amx_usable tells whether this CPU may (asking the OS the first
+ * time); kcpu_q8_amx_allow(0) keeps to the VNNI tiles (tests and benchmarks
+ * compare both), 1 (the default) lets it. */
+int kcpu_q8_amx_usable(void);
+void kcpu_q8_amx_allow(int allow);
 /* Pooling on channels-last x; global average pooling writes y [n, c]. */
 void kcpu_max_pool2d_q8_nhwc(struct kcpu_threads *th, const struct k_pool2d *p, const int8_t *x, int8_t *y);
 void kcpu_global_avg_pool_q8_nhwc(struct kcpu_threads *th, int n, int c, int64_t hw, struct k_q8_mult mult,

@@ -5,6 +5,11 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#if defined(__x86_64__) && defined(__linux__) && !defined(KCPU_EMULATED_AVX512)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -28,6 +33,53 @@ int kq8_has_vnni(void)
         atomic_store_explicit(&vnni, v, memory_order_relaxed);
     }
     return v;
+}
+
+static atomic_int amx = -1;         /* cached kcpu_q8_amx_usable() */
+static atomic_int amx_allowed = 1;  /* kcpu_q8_amx_allow's switch */
+
+/* AMX-TILE and AMX-INT8 in CPUID leaf 7, their state enabled in XCR0, and
+ * Linux's permission to use it (the tile data is not in a thread's
+ * signal frame until the process asks: arch_prctl ARCH_REQ_XCOMP_PERM). */
+static int detect_amx(void)
+{
+#if defined(KCPU_EMULATED_AVX512)
+    return 1;   /* tests/emu/immintrin.h emulates the tile instructions too */
+#elif defined(__x86_64__) && defined(__linux__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25)))
+        return 0;   /* no AMX-TILE or AMX-INT8 */
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)))
+        return 0;   /* no OSXSAVE: xgetbv would fault */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & (3u << 17)) != (3u << 17))   /* XTILECFG and XTILEDATA */
+        return 0;
+    const long ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18;
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+    return 0;
+#endif
+}
+
+int kcpu_q8_amx_usable(void)
+{
+    int v = atomic_load_explicit(&amx, memory_order_relaxed);
+    if (v < 0) {
+        v = detect_amx();
+        atomic_store_explicit(&amx, v, memory_order_relaxed);
+    }
+    return v;
+}
+
+void kcpu_q8_amx_allow(int allow)
+{
+    atomic_store_explicit(&amx_allowed, allow != 0, memory_order_relaxed);
+}
+
+int kq8_amx(void)
+{
+    return kq8_b_flipped() && atomic_load_explicit(&amx_allowed, memory_order_relaxed) && kcpu_q8_amx_usable();
 }
 
 void kq8_block_run(const struct kq8_block *b)

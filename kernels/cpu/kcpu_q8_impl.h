@@ -144,6 +144,11 @@ static inline int32_t kq8_sample_quad(const int8_t *x, int64_t q, int64_t k)
 /* Whether this CPU runs the VNNI kernel when kcpu_isa() is AVX-512. */
 int kq8_has_vnni(void);
 
+/* Whether the channels-last convolution's dense layers run on AMX: the
+ * ISA is AVX-512 with VNNI, the CPU and OS allow AMX-INT8
+ * (kcpu_q8_amx_usable) and kcpu_q8_amx_allow has not turned it off. */
+int kq8_amx(void);
+
 /* dst[i] = src[2 i] for i < n (stride-2 convolution planes). */
 void kq8_gather2_avx512(int8_t *dst, const int8_t *src, int64_t n);
 /* kref_quantize_q8, vectorised. */

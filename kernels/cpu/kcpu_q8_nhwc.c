@@ -31,10 +31,15 @@ static struct geom geom_of(const struct k_conv2d *p)
 
 int kcpu_conv2d_q8_nhwc_takes(const struct k_conv2d *p)
 {
-    if (p->groups != 1 && !kq8_dwn_applies(p))
+    const int depthwise = kq8_dwn_applies(p);
+    if (p->groups != 1 && !depthwise)
         return 0;
     const enum kq8_nhwc_path path = kq8_nhwc_path();
-    return path == KQ8_NHWC_AVX512 || (path == KQ8_NHWC_AVX2 && (int64_t)p->h * p->w <= KQ8_NHWC_AVX2_MAX_MAP);
+    const int64_t map = (int64_t)p->h * p->w;
+    if (path == KQ8_NHWC_AVX512)
+        return depthwise ? map <= KQ8_NHWC_AVX512_DW_MAX_MAP
+                         : p->c >= KQ8_NHWC_AVX512_MIN_C || map <= KQ8_NHWC_AVX512_STEM_MAP;
+    return path == KQ8_NHWC_AVX2 && map <= KQ8_NHWC_AVX2_MAX_MAP;
 }
 
 size_t kcpu_conv2d_q8_nhwc_packed_bytes(const struct k_conv2d *p)
@@ -197,7 +202,22 @@ struct conv_job {
     int vecs;                  /* blocks per tile */
     int64_t groups;            /* block groups: ceil(blocks / vecs) */
     enum kq8_nhwc_path path;
+    int amx;                   /* AVX-512's tiles in AMX tile registers (amx_takes) */
+    int amx_pairs;             /* and two pixel tiles a call (quads a multiple of 16) */
+    int64_t rows_per_task;     /* output rows a task takes: 1, or 2 for AMX pairs on rows of <= 16 */
+    int64_t row_tasks;         /* ceil(oh / rows_per_task) */
 };
+
+/* AMX takes a layer of at least 16 input channels (4 quads): with fewer,
+ * each tap's step is a tile instruction for 4 to 12 bytes of K, and the
+ * VNNI tile ran the stems faster (3 -> 64 7x7: 0.40x, 1 -> 16: 0.82x on AMX,
+ * build/bench_int8_layout, docs/performance.md). */
+#define AMX_MIN_QUADS 4
+
+static int amx_takes(const struct geom *d)
+{
+    return d->cp / 4 >= AMX_MIN_QUADS && kq8_amx();
+}
 
 /* The plain-C tile: the same sums (unflipped bytes, from the bias) and
  * the epilogue of kernel_quant.h. */
@@ -223,6 +243,39 @@ static void tile_scalar(const struct conv_job *j, const struct kq8_nhwc_tile *t,
         }
 }
 
+/* AMX: output rows [row, row + rows) of image img for the block group
+ * from b0, in tiles of min(16, ow) pixels (one tile configuration per
+ * layer): a row's last tile ends at its end and recomputes outputs its
+ * neighbour wrote, with the same bytes (y is never x or the residual: the
+ * plan gives a step's output a buffer of its own). With pairs, the tiles
+ * run two at a time, across rows where a row holds one. */
+static void amx_row_tiles(const struct conv_job *j, const struct kq8_nhwc_tile *proto, int64_t img, int64_t row,
+                          int64_t rows, int64_t b0, int vecs)
+{
+    const struct k_conv2d *p = j->p;
+    const int pixels = (int)kcpu_min64(KQ8_NHWC_AMX_PIX, p->ow);
+    const int elem = j->e->out_i32 ? 4 : 1;
+    struct kq8_nhwc_tile t[2] = {*proto, *proto};
+    int pending = 0;
+    for (int64_t r = row; r < row + rows; r++)
+        for (int64_t c0 = 0; c0 < p->ow; c0 += pixels) {
+            const int64_t col = kcpu_min64(c0, p->ow - pixels);
+            const int64_t out = ((img * p->oh + r) * p->ow + col) * p->oc + b0 * 16;
+            struct kq8_nhwc_tile *u = &t[pending];
+            u->x = j->xp + ((img * j->d.hp + r * p->stride_h) * j->d.wp) * j->d.cp + col * u->xs;
+            u->res = j->res ? j->res + out : NULL;
+            u->y = (int8_t *)j->y + out * elem;
+            if (!j->amx_pairs)
+                kq8_nhwc_tile_amx(u, vecs, pixels);
+            else if (++pending == 2) {
+                kq8_nhwc_pair_amx(&t[0], &t[1], vecs, pixels);
+                pending = 0;
+            }
+        }
+    if (pending)
+        kq8_nhwc_pair_amx(&t[0], NULL, vecs, pixels);
+}
+
 /* One output row of one image for one block group, in tiles of as even a
  * width as the row allows. */
 static void conv_task(void *arg, int64_t task, int thread)
@@ -230,7 +283,8 @@ static void conv_task(void *arg, int64_t task, int thread)
     (void)thread;
     const struct conv_job *j = arg;
     const struct k_conv2d *p = j->p;
-    const int64_t oh = p->oh, row = task % oh, g = task / oh % j->groups, img = task / oh / j->groups;
+    const int64_t oh = p->oh, row = task % j->row_tasks * j->rows_per_task, g = task / j->row_tasks % j->groups,
+                  img = task / j->row_tasks / j->groups;
     const int64_t b0 = g * j->vecs;
     const int vecs = (int)kcpu_min64(j->vecs, j->d.blocks - b0);
     /* AVX2: the unsigned form where no row the tile reads has a negative byte */
@@ -257,6 +311,10 @@ static void conv_task(void *arg, int64_t task, int thread)
     };
     const uint8_t *xrow = j->xp + ((img * j->d.hp + row * p->stride_h) * j->d.wp) * j->d.cp;
     const int elem = j->e->out_i32 ? 4 : 1;
+    if (j->amx) {
+        amx_row_tiles(j, &t, img, row, kcpu_min64(j->rows_per_task, oh - row), b0, vecs);
+        return;
+    }
     for (int64_t i = 0, col = 0; i < ntiles; i++) {
         const int pixels = (int)(p->ow / ntiles + (i < p->ow % ntiles));
         t.x = xrow + col * t.xs;
@@ -303,7 +361,7 @@ void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, cons
     s += padded_bytes(p, &d) + neg_bytes(p, &d);
 
     struct conv_job j = {.p = p, .d = d, .xp = pj.xp, .w = packed_w, .e = e, .res = residual, .y = y,
-                         .neg = pj.neg, .path = path};
+                         .neg = pj.neg, .path = path, .amx = path == KQ8_NHWC_AVX512 && amx_takes(&d)};
     j.wsum = (const int32_t *)(j.w + d.blocks * d.wblock);
     if (path == KQ8_NHWC_AVX512)
         kq8_nhwc_consts_avx512(e->bias, j.wsum, e->mult, p->oc, e, residual != NULL, s);
@@ -318,11 +376,14 @@ void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, cons
     j.toff = toff;
     /* widest tiles, unless that leaves too few tasks to share */
     const int64_t want = 4 * (int64_t)kcpu_threads_count(th);
-    j.vecs = path == KQ8_NHWC_AVX2 ? 1 : (int)kcpu_min64(4, d.blocks);
-    while (j.vecs > 1 && (int64_t)p->n * p->oh * kcpu_ceil_div(d.blocks, j.vecs) < want)
+    j.amx_pairs = j.amx && d.cp % 64 == 0;
+    j.rows_per_task = j.amx_pairs && p->ow <= KQ8_NHWC_AMX_PIX ? 2 : 1;
+    j.row_tasks = kcpu_ceil_div(p->oh, j.rows_per_task);
+    j.vecs = path == KQ8_NHWC_AVX2 ? 1 : (int)kcpu_min64(j.amx_pairs ? 2 : 4, d.blocks);
+    while (j.vecs > 1 && (int64_t)p->n * j.row_tasks * kcpu_ceil_div(d.blocks, j.vecs) < want)
         j.vecs--;
     j.groups = kcpu_ceil_div(d.blocks, j.vecs);
-    kcpu_threads_run(th, p->n * j.groups * p->oh, conv_task, &j);
+    kcpu_threads_run(th, p->n * j.groups * j.row_tasks, conv_task, &j);
 }
 
 /* ------------------------------------------------------------ pooling */

@@ -56,6 +56,34 @@ struct kq8_nhwc_tile {
 /* Runs one tile of vecs (1..4) blocks by pixels (1..kq8_nhwc_max_pixels(vecs)). */
 void kq8_nhwc_tile_avx512(const struct kq8_nhwc_tile *t, int vecs, int pixels);
 
+/* AMX (kq8_amx): tiles of up to 16 pixels, each block's sums in one tile
+ * register, the layer's quads 16 a step (A: the pixels' 64 bytes, t->xs
+ * apart, straight from the padded x; B: one block's packed weights for
+ * those 16 quads, 64 bytes a row, as they lie), then the VNNI tile's
+ * epilogue. kq8_nhwc_tile_amx: one pixel tile by vecs (1..4) blocks, any
+ * quads. kq8_nhwc_pair_amx: two pixel tiles (t1 may be NULL) by vecs (1
+ * or 2) blocks, for layers whose quads are a multiple of 16; t1 differs
+ * from t0 in x, y and res only. Every call of a layer should have the same
+ * pixels: the tile registers are reconfigured when the shapes change. */
+#define KQ8_NHWC_AMX_PIX 16
+void kq8_nhwc_tile_amx(const struct kq8_nhwc_tile *t, int vecs, int pixels);
+void kq8_nhwc_pair_amx(const struct kq8_nhwc_tile *t0, const struct kq8_nhwc_tile *t1, int vecs, int pixels);
+
+/* What AVX-512 VNNI leaves to the NCHW kernels, measured against them
+ * (build/bench_int8_layout, docs/performance.md, 2026-12-01): a dense
+ * layer of 1-3 input channels on a map over 28 x 28 (a stem: each pixel
+ * padded to one quad, a step per tap; the GEMM ran ResNet-50's and
+ * MobileNetV2's 1.2-2.0x faster; resnet-mini's, 28 x 28, stays: its
+ * output is the next block's residual, and an NCHW stem took that block
+ * to NCHW too, resnet-mini INT8 batch 64 36.8 -> 43.8 us an image), and a
+ * depthwise one on a map over 14 x 14 (its rows widened to int32:
+ * 0.61-0.88x the NCHW kernel's speed on 28x28 to 112x112 maps, 1.4-2.5x
+ * on 14x14 and 7x7). MobileNetV2 then turns channels last where its maps
+ * reach 14 x 14. */
+#define KQ8_NHWC_AVX512_MIN_C 4
+#define KQ8_NHWC_AVX512_STEM_MAP 784
+#define KQ8_NHWC_AVX512_DW_MAX_MAP 196
+
 /* AVX2: one block by up to 5 pixels (4 in the signed form). nonneg: no
  * byte of the rows the tile reads is negative. */
 /* AVX2 takes layers whose input map has at most this many pixels (28 x

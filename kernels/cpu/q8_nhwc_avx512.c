@@ -26,6 +26,36 @@ void kq8_nhwc_consts_avx512(const int32_t *bias, const int32_t *wsum, const stru
                        (struct kq8_lanes16 *)(c + KQ8_NHWC_CONSTS_BYTES(b)));
 }
 
+/* Block v of tile t through the epilogue: each pixel's 16 sums (sums, 16
+ * int32 apart) plus bias and the sign flip's correction, requantised, with
+ * the residual, clamped, stored (lanes past oc masked off). What it reads
+ * of t and of the consts is copied to locals first: an int8 store may
+ * alias anything, and the compiler reloaded every field after each one
+ * (45 instructions a vector, the whole cost of a layer of few channels). */
+static inline __attribute__((always_inline)) void block_out(const struct kq8_nhwc_tile *t, int v, const int32_t *sums,
+                                                            int pixels)
+{
+    const uint8_t *c = t->consts;
+    const struct kq8_lane_epi ep = *(const struct kq8_lane_epi *)c;
+    const struct kq8_lanes16 l = *(const struct kq8_lanes16 *)(c + KQ8_NHWC_CONSTS_BYTES((int64_t)t->block0 + v));
+    const int left = t->oc_left - 16 * v;
+    const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+    const int64_t oc = t->oc;
+    if (t->e->out_i32) {
+        int32_t *y = (int32_t *)t->y + 16 * v;
+        for (int r = 0; r < pixels; r++)
+            _mm512_mask_storeu_epi32(y + r * oc, m, _mm512_add_epi32(_mm512_load_si512(sums + 16 * r), l.init));
+        return;
+    }
+    int8_t *y = (int8_t *)t->y + 16 * v;
+    const int8_t *res = ep.has_res ? t->res + 16 * v : NULL;
+    for (int r = 0; r < pixels; r++) {
+        const __m512i s = _mm512_add_epi32(_mm512_load_si512(sums + 16 * r), l.init);
+        const __m512i rv = res ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, res + r * oc)) : _mm512_setzero_si512();
+        _mm_mask_storeu_epi8(y + r * oc, m, _mm512_cvtepi32_epi8(kq8_lanes_requant(s, &l, &ep, rv)));
+    }
+}
+
 static inline __attribute__((always_inline)) void tile(const int vecs, const int pixels,
                                                        const struct kq8_nhwc_tile *t)
 {
@@ -55,25 +85,13 @@ static inline __attribute__((always_inline)) void tile(const int vecs, const int
             }
         }
     }
-    const uint8_t *c = t->consts;
-    const struct kq8_lane_epi *ep = (const struct kq8_lane_epi *)c;
+    int32_t sums[KQ8_NHWC_MAX_PIX][16] __attribute__((aligned(64)));
 #pragma GCC unroll 4
     for (int64_t v = 0; v < vecs; v++) {
-        const struct kq8_lanes16 *l = (const struct kq8_lanes16 *)(c + KQ8_NHWC_CONSTS_BYTES((int64_t)t->block0 + v));
-        const int left = t->oc_left - 16 * (int)v;
-        const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
 #pragma GCC unroll 24
-        for (int64_t r = 0; r < pixels; r++) {
-            const __m512i s = _mm512_add_epi32(acc[v][r], l->init);
-            const int64_t at = r * t->oc + 16 * v;
-            if (t->e->out_i32) {
-                _mm512_mask_storeu_epi32((int32_t *)t->y + at, m, s);
-                continue;
-            }
-            const __m512i res = ep->has_res ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, t->res + at))
-                                            : _mm512_setzero_si512();
-            _mm_mask_storeu_epi8((int8_t *)t->y + at, m, _mm512_cvtepi32_epi8(kq8_lanes_requant(s, l, ep, res)));
-        }
+        for (int64_t r = 0; r < pixels; r++)
+            _mm512_store_si512(sums[r], acc[v][r]);
+        block_out(t, (int)v, sums[0], pixels);
     }
 }
 
@@ -100,4 +118,175 @@ static const tile_fn *const TILES[5] = {NULL, TILES1, TILES2, TILES3, TILES4};
 void kq8_nhwc_tile_avx512(const struct kq8_nhwc_tile *t, int vecs, int pixels)
 {
     TILES[vecs][pixels - 1](t);
+}
+
+/* ------------------------------------------------------------ AMX */
+/* A layer whose quads are a multiple of 16 runs pairs of pixel tiles by
+ * two blocks: tiles 0-3 the sums (pixel tile i, block v in tile 2 i + v),
+ * 4 and 5 the two pixel tiles' 64 bytes of a step (A), 6 and 7 the two
+ * blocks' weights for it (B): four loads feed four TDPBUSD, and each
+ * block's weights serve 32 pixels (from L2 on deep layers, the weights'
+ * traffic is what limits). Otherwise one pixel tile by up to four blocks:
+ * 0-3 the sums, 4 and 5 a whole step's A and B (B reloaded per block), 6
+ * and 7 the last, partial step (A: tail quads a row; B: tail rows). */
+struct amx_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+};
+
+static void amx_shape(struct amx_config *c, int tile, int rows, int colsb)
+{
+    c->rows[tile] = (uint8_t)rows;
+    c->colsb[tile] = (uint16_t)colsb;
+}
+
+/* What this thread's tile registers were last configured as: LDTILECFG
+ * zeroes every tile and costs more than a small tile's work, so a thread
+ * reloads only when a layer's shapes differ from the last one's. */
+static _Thread_local struct amx_config loaded;
+
+static void amx_configure(int pixels, int tail, int pairs)
+{
+    struct amx_config c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int i = 0; i < 4; i++)
+        amx_shape(&c, i, pixels, 64);
+    amx_shape(&c, 4, pixels, 64);
+    if (pairs) {
+        amx_shape(&c, 5, pixels, 64);
+        amx_shape(&c, 6, 16, 64);
+        amx_shape(&c, 7, 16, 64);
+    } else {
+        amx_shape(&c, 5, 16, 64);
+        if (tail) {
+            amx_shape(&c, 6, pixels, 4 * tail);
+            amx_shape(&c, 7, tail, 64);
+        }
+    }
+    if (memcmp(&c, &loaded, sizeof c) != 0) {
+        _tile_loadconfig(&c);
+        loaded = c;
+    }
+}
+
+/* The sums of tile register R (pixels rows of 16 lanes) through the
+ * epilogue as block v of tile t. */
+#define AMX_OUT(R, T, V, PIXELS)                             \
+    do {                                                     \
+        int32_t sums_[16][16] __attribute__((aligned(64))); \
+        _tile_stored(R, sums_, 64);                          \
+        block_out(T, V, sums_[0], PIXELS);                   \
+    } while (0)
+
+/* One pixel tile by vecs blocks; B for block V into tile B, then C[V] += A B. */
+#define AMX_STEP(V, A, B, W)                                               \
+    if (vecs > (V)) {                                                      \
+        _tile_loadd(B, (W) + (V) * wb, 64);                                \
+        _tile_dpbusd(V, A, B);                                             \
+    }
+
+static inline __attribute__((always_inline)) void amx_single(const int vecs, const struct kq8_nhwc_tile *t,
+                                                             int pixels)
+{
+    const int64_t whole = t->quads / 16, tail = t->quads % 16, xs = t->xs, wb = t->wblock;
+    amx_configure(pixels, (int)tail, 0);
+    _tile_zero(0);
+    if (vecs > 1)
+        _tile_zero(1);
+    if (vecs > 2)
+        _tile_zero(2);
+    if (vecs > 3)
+        _tile_zero(3);
+    for (int k = 0; k < t->taps; k++) {
+        const uint8_t *x = t->x + t->toff[k];
+        const int8_t *w = t->w + (int64_t)k * t->quads * 64;
+        for (int64_t s = 0; s < whole; s++, x += 64, w += 16 * 64) {
+            _tile_loadd(4, x, xs);
+            AMX_STEP(0, 4, 5, w)
+            AMX_STEP(1, 4, 5, w)
+            AMX_STEP(2, 4, 5, w)
+            AMX_STEP(3, 4, 5, w)
+        }
+        if (tail) {
+            _tile_loadd(6, x, xs);
+            AMX_STEP(0, 6, 7, w)
+            AMX_STEP(1, 6, 7, w)
+            AMX_STEP(2, 6, 7, w)
+            AMX_STEP(3, 6, 7, w)
+        }
+    }
+    AMX_OUT(0, t, 0, pixels);
+    if (vecs > 1)
+        AMX_OUT(1, t, 1, pixels);
+    if (vecs > 2)
+        AMX_OUT(2, t, 2, pixels);
+    if (vecs > 3)
+        AMX_OUT(3, t, 3, pixels);
+}
+
+/* Two pixel tiles (t1 NULL: t0 alone) by vecs (1 or 2) blocks, quads a
+ * multiple of 16. Both tiles share the weights and consts; only x, y and
+ * res differ. */
+static inline __attribute__((always_inline)) void amx_pair(const int vecs, const struct kq8_nhwc_tile *t0,
+                                                           const struct kq8_nhwc_tile *t1, int pixels)
+{
+    const int64_t steps = t0->quads / 16, xs = t0->xs, wb = t0->wblock;
+    amx_configure(pixels, 0, 1);
+    _tile_zero(0);
+    if (vecs > 1)
+        _tile_zero(1);
+    if (t1) {
+        _tile_zero(2);
+        if (vecs > 1)
+            _tile_zero(3);
+    }
+    for (int k = 0; k < t0->taps; k++) {
+        const uint8_t *x0 = t0->x + t0->toff[k], *x1 = t1 ? t1->x + t0->toff[k] : NULL;
+        const int8_t *w = t0->w + (int64_t)k * t0->quads * 64;
+        for (int64_t s = 0; s < steps; s++, w += 16 * 64) {
+            _tile_loadd(4, x0 + 64 * s, xs);
+            _tile_loadd(6, w, 64);
+            _tile_dpbusd(0, 4, 6);
+            if (vecs > 1) {
+                _tile_loadd(7, w + wb, 64);
+                _tile_dpbusd(1, 4, 7);
+            }
+            if (t1) {
+                _tile_loadd(5, x1 + 64 * s, xs);
+                _tile_dpbusd(2, 5, 6);
+                if (vecs > 1)
+                    _tile_dpbusd(3, 5, 7);
+            }
+        }
+    }
+    AMX_OUT(0, t0, 0, pixels);
+    if (vecs > 1)
+        AMX_OUT(1, t0, 1, pixels);
+    if (t1) {
+        AMX_OUT(2, t1, 0, pixels);
+        if (vecs > 1)
+            AMX_OUT(3, t1, 1, pixels);
+    }
+}
+
+static void amx_single_1(const struct kq8_nhwc_tile *t, int pixels) { amx_single(1, t, pixels); }
+static void amx_single_2(const struct kq8_nhwc_tile *t, int pixels) { amx_single(2, t, pixels); }
+static void amx_single_3(const struct kq8_nhwc_tile *t, int pixels) { amx_single(3, t, pixels); }
+static void amx_single_4(const struct kq8_nhwc_tile *t, int pixels) { amx_single(4, t, pixels); }
+
+void kq8_nhwc_tile_amx(const struct kq8_nhwc_tile *t, int vecs, int pixels)
+{
+    static void (*const SINGLE[5])(const struct kq8_nhwc_tile *, int) = {NULL, amx_single_1, amx_single_2,
+                                                                         amx_single_3, amx_single_4};
+    SINGLE[vecs](t, pixels);
+}
+
+void kq8_nhwc_pair_amx(const struct kq8_nhwc_tile *t0, const struct kq8_nhwc_tile *t1, int vecs, int pixels)
+{
+    if (vecs == 1)
+        amx_pair(1, t0, t1, pixels);
+    else
+        amx_pair(2, t0, t1, pixels);
 }

@@ -12,7 +12,10 @@
  * back to NCHW), then R rounds, each timing a window of about 20 ms of each
  * layout back to back, so both see the same machine load. Reported: the
  * median time per call of each, and the median of the per-round ratios
- * NCHW / NHWC (above 1: channels last is faster).
+ * NCHW / NHWC (above 1: channels last is faster). On a CPU with AMX-INT8
+ * (kcpu_q8_amx_usable) the channels-last kernel's dense layers run on AMX
+ * tiles; two more columns then time it held to its VNNI tiles
+ * (kcpu_q8_amx_allow(0)) and give VNNI / AMX.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -39,6 +42,7 @@ struct shape {
 /* MobileNetV2's expansions read a block's linear output (signed); its
  * depthwise and projection layers, and every ResNet layer, read a ReLU's. */
 static const struct shape SHAPES[] = {
+    {"mobilenet_v2 stem 3->32 s2", 3, 224, 32, 3, 2, 0, 0},
     {"mobilenet_v2 expand 16->96", 16, 112, 96, 1, 1, 0, 0},
     {"mobilenet_v2 depthwise 96 s2", 96, 112, 96, 3, 2, 1, 1},
     {"mobilenet_v2 expand 24->144", 24, 56, 144, 1, 1, 0, 0},
@@ -53,6 +57,7 @@ static const struct shape SHAPES[] = {
     {"mobilenet_v2 expand 160->960", 160, 7, 960, 1, 1, 0, 0},
     {"mobilenet_v2 depthwise 960", 960, 7, 960, 3, 1, 1, 1},
     {"mobilenet_v2 project 960->160", 960, 7, 160, 1, 1, 0, 1},
+    {"resnet50 stem 3->64 7x7 s2", 3, 224, 64, 7, 2, 0, 0},
     {"resnet50 3x3 64", 64, 56, 64, 3, 1, 0, 1},
     {"resnet50 1x1 64->256", 64, 56, 256, 1, 1, 0, 1},
     {"resnet50 1x1 256->64", 256, 56, 64, 1, 1, 0, 1},
@@ -62,6 +67,7 @@ static const struct shape SHAPES[] = {
     {"resnet50 1x1 1024->256", 1024, 14, 256, 1, 1, 0, 1},
     {"resnet50 3x3 512", 512, 7, 512, 3, 1, 0, 1},
     {"resnet50 1x1 2048->512", 2048, 7, 512, 1, 1, 0, 1},
+    {"resnet-mini stem 1->16", 1, 28, 16, 3, 1, 0, 0},
     {"resnet-mini 3x3 16", 16, 28, 16, 3, 1, 0, 1},
     {"resnet-mini 3x3 32", 32, 14, 32, 3, 1, 0, 1},
     {"resnet-mini 3x3 64", 64, 7, 64, 3, 1, 0, 1},
@@ -152,6 +158,14 @@ static void run_nhwc(struct kcpu_threads *th, struct layer *l)
     kcpu_conv2d_q8_nhwc(th, &l->p, l->xt, 0, l->packed_nhwc, &l->e, NULL, l->yt, l->scratch_nhwc);
 }
 
+/* The channels-last kernel held to its VNNI tiles. */
+static void run_nhwc_vnni(struct kcpu_threads *th, struct layer *l)
+{
+    kcpu_q8_amx_allow(0);
+    run_nhwc(th, l);
+    kcpu_q8_amx_allow(1);
+}
+
 /* Seconds per call over a window of about WINDOW_S. */
 static double window(struct kcpu_threads *th, struct layer *l, void (*run)(struct kcpu_threads *, struct layer *))
 {
@@ -200,8 +214,12 @@ int main(int argc, char **argv)
     }
     printf("INT8 convolution, NCHW GEMM against channels last: %s, %d thread%s, batch %d, median of %d rounds\n\n",
            kcpu_isa_name(kcpu_isa()), threads, threads > 1 ? "s" : "", batch, repeats);
-    printf("| layer | map | NCHW us | NHWC us | NCHW / NHWC | taken channels last |\n");
-    printf("|---|--:|--:|--:|--:|---|\n");
+    const int amx = kcpu_isa() == KCPU_ISA_AVX512 && kcpu_q8_amx_usable();
+    if (amx)
+        printf("Channels last on AMX tiles (dense layers), and held to its VNNI tiles.\n\n");
+    printf("| layer | map | NCHW us | NHWC us | NCHW / NHWC |%s taken channels last |\n",
+           amx ? " NHWC VNNI us | VNNI / AMX |" : "");
+    printf("|---|--:|--:|--:|--:|%s---|\n", amx ? "--:|--:|" : "");
     const int nshapes = (int)(sizeof(SHAPES) / sizeof(SHAPES[0]));
     int failed = 0;
     for (int i = 0; i < nshapes; i++) {
@@ -215,14 +233,21 @@ int main(int argc, char **argv)
             continue;
         }
         double t_nchw[MAX_REPEATS] = {0}, t_nhwc[MAX_REPEATS] = {0}, ratio[MAX_REPEATS] = {0};
+        double t_vnni[MAX_REPEATS] = {0}, ratio_amx[MAX_REPEATS] = {0};
         for (int r = 0; r < repeats; r++) {
             t_nchw[r] = window(th, &l, run_nchw);
             t_nhwc[r] = window(th, &l, run_nhwc);
             ratio[r] = t_nchw[r] / t_nhwc[r];
+            if (amx) {
+                t_vnni[r] = window(th, &l, run_nhwc_vnni);
+                ratio_amx[r] = t_vnni[r] / t_nhwc[r];
+            }
         }
-        printf("| %s | %dx%d | %.1f | %.1f | %.2f | %s |\n", s->name, s->hw, s->hw, bench_median(t_nchw, repeats) * 1e6,
-               bench_median(t_nhwc, repeats) * 1e6, bench_median(ratio, repeats),
-               kcpu_conv2d_q8_nhwc_takes(&l.p) ? "yes" : "no");
+        printf("| %s | %dx%d | %.1f | %.1f | %.2f |", s->name, s->hw, s->hw, bench_median(t_nchw, repeats) * 1e6,
+               bench_median(t_nhwc, repeats) * 1e6, bench_median(ratio, repeats));
+        if (amx)
+            printf(" %.1f | %.2f |", bench_median(t_vnni, repeats) * 1e6, bench_median(ratio_amx, repeats));
+        printf(" %s |\n", kcpu_conv2d_q8_nhwc_takes(&l.p) ? "yes" : "no");
         fflush(stdout);
         layer_free(&l);
     }

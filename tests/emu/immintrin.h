@@ -4,9 +4,9 @@
  * first, then SIMDe's portable AVX-512 (Debian's libsimde-dev) under the
  * native names, then the few the project uses that SIMDe 0.7 lacks,
  * written here lane by lane. Only that build puts this folder first on the
- * include path; its kcpu_isa_hardware() reports AVX-512 with VNNI
- * (KCPU_EMULATED_AVX512), so every AVX-512 kernel runs, slowly, on an AVX2
- * machine and is checked by the same tests.
+ * include path; its kcpu_isa_hardware() reports AVX-512 with VNNI and
+ * AMX-INT8 (KCPU_EMULATED_AVX512), so every AVX-512 kernel runs, slowly, on
+ * an AVX2 machine and is checked by the same tests.
  */
 #ifndef INFERD_EMU_IMMINTRIN_H
 #define INFERD_EMU_IMMINTRIN_H
@@ -14,6 +14,7 @@
 #include_next <immintrin.h>
 #define SIMDE_ENABLE_NATIVE_ALIASES
 #include <math.h>
+#include <stdlib.h>
 #include <simde/x86/avx512.h>
 #include <stdint.h>
 #include <string.h>
@@ -349,5 +350,96 @@ static inline simde__m512 emu_roundscale_ps(simde__m512 a, int imm)
 }
 #undef _mm512_roundscale_ps
 #define _mm512_roundscale_ps emu_roundscale_ps
+
+/* AMX-TILE and AMX-INT8 (the INT8 channels-last convolution's tiles), which
+ * SIMDe does not have: eight tile registers per thread, as bytes, and the
+ * instructions the project uses, row by row. Like the hardware (which
+ * raises #UD), a use that does not fit the loaded configuration aborts. */
+struct emu_tile_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+};
+
+static _Thread_local struct {
+    int configured;
+    uint8_t rows[8];
+    uint16_t colsb[8];
+    uint8_t data[8][16][64];
+} emu_tiles;
+
+static inline void emu_tile_check(int ok)
+{
+    if (!ok)
+        abort();
+}
+
+static inline void emu_tile_loadconfig(const void *config)
+{
+    const struct emu_tile_config *c = config;
+    emu_tile_check(c->palette == 1);
+    memset(&emu_tiles, 0, sizeof emu_tiles);
+    emu_tiles.configured = 1;
+    for (int t = 0; t < 8; t++) {
+        emu_tile_check(c->rows[t] <= 16 && c->colsb[t] <= 64 && c->colsb[t] % 4 == 0);
+        emu_tiles.rows[t] = c->rows[t];
+        emu_tiles.colsb[t] = c->colsb[t];
+    }
+}
+
+static inline void emu_tile_used(int t)
+{
+    emu_tile_check(emu_tiles.configured && t >= 0 && t < 8 && emu_tiles.rows[t] > 0 && emu_tiles.colsb[t] > 0);
+}
+
+static inline void emu_tile_loadd(int t, const void *base, long stride)
+{
+    emu_tile_used(t);
+    memset(emu_tiles.data[t], 0, sizeof emu_tiles.data[t]);
+    for (int r = 0; r < emu_tiles.rows[t]; r++)
+        memcpy(emu_tiles.data[t][r], (const uint8_t *)base + (long)r * stride, emu_tiles.colsb[t]);
+}
+
+static inline void emu_tile_stored(int t, void *base, long stride)
+{
+    emu_tile_used(t);
+    for (int r = 0; r < emu_tiles.rows[t]; r++)
+        memcpy((uint8_t *)base + (long)r * stride, emu_tiles.data[t][r], emu_tiles.colsb[t]);
+}
+
+static inline void emu_tile_zero(int t)
+{
+    emu_tile_used(t);
+    memset(emu_tiles.data[t], 0, sizeof emu_tiles.data[t]);
+}
+
+/* c += a (unsigned bytes) times b (signed bytes), 32-bit sums: c is M x N
+ * int32, a M x K quads, b K rows of N quads. */
+static inline void emu_tile_dpbusd(int c, int a, int b)
+{
+    emu_tile_used(c), emu_tile_used(a), emu_tile_used(b);
+    const int m = emu_tiles.rows[c], n = emu_tiles.colsb[c] / 4, k = emu_tiles.colsb[a] / 4;
+    emu_tile_check(emu_tiles.rows[a] == m && emu_tiles.rows[b] == k && emu_tiles.colsb[b] == emu_tiles.colsb[c]);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            int32_t sum;
+            memcpy(&sum, &emu_tiles.data[c][i][4 * j], 4);
+            for (int q = 0; q < k; q++)
+                for (int e = 0; e < 4; e++)
+                    sum = (int32_t)((uint32_t)sum + (uint32_t)(emu_tiles.data[a][i][4 * q + e] *
+                                                               (int8_t)emu_tiles.data[b][q][4 * j + e]));
+            memcpy(&emu_tiles.data[c][i][4 * j], &sum, 4);
+        }
+}
+
+#undef _tile_loadd
+#undef _tile_stored
+#undef _tile_zero
+#undef _tile_dpbusd
+#define _tile_loadconfig emu_tile_loadconfig
+#define _tile_loadd emu_tile_loadd
+#define _tile_stored emu_tile_stored
+#define _tile_zero emu_tile_zero
+#define _tile_dpbusd emu_tile_dpbusd
 
 #endif
