@@ -63,6 +63,8 @@ void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, cons
  * compare both), 1 (the default) lets it. */
 int kcpu_q8_amx_usable(void);
 void kcpu_q8_amx_allow(int allow);
+/* Whether kcpu_conv2d_q8_nhwc runs p on AMX tiles now (for profiles). */
+int kcpu_conv2d_q8_nhwc_on_amx(const struct k_conv2d *p);
 /* Pooling on channels-last x; global average pooling writes y [n, c]. */
 void kcpu_max_pool2d_q8_nhwc(struct kcpu_threads *th, const struct k_pool2d *p, const int8_t *x, int8_t *y);
 void kcpu_global_avg_pool_q8_nhwc(struct kcpu_threads *th, int n, int c, int64_t hw, struct k_q8_mult mult,

@@ -219,6 +219,12 @@ static int amx_takes(const struct geom *d)
     return d->cp / 4 >= AMX_MIN_QUADS && kq8_amx();
 }
 
+int kcpu_conv2d_q8_nhwc_on_amx(const struct k_conv2d *p)
+{
+    const struct geom d = geom_of(p);
+    return !kq8_dwn_applies(p) && amx_takes(&d);
+}
+
 /* The plain-C tile: the same sums (unflipped bytes, from the bias) and
  * the epilogue of kernel_quant.h. */
 static void tile_scalar(const struct conv_job *j, const struct kq8_nhwc_tile *t, int vecs, int pixels)

@@ -18,9 +18,11 @@ void rt_cpu_describe_step(struct rt_backend *b, const struct rt_plan *p, const s
     union rt_step_params k = rt_step_params(s, batch);
     if (s->op == RT_OP_CONV2D && !s->q8)
         snprintf(out, cap, "%s, %s", kcpu_conv2d_method(&k.conv), isa);
+    else if (s->op == RT_OP_CONV2D && rt_cpu_q8_layouts(s)[0])
+        snprintf(out, cap, "int8 channels-last direct, %s%s", kcpu_conv2d_q8_nhwc_on_amx(&k.conv) ? "amx" : isa,
+                 rt_cpu_q8_layouts(s));
     else if (s->op == RT_OP_CONV2D)
-        snprintf(out, cap, "int8 %s, %s%s", rt_cpu_q8_layouts(s)[0] ? "channels-last direct" : kcpu_conv2d_q8_method(&k.conv),
-                 isa, rt_cpu_q8_layouts(s));
+        snprintf(out, cap, "int8 %s, %s", kcpu_conv2d_q8_method(&k.conv), isa);
     else if (rt_op_has(s->op, RT_T_GEMM))
         snprintf(out, cap, "%sgemm, %s", s->q8 ? "int8 " : "", isa);
     else
