@@ -201,20 +201,39 @@ static inline struct kq8_lane_epi kq8_lane_epi_of(const struct k_q8_epilogue *e,
 /* 16 outputs as int32 lanes from 16 sums (init already added) and 16
  * residual lanes (read only with a residual): k_q8_requant(_res) lane by
  * lane, bit for bit. */
-static inline __attribute__((always_inline)) __m512i kq8_lanes_requant(__m512i x, const struct kq8_lanes16 *r,
-                                                                       const struct kq8_lane_epi *ep, __m512i res)
+static inline __attribute__((always_inline)) __m512i kq8_lanes_requant_hi33(__m512i x, const struct kq8_lanes16 *r,
+                                                                            const struct kq8_lane_epi *ep,
+                                                                            const int has_res, __m512i res)
 {
-    if (r->hi33 && ep->res_hi) {
-        __m512i e = _mm512_mul_epi32(x, r->m), o = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), r->m_odd);
-        __m512i q = _mm512_srav_epi32(_mm512_add_epi32(kq8_hi32_512(e, o), r->rnd32), r->sh32);
-        if (ep->has_res)
-            q = _mm512_add_epi32(q, kq8_apply_hi512(res, &ep->rh, 1));
-        return _mm512_min_epi32(_mm512_max_epi32(q, ep->lo32), ep->hi32);
-    }
+    __m512i e = _mm512_mul_epi32(x, r->m), o = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), r->m_odd);
+    __m512i q = _mm512_srav_epi32(_mm512_add_epi32(kq8_hi32_512(e, o), r->rnd32), r->sh32);
+    if (has_res)
+        q = _mm512_add_epi32(q, kq8_apply_hi512(res, &ep->rh, 1));
+    return _mm512_min_epi32(_mm512_max_epi32(q, ep->lo32), ep->hi32);
+}
+
+static inline __attribute__((always_inline)) __m512i kq8_lanes_requant_wide(__m512i x, const struct kq8_lanes16 *r,
+                                                                           const struct kq8_lane_epi *ep,
+                                                                           const int has_res, __m512i res)
+{
     __m512i ev = _mm512_srav_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, r->m), r->rnd_even), r->sh_even);
     __m512i od = _mm512_srav_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), r->m_odd),
                                                     r->rnd_odd), r->sh_odd);
-    return kq8_requant_tail16(ev, od, ep->has_res, res, &ep->rv, ep->lo64, ep->hi64);
+    return kq8_requant_tail16(ev, od, has_res, res, &ep->rv, ep->lo64, ep->hi64);
+}
+
+/* Whether the lanes take the 32-bit form (kq8_lanes_requant_hi33). */
+static inline int kq8_lanes_hi33(const struct kq8_lanes16 *r, const struct kq8_lane_epi *ep)
+{
+    return r->hi33 && ep->res_hi;
+}
+
+static inline __attribute__((always_inline)) __m512i kq8_lanes_requant(__m512i x, const struct kq8_lanes16 *r,
+                                                                       const struct kq8_lane_epi *ep, __m512i res)
+{
+    if (kq8_lanes_hi33(r, ep))
+        return kq8_lanes_requant_hi33(x, r, ep, ep->has_res, res);
+    return kq8_lanes_requant_wide(x, r, ep, ep->has_res, res);
 }
 
 #endif /* KCPU_Q8_AVX512_H */

@@ -26,12 +26,27 @@ void kq8_nhwc_consts_avx512(const int32_t *bias, const int32_t *wsum, const stru
                        (struct kq8_lanes16 *)(c + KQ8_NHWC_CONSTS_BYTES(b)));
 }
 
+/* The epilogue of one block over pixels, its form fixed: the 32-bit
+ * requantisation or the 64-bit one, with or without a residual. */
+static inline __attribute__((always_inline)) void block_loop(const int hi33, const int has_res, const int32_t *sums,
+                                                             int pixels, const struct kq8_lanes16 *l,
+                                                             const struct kq8_lane_epi *ep, __mmask16 m, int64_t oc,
+                                                             const int8_t *res, int8_t *y)
+{
+    for (int r = 0; r < pixels; r++) {
+        const __m512i s = _mm512_add_epi32(_mm512_load_si512(sums + 16 * r), l->init);
+        const __m512i rv = has_res ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, res + r * oc)) : _mm512_setzero_si512();
+        const __m512i q = hi33 ? kq8_lanes_requant_hi33(s, l, ep, has_res, rv) : kq8_lanes_requant_wide(s, l, ep, has_res, rv);
+        _mm_mask_storeu_epi8(y + r * oc, m, _mm512_cvtepi32_epi8(q));
+    }
+}
+
 /* Block v of tile t through the epilogue: each pixel's 16 sums (sums, 16
  * int32 apart) plus bias and the sign flip's correction, requantised, with
  * the residual, clamped, stored (lanes past oc masked off). What it reads
- * of t and of the consts is copied to locals first: an int8 store may
- * alias anything, and the compiler reloaded every field after each one
- * (45 instructions a vector, the whole cost of a layer of few channels). */
+ * of t and of the consts is copied to locals first (an int8 store may
+ * alias anything, and the compiler reloaded every field around each one),
+ * and the loop is one of four, its form fixed outside it. */
 static inline __attribute__((always_inline)) void block_out(const struct kq8_nhwc_tile *t, int v, const int32_t *sums,
                                                             int pixels)
 {
@@ -49,10 +64,15 @@ static inline __attribute__((always_inline)) void block_out(const struct kq8_nhw
     }
     int8_t *y = (int8_t *)t->y + 16 * v;
     const int8_t *res = ep.has_res ? t->res + 16 * v : NULL;
-    for (int r = 0; r < pixels; r++) {
-        const __m512i s = _mm512_add_epi32(_mm512_load_si512(sums + 16 * r), l.init);
-        const __m512i rv = res ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, res + r * oc)) : _mm512_setzero_si512();
-        _mm_mask_storeu_epi8(y + r * oc, m, _mm512_cvtepi32_epi8(kq8_lanes_requant(s, &l, &ep, rv)));
+    if (kq8_lanes_hi33(&l, &ep)) {
+        if (res)
+            block_loop(1, 1, sums, pixels, &l, &ep, m, oc, res, y);
+        else
+            block_loop(1, 0, sums, pixels, &l, &ep, m, oc, res, y);
+    } else if (res) {
+        block_loop(0, 1, sums, pixels, &l, &ep, m, oc, res, y);
+    } else {
+        block_loop(0, 0, sums, pixels, &l, &ep, m, oc, res, y);
     }
 }
 
