@@ -57,25 +57,6 @@ static double tensor_bytes(const struct rt_plan *p, int t, int batch)
     return (double)p->g->tensors[t].sample_elems * batch * elem_bytes(p, t);
 }
 
-/* The node's constant weights as stored for the kernels: INT8 weights one
- * byte, FP16 models' weights two, biases and everything else four. */
-static double weight_bytes(const struct rt_plan *p, const struct rt_node *n)
-{
-    bool fp16 = p->cfg && p->cfg->precision == RT_PRECISION_FP16;
-    double total = 0;
-    for (int r = 0; r < RT_W_COUNT; r++) {
-        const struct rt_weight *w = &n->w[r];
-        if (!w->data && !w->q)
-            continue;
-        double elems = 1;
-        for (int d = 0; d < w->shape.rank; d++)
-            elems *= (double)w->shape.dims[d];
-        double size = r == RT_W_WEIGHT && w->q ? 1.0 : r == RT_W_WEIGHT && fp16 ? 2.0 : 4.0;
-        total += elems * size;
-    }
-    return total;
-}
-
 static struct rt_shape shape_at(const struct rt_plan *p, int t, int batch)
 {
     struct rt_shape s = p->g->tensors[t].shape;
@@ -102,7 +83,7 @@ enum rt_status rt_model_step_desc(const struct rt_model *m, int step, int batch,
         b->iface->describe_step(b, p, s, batch, out->kernel, sizeof(out->kernel));
 
     out->n_in = s->n_in;
-    out->bytes = tensor_bytes(p, s->out, batch) + weight_bytes(p, s->node);
+    out->bytes = tensor_bytes(p, s->out, batch) + rt_step_weight_bytes(p, s);
     for (int k = 0; k < s->n_in; k++) {
         if (k < RT_STEP_SHAPES)
             out->in[k] = shape_at(p, s->in[k], batch);

@@ -157,6 +157,36 @@ TEST(large_resnet50_matches_pytorch)
     return check_fp32("resnet50");
 }
 
+/* Both models hold more weights than an L2 (ResNet-50 100 MB, MobileNetV2
+ * 14 MB), and every pass over the graph streams them again: the CPU runs
+ * them 8 samples a pass, where the L2 rule for their 112x112 activations
+ * alone gives 1 (backend_cpu.c, cpu_batch_chunk). check_fp32's batch of
+ * the fixture's 8 images is one such pass. */
+TEST(large_models_run_8_samples_a_pass)
+{
+    static const char *const NAMES[] = {"resnet50", "mobilenet_v2"};
+    for (int i = 0; i < 2; i++) {
+        struct fixture f;
+        enum test_result r = fixture_open(NAMES[i], &f);
+        if (r != TEST_PASS)
+            return r;
+        rt_safetensors_close(&f.fx);
+        struct rt_error err = {0};
+        struct rt_backend *b = NULL;
+        struct rt_model *m = NULL;
+        TEST_FAIL_IF(rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 2}, &b, &err) != RT_OK,
+                     "%s", err.msg);
+        enum rt_status st = rt_model_load(f.dir, b, &m, &err);
+        int chunk = st == RT_OK ? rt_model_batch_chunk(m) : -1;
+        rt_model_free(m);
+        rt_backend_free(b);
+        TEST_FAIL_IF(st != RT_OK, "%s: %s", f.dir, err.msg);
+        printf("  %s: %d samples a pass\n", NAMES[i], chunk);
+        ASSERT_EQ_INT(chunk, 8);
+    }
+    return TEST_PASS;
+}
+
 TEST(large_mobilenet_v2_matches_pytorch)
 {
     return check_fp32("mobilenet_v2");

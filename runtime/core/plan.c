@@ -6,6 +6,7 @@
 
 #include "runtime/ops/ops_impl.h"
 #include "runtime/rt_checked.h"
+#include "runtime/rt_model.h"
 
 /* The single node consuming tensor t, when t is not a model output. */
 static int sole_consumer(const struct rt_graph *g, int t, int after)
@@ -199,6 +200,22 @@ void rt_plan_free(struct rt_plan *p)
     free(p->root);
     free(p->offset);
     memset(p, 0, sizeof(*p));
+}
+
+double rt_step_weight_bytes(const struct rt_plan *p, const struct rt_step *s)
+{
+    const bool fp16 = p->cfg && p->cfg->precision == RT_PRECISION_FP16;
+    double total = 0;
+    for (int r = 0; r < RT_W_COUNT; r++) {
+        const struct rt_weight *w = &s->node->w[r];
+        if (!w->data && !w->q)
+            continue;
+        double elems = 1;
+        for (int d = 0; d < w->shape.rank; d++)
+            elems *= (double)w->shape.dims[d];
+        total += elems * (r == RT_W_WEIGHT && w->q ? 1.0 : r == RT_W_WEIGHT && fp16 ? 2.0 : 4.0);
+    }
+    return total;
 }
 
 union rt_step_params rt_step_params(const struct rt_step *s, int batch)

@@ -92,4 +92,8 @@ static inline size_t rt_plan_offset(const struct rt_plan *p, int t, int batch)
 /* The step's kernel parameters for `batch` samples. */
 union rt_step_params rt_step_params(const struct rt_step *s, int batch);
 
+/* Bytes of the step's constant weights as stored for the kernels: INT8
+ * weights one byte, FP16 models' weights two, biases and the rest four. */
+double rt_step_weight_bytes(const struct rt_plan *p, const struct rt_step *s);
+
 #endif /* RT_PLAN_H */
