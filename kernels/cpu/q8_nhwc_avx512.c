@@ -33,7 +33,7 @@ static inline __attribute__((always_inline)) void block_loop(const int hi33, con
                                                              const struct kq8_lane_epi *ep, __mmask16 m, int64_t oc,
                                                              const int8_t *res, int8_t *y)
 {
-    for (int r = 0; r < pixels; r++) {
+    for (int64_t r = 0; r < pixels; r++) {
         const __m512i s = _mm512_add_epi32(_mm512_load_si512(sums + 16 * r), l->init);
         const __m512i rv = has_res ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, res + r * oc)) : _mm512_setzero_si512();
         const __m512i q = hi33 ? kq8_lanes_requant_hi33(s, l, ep, has_res, rv) : kq8_lanes_requant_wide(s, l, ep, has_res, rv);
@@ -57,13 +57,13 @@ static inline __attribute__((always_inline)) void block_out(const struct kq8_nhw
     const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
     const int64_t oc = t->oc;
     if (t->e->out_i32) {
-        int32_t *y = (int32_t *)t->y + 16 * v;
-        for (int r = 0; r < pixels; r++)
+        int32_t *y = (int32_t *)t->y + 16 * (int64_t)v;
+        for (int64_t r = 0; r < pixels; r++)
             _mm512_mask_storeu_epi32(y + r * oc, m, _mm512_add_epi32(_mm512_load_si512(sums + 16 * r), l.init));
         return;
     }
-    int8_t *y = (int8_t *)t->y + 16 * v;
-    const int8_t *res = ep.has_res ? t->res + 16 * v : NULL;
+    int8_t *y = (int8_t *)t->y + 16 * (int64_t)v;
+    const int8_t *res = ep.has_res ? t->res + 16 * (int64_t)v : NULL;
     if (kq8_lanes_hi33(&l, &ep)) {
         if (res)
             block_loop(1, 1, sums, pixels, &l, &ep, m, oc, res, y);
@@ -222,7 +222,7 @@ static inline __attribute__((always_inline)) void amx_single(const int vecs, con
     for (int k = 0; k < t->taps; k++) {
         const uint8_t *x = t->x + t->toff[k];
         const int8_t *w = t->w + (int64_t)k * t->quads * 64;
-        for (int64_t s = 0; s < whole; s++, x += 64, w += 16 * 64) {
+        for (int64_t s = 0; s < whole; s++, x += 64, w += (int64_t)16 * 64) {
             _tile_loadd(4, x, xs);
             AMX_STEP(0, 4, 5, w)
             AMX_STEP(1, 4, 5, w)
@@ -265,7 +265,7 @@ static inline __attribute__((always_inline)) void amx_pair(const int vecs, const
     for (int k = 0; k < t0->taps; k++) {
         const uint8_t *x0 = t0->x + t0->toff[k], *x1 = t1 ? t1->x + t0->toff[k] : NULL;
         const int8_t *w = t0->w + (int64_t)k * t0->quads * 64;
-        for (int64_t s = 0; s < steps; s++, w += 16 * 64) {
+        for (int64_t s = 0; s < steps; s++, w += (int64_t)16 * 64) {
             _tile_loadd(4, x0 + 64 * s, xs);
             _tile_loadd(6, w, 64);
             _tile_dpbusd(0, 4, 6);
