@@ -1,7 +1,8 @@
 /*
- * q8_nhwc_avx512.c - the channels-last INT8 convolution's tile and its
- * epilogue constants (kcpu_q8_nhwc.h), on AVX-512 VNNI. Entered only
- * through kcpu_conv2d_q8_nhwc after the run-time ISA check.
+ * q8_nhwc_avx512.c - the channels-last INT8 convolution's tiles and their
+ * epilogue (kcpu_q8_nhwc.h) on AVX-512 VNNI, and the same tiles' sums in
+ * AMX tile registers where the CPU has AMX-INT8 (the section AMX below).
+ * Entered only through kcpu_conv2d_q8_nhwc after the run-time ISA check.
  *
  * Per tap and input quad: one 64-byte weight vector per block (16 output
  * channels by 4 input channels), one 32-bit broadcast per pixel (its four
