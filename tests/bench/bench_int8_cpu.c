@@ -83,20 +83,16 @@ int main(int argc, char **argv)
 {
     int threads = 2, repeats = 9, batch = 64;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-            threads = (int)strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--repeats") == 0 && i + 1 < argc)
-            repeats = (int)strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
-            batch = (int)strtol(argv[++i], NULL, 10);
+        if (strcmp(argv[i], "--threads") == 0)
+            threads = bench_arg_int("bench_int8_cpu", argc, argv, &i, 1, 256);
+        else if (strcmp(argv[i], "--repeats") == 0)
+            repeats = bench_arg_int("bench_int8_cpu", argc, argv, &i, 1, MAX_REPEATS);
+        else if (strcmp(argv[i], "--batch") == 0)
+            batch = bench_arg_int("bench_int8_cpu", argc, argv, &i, 1, 64);
         else {
             fprintf(stderr, "usage: %s [--threads N] [--repeats R] [--batch B]\n", argv[0]);
             return 2;
         }
-    }
-    if (repeats < 1 || repeats > MAX_REPEATS || threads < 1 || threads > 256 || batch < 1 || batch > 64) {
-        fprintf(stderr, "repeats must be 1..%d, threads 1..256, batch 1..64\n", MAX_REPEATS);
-        return 2;
     }
     static const char *const MODELS[] = {"lenet5", "resnet-mini"};
     struct rt_error err;

@@ -106,7 +106,6 @@ static void layer_run(struct kcpu_threads *pool, const struct layer *l)
 static double time_layers(struct kcpu_threads *pool, struct layer *ls, int count, int reps)
 {
     double t[64] = {0};
-    reps = reps < 1 ? 1 : reps > 64 ? 64 : reps;
     for (int w = 0; w < 3; w++)
         for (int i = 0; i < count; i++)
             layer_run(pool, &ls[i]);
@@ -179,12 +178,16 @@ int main(int argc, char **argv)
 {
     int batch = 64, reps = 21;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
-            batch = (int)strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-            reps = (int)strtol(argv[++i], NULL, 10);
+        if (strcmp(argv[i], "--batch") == 0)
+            batch = bench_arg_int("bench_kernels", argc, argv, &i, 1, 256);
+        else if (strcmp(argv[i], "--reps") == 0)
+            reps = bench_arg_int("bench_kernels", argc, argv, &i, 1, 64);
         else if (strcmp(argv[i], "--layers") == 0)
             per_layer = 1;
+        else {
+            fprintf(stderr, "usage: bench_kernels [--batch N] [--reps N] [--layers]\n");
+            return 2;
+        }
     }
     printf("kernels isa %s, batch %d, median of %d runs\n", kcpu_isa_name(kcpu_isa()), batch, reps);
 

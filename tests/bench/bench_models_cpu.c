@@ -95,10 +95,10 @@ int main(int argc, char **argv)
     int threads = 2, repeats = 7, torch = 1;
     char models_arg[256] = "lenet5,resnet-mini", batches_arg[64] = "1,64";
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-            threads = (int)strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--repeats") == 0 && i + 1 < argc)
-            repeats = (int)strtol(argv[++i], NULL, 10);
+        if (strcmp(argv[i], "--threads") == 0)
+            threads = bench_arg_int("bench_models_cpu", argc, argv, &i, 1, 256);
+        else if (strcmp(argv[i], "--repeats") == 0)
+            repeats = bench_arg_int("bench_models_cpu", argc, argv, &i, 1, MAX_REPEATS);
         else if (strcmp(argv[i], "--models") == 0 && i + 1 < argc)
             snprintf(models_arg, sizeof(models_arg), "%s", argv[++i]);
         else if (strcmp(argv[i], "--batches") == 0 && i + 1 < argc)
@@ -118,13 +118,15 @@ int main(int argc, char **argv)
     int n_models = split_list(models_copy, models), n_batches = split_list(batches_copy, batch_text);
     int batches[MAX_LIST];
     for (int i = 0; i < n_batches; i++) {
-        batches[i] = (int)strtol(batch_text[i], NULL, 10);
-        if (batches[i] < 1 || batches[i] > RT_MAX_BATCH)
+        char *end;
+        const long b = strtol(batch_text[i], &end, 10);
+        if (*end || b < 1 || b > RT_MAX_BATCH)
             n_batches = 0;
+        batches[i] = (int)b;
     }
-    if (repeats < 1 || repeats > MAX_REPEATS || threads < 1 || threads > 256 || !n_models || !n_batches) {
-        fprintf(stderr, "repeats must be 1..%d, threads 1..256, and at most %d models and batch sizes\n",
-                MAX_REPEATS, MAX_LIST);
+    if (!n_models || !n_batches) {
+        fprintf(stderr, "bench_models_cpu: --models and --batches take 1 to %d items (batch sizes 1 to %d)\n",
+                MAX_LIST, RT_MAX_BATCH);
         return 2;
     }
     double ours[MAX_LIST][MAX_LIST];
