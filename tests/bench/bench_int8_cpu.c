@@ -110,7 +110,7 @@ int main(int argc, char **argv)
         struct runner f32, i8;
         open_runner(&f32, b, dir, batch);
         open_runner(&i8, b, dir8, batch);
-        double rf[MAX_REPEATS], ri[MAX_REPEATS], ratio[MAX_REPEATS];
+        double rf[MAX_REPEATS] = {0}, ri[MAX_REPEATS] = {0}, ratio[MAX_REPEATS] = {0};
         for (int r = 0; r < repeats; r++) {
             rf[r] = window(&f32, batch);
             ri[r] = window(&i8, batch);
