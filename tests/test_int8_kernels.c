@@ -318,7 +318,8 @@ static enum test_result nhwc_case(const struct k_conv2d *p, struct pools *ps, bo
     kref_conv2d_q8(p, x, w, &ep.e, res, want);
     enum test_result r = TEST_PASS;
     /* AVX-512 twice where the CPU has AMX: on its tiles, then held to VNNI */
-    FOR_EACH_ISA(isa) for (int amx = isa == KCPU_ISA_AVX512 && kcpu_q8_amx_usable(); amx >= 0 && r == TEST_PASS; amx--) {
+    FOR_EACH_ISA(isa)
+    for (int amx = isa == KCPU_ISA_AVX512 && kcpu_q8_amx_usable(); amx >= 0 && r == TEST_PASS; amx--) {
         memset(got, POISON, ybytes + GUARD);
         kcpu_q8_amx_allow(amx);
         kcpu_conv2d_q8_nhwc(ps->p[test_rand_int(0, 3)], p, x_nchw ? x : xt, x_nchw, packed, &ep.e, res ? rt : NULL,
@@ -389,6 +390,8 @@ TEST(int8_conv2d_nhwc_amx)
         GEMM_CONV(2, 24, 14, 200, 1, 1, 14),   GEMM_CONV(1, 100, 16, 48, 3, 1, 16), GEMM_CONV(1, 256, 3, 512, 1, 1, 3),
     };
     const int nshapes = (int)(sizeof(SHAPES) / sizeof(SHAPES[0]));
+    for (int i = 0; i < nshapes; i++)   /* the cases below do run on AMX */
+        ASSERT_TRUE(kcpu_conv2d_q8_nhwc_on_amx(&SHAPES[i]));
     struct pools ps;
     pools_open(&ps);
     enum test_result r = TEST_PASS;

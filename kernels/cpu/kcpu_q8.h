@@ -44,9 +44,9 @@ void kcpu_conv2d_q8(struct kcpu_threads *th, const struct k_conv2d *p, const int
  * kernel serves p on this CPU (groups 1, or depthwise: the kernel of
  * kcpu_q8_dwn.h; on AVX-512 VNNI every dense one but stems of 1-3
  * channels on maps over 28 x 28, and the depthwise ones on maps up to
- * 14 x 14; on AVX2 those whose input map is at most 28 x 28); the scalar ISA runs a plain-C path,
- * correct but slow, should kcpu_isa_set change the ISA after a plan chose
- * the layout. */
+ * 14 x 14; on AVX2 those whose input map is at most 28 x 28); the scalar
+ * ISA runs a plain-C path, correct but slow, should kcpu_isa_set change
+ * the ISA after a plan chose the layout. */
 int kcpu_conv2d_q8_nhwc_takes(const struct k_conv2d *p);
 size_t kcpu_conv2d_q8_nhwc_packed_bytes(const struct k_conv2d *p);
 void kcpu_conv2d_q8_nhwc_pack(const struct k_conv2d *p, const int8_t *w, void *packed);

@@ -367,7 +367,7 @@ void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, cons
     s += padded_bytes(p, &d) + neg_bytes(p, &d);
 
     struct conv_job j = {.p = p, .d = d, .xp = pj.xp, .w = packed_w, .e = e, .res = residual, .y = y,
-                         .neg = pj.neg, .path = path, .amx = path == KQ8_NHWC_AVX512 && amx_takes(&d)};
+                         .neg = pj.neg, .path = path, .amx = amx_takes(&d)};
     j.wsum = (const int32_t *)(j.w + d.blocks * d.wblock);
     if (path == KQ8_NHWC_AVX512)
         kq8_nhwc_consts_avx512(e->bias, j.wsum, e->mult, p->oc, e, residual != NULL, s);

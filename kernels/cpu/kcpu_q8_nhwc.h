@@ -73,11 +73,11 @@ void kq8_nhwc_pair_amx(const struct kq8_nhwc_tile *t0, const struct kq8_nhwc_til
  * (build/bench_int8_layout, docs/performance.md, 2026-12-01): a dense
  * layer of 1-3 input channels on a map over 28 x 28 (a stem: each pixel
  * padded to one quad, a step per tap; the GEMM ran ResNet-50's and
- * MobileNetV2's 1.2-2.0x faster; resnet-mini's, 28 x 28, stays: its
+ * MobileNetV2's 1.2-2.2x faster; resnet-mini's, 28 x 28, stays: its
  * output is the next block's residual, and an NCHW stem took that block
  * to NCHW too, resnet-mini INT8 batch 64 36.8 -> 43.8 us an image), and a
  * depthwise one on a map over 14 x 14 (its rows widened to int32:
- * 0.61-0.88x the NCHW kernel's speed on 28x28 to 112x112 maps, 1.4-2.5x
+ * 0.61-0.92x the NCHW kernel's speed on 28x28 to 112x112 maps, 1.4-2.5x
  * on 14x14 and 7x7). MobileNetV2 then turns channels last where its maps
  * reach 14 x 14. */
 #define KQ8_NHWC_AVX512_MIN_C 4

@@ -36,8 +36,10 @@ static inline __attribute__((always_inline)) void block_loop(const int hi33, con
 {
     for (int64_t r = 0; r < pixels; r++) {
         const __m512i s = _mm512_add_epi32(_mm512_load_si512(sums + 16 * r), l->init);
-        const __m512i rv = has_res ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, res + r * oc)) : _mm512_setzero_si512();
-        const __m512i q = hi33 ? kq8_lanes_requant_hi33(s, l, ep, has_res, rv) : kq8_lanes_requant_wide(s, l, ep, has_res, rv);
+        const __m512i rv =
+            has_res ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, res + r * oc)) : _mm512_setzero_si512();
+        const __m512i q =
+            hi33 ? kq8_lanes_requant_hi33(s, l, ep, has_res, rv) : kq8_lanes_requant_wide(s, l, ep, has_res, rv);
         _mm_mask_storeu_epi8(y + r * oc, m, _mm512_cvtepi32_epi8(q));
     }
 }
@@ -146,8 +148,10 @@ void kq8_nhwc_tile_avx512(const struct kq8_nhwc_tile *t, int vecs, int pixels)
  * two blocks: tiles 0-3 the sums (pixel tile i, block v in tile 2 i + v),
  * 4 and 5 the two pixel tiles' 64 bytes of a step (A), 6 and 7 the two
  * blocks' weights for it (B): four loads feed four TDPBUSD, and each
- * block's weights serve 32 pixels (from L2 on deep layers, the weights'
- * traffic is what limits). Otherwise one pixel tile by up to four blocks:
+ * block's weights serve 32 pixels (against single tiles: 0.99-1.08x per
+ * ResNet-50 layer at batch 16, 0.97-1.04x at batch 1; what limits AMX here
+ * is not known, docs/performance.md). Otherwise one pixel tile by up to
+ * four blocks:
  * 0-3 the sums, 4 and 5 a whole step's A and B (B reloaded per block), 6
  * and 7 the last, partial step (A: tail quads a row; B: tail rows). */
 struct amx_config {
