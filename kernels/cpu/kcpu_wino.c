@@ -26,7 +26,7 @@
 #define MAX_BLOCK 192
 /* Bytes of a slice's M: the output transform reads it back at once. */
 #define M_BYTES ((int64_t)512 * 1024)
-#define SLACK 8         /* tiles past a block's end the AVX2 transforms touch */
+#define SLACK 8         /* tiles past a block's end the AVX2 transforms and the AVX-512 GEMMs touch */
 
 /* Fewer channels and the transforms cost what the GEMMs save (measured
  * alternating against the pixel tile on Zen 3, docs/performance.md): 32 ->
@@ -187,6 +187,7 @@ struct wino_job {
     int64_t block;             /* tiles per task */
     int64_t parts;             /* tasks a block's output channels are split over */
     int avx2;                  /* the AVX2 transforms (AVX2 and AVX-512) */
+    int avx512;                /* and the AVX-512 GEMMs */
 };
 
 /* A run: tiles [t, t + count) of the block lie in one tile row. */
@@ -229,9 +230,10 @@ static void wino_task(void *arg, int64_t task, int thread)
             kcpu_wino_in_scalar(&in);
         t += r.count;
     }
-    /* The AVX2 GEMM takes whole vectors of columns: zeros in any it would
-     * read that no transform wrote. */
-    int64_t n = (count + 7) / 8 * 8;
+    /* The GEMMs take whole vectors of columns (8 floats, 16 on AVX-512;
+     * V's and M's rows have room, c->ld >= the plan's block + 8): zeros in
+     * any they would read that no transform wrote. */
+    int64_t n = j->avx512 ? (count + 15) / 16 * 16 : (count + 7) / 8 * 8;
     if (j->avx2 && written < n)
         for (int64_t row = 0; row < 16 * (int64_t)p->c; row++)
             memset(v + row / p->c * v_xi + row % p->c * c->ld + written, 0, (size_t)(n - written) * sizeof(float));
@@ -246,7 +248,10 @@ static void wino_task(void *arg, int64_t task, int thread)
                 .u = j->u + o0 * p->c, .u_xi = xi_floats, .v = v, .v_xi = v_xi, .m = m, .m_xi = m_xi,
                 .ldm = ldm, .ld = c->ld, .k = p->c, .panels = kcpu_ceil_div(oc, KCPU_MR), .n = n,
             };
-            kcpu_wino_gemm_avx2(&gm);
+            if (j->avx512)
+                kcpu_wino_gemm_avx512(&gm);
+            else
+                kcpu_wino_gemm_avx2(&gm);
         } else {
             for (int xi = 0; xi < 16; xi++) {
                 struct kcpu_gemm gm = {
@@ -284,7 +289,8 @@ void kcpu_wino_f32(struct kcpu_threads *th, const struct k_conv2d *p, const floa
                    void *scratch)
 {
     struct wino_job j = {.p = p, .c = plan(p), .x = x, .u = packed_w, .bias = bias,
-                         .residual = residual, .y = y, .avx2 = kcpu_isa() != KCPU_ISA_SCALAR};
+                         .residual = residual, .y = y, .avx2 = kcpu_isa() != KCPU_ISA_SCALAR,
+                         .avx512 = kcpu_isa() == KCPU_ISA_AVX512};
     const struct wino_plan *c = &j.c;
     if (p->n <= 0)
         return;

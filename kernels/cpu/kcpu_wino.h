@@ -89,7 +89,8 @@ struct kcpu_wino_out {
 };
 /* The 16 GEMMs of a block: M[xi][o][t] = sum_ch U[xi][o][ch] V[xi][ch][t]
  * for o < 8 * panels (U's panels from the slice's first), t < n (a
- * multiple of 8; V's columns up to there are written). */
+ * multiple of the ISA's vector, 8 or 16 floats; V's columns up to there
+ * are written). */
 struct kcpu_wino_gemm {
     const float *u;            /* U[0], the slice's first panel */
     int64_t u_xi;              /* floats between U's xi planes */
@@ -103,6 +104,7 @@ struct kcpu_wino_gemm {
     int64_t panels, n;
 };
 void kcpu_wino_gemm_avx2(const struct kcpu_wino_gemm *g);
+void kcpu_wino_gemm_avx512(const struct kcpu_wino_gemm *g);
 
 void kcpu_wino_out_scalar(const struct kcpu_wino_out *a);
 void kcpu_wino_out_avx2(const struct kcpu_wino_out *a);
