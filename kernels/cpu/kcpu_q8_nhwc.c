@@ -168,6 +168,8 @@ static void pad_task(void *arg, int64_t task, int thread)
                 any |= v;
                 row[iw * cp + ch] = v ^ flip;
             }
+    } else if (cp == c && j->avx2) {
+        any = kq8_nhwc_copy_flip_avx2(row, (const uint8_t *)j->x + (img * p->h + ih) * w * c, used, flip);
     } else if (cp == c) {
         const uint8_t *src = (const uint8_t *)j->x + (img * p->h + ih) * w * c;
         any = (copy_flip(row, src, used, flip * 0x0101010101010101u) & 0x8080808080808080u) ? 0x80 : 0;
@@ -204,8 +206,10 @@ struct conv_job {
     enum kq8_nhwc_path path;
     int amx;                   /* AVX-512's tiles in AMX tile registers (amx_takes) */
     int amx_pairs;             /* and two pixel tiles a call (quads a multiple of 16) */
+    int x_signed;              /* and x read as it is (kq8_nhwc_tile's x_signed) */
     int64_t rows_per_task;     /* output rows a task takes: 1, or 2 for AMX pairs on rows of <= 16 */
     int64_t row_tasks;         /* ceil(oh / rows_per_task) */
+    int groups_inner;          /* consecutive tasks: a row's block groups, else a group's rows */
 };
 
 /* AMX takes a layer of at least 16 input channels (4 quads): with fewer,
@@ -289,7 +293,8 @@ static void conv_task(void *arg, int64_t task, int thread)
     (void)thread;
     const struct conv_job *j = arg;
     const struct k_conv2d *p = j->p;
-    const int64_t oh = p->oh, row = task % j->row_tasks * j->rows_per_task, g = task / j->row_tasks % j->groups,
+    const int64_t g = j->groups_inner ? task % j->groups : task / j->row_tasks % j->groups;
+    const int64_t oh = p->oh, row = (j->groups_inner ? task / j->groups : task) % j->row_tasks * j->rows_per_task,
                   img = task / j->row_tasks / j->groups;
     const int64_t b0 = g * j->vecs;
     const int vecs = (int)kcpu_min64(j->vecs, j->d.blocks - b0);
@@ -314,6 +319,7 @@ static void conv_task(void *arg, int64_t task, int thread)
         .e = j->e,
         .oc = p->oc,
         .oc_left = (int)(p->oc - b0 * 16),
+        .x_signed = j->x_signed,
     };
     const uint8_t *xrow = j->xp + ((img * j->d.hp + row * p->stride_h) * j->d.wp) * j->d.cp;
     const int elem = j->e->out_i32 ? 4 : 1;
@@ -361,16 +367,24 @@ void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, cons
         return;
     const enum kq8_nhwc_path path = kq8_nhwc_path();
     uint8_t *s = kcpu_align64(scratch);
+    const int amx = amx_takes(&d);
+    /* AMX multiplies signed bytes too (TDPBSSD): where the padded copy
+     * would be x itself (channels last, no padding, channels whole quads)
+     * the tiles read x as it is, and the consts leave out the sign flip's
+     * correction. The copy was a pass over the input of its own: 30 % of a
+     * 256 -> 64 1x1 layer on a 56x56 map. */
+    const int x_signed = amx && !x_nchw && d.cp == p->c && d.hp == p->h && d.wp == p->w;
     struct pad_job pj = {.p = p, .d = d, .x = x, .x_nchw = x_nchw, .avx2 = path != KQ8_NHWC_SCALAR, .flip = path == KQ8_NHWC_AVX512 ? 0x80 : 0,
                          .xp = s, .neg = s + padded_bytes(p, &d)};
-    kcpu_threads_run(th, p->n * d.hp, pad_task, &pj);
+    if (!x_signed)
+        kcpu_threads_run(th, p->n * d.hp, pad_task, &pj);
     s += padded_bytes(p, &d) + neg_bytes(p, &d);
 
-    struct conv_job j = {.p = p, .d = d, .xp = pj.xp, .w = packed_w, .e = e, .res = residual, .y = y,
-                         .neg = pj.neg, .path = path, .amx = amx_takes(&d)};
+    struct conv_job j = {.p = p, .d = d, .xp = x_signed ? (const uint8_t *)x : pj.xp, .w = packed_w, .e = e, .res = residual, .y = y,
+                         .neg = pj.neg, .path = path, .amx = amx, .x_signed = x_signed};
     j.wsum = (const int32_t *)(j.w + d.blocks * d.wblock);
     if (path == KQ8_NHWC_AVX512)
-        kq8_nhwc_consts_avx512(e->bias, j.wsum, e->mult, p->oc, e, residual != NULL, s);
+        kq8_nhwc_consts_avx512(e->bias, x_signed ? NULL : j.wsum, e->mult, p->oc, e, residual != NULL, s);
     else if (path == KQ8_NHWC_AVX2)
         kq8_nhwc_consts_avx2(e->bias, e->mult, p->oc, e, residual != NULL, s);
     j.consts = s;
@@ -389,6 +403,12 @@ void kcpu_conv2d_q8_nhwc(struct kcpu_threads *th, const struct k_conv2d *p, cons
     while (j.vecs > 1 && (int64_t)p->n * j.row_tasks * kcpu_ceil_div(d.blocks, j.vecs) < want)
         j.vecs--;
     j.groups = kcpu_ceil_div(d.blocks, j.vecs);
+    /* The operand read again is the smaller: with a row's groups in turn,
+     * every row task reads all the weights; with a group's rows in turn,
+     * every group reads the image's output lines (each holds 4 blocks'
+     * bytes, or 1 as int32) and its residual. */
+    const int64_t act_bytes = (int64_t)p->oh * p->ow * p->oc * ((e->out_i32 ? 4 : 1) + (residual != NULL));
+    j.groups_inner = j.row_tasks * d.blocks * d.wblock < j.groups * act_bytes;
     kcpu_threads_run(th, p->n * j.groups * j.row_tasks, conv_task, &j);
 }
 

@@ -38,6 +38,8 @@
 
 struct kq8_nhwc_tile {
     const uint8_t *x;          /* the tile's first pixel's window origin in the padded x */
+    int x_signed;              /* AMX only: x is the input as it is (signed bytes, no sign flip,
+                                * none corrected for in the consts), multiplied by TDPBSSD */
     int64_t xs;                /* bytes between the tile's pixels: stride_w * cp */
     const int64_t *toff;       /* [taps] a tap's byte offset from the window origin */
     int taps;
@@ -103,6 +105,11 @@ void kq8_nhwc_tile_avx2(const struct kq8_nhwc_tile *t, int pixels, int nonneg);
  * 0x80 where a byte read is negative, else 0. */
 uint8_t kq8_nhwc_rows_from_nchw_avx2(const uint8_t *src, int64_t plane, int64_t c, int64_t cp, int64_t pixels,
                                      uint8_t flip, uint8_t *row);
+
+/* The padded copy's row from NHWC x without channel padding on AVX2: dst =
+ * src ^ flip for n bytes. Returns 0x80 where a byte read is negative, else
+ * 0. */
+uint8_t kq8_nhwc_copy_flip_avx2(uint8_t *dst, const uint8_t *src, int64_t n, uint8_t flip);
 
 /* The most pixels a tile of vecs blocks takes: up to 24 accumulators, the
  * weight vectors and a broadcast beside them in the 32 registers. */

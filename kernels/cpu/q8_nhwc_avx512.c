@@ -23,7 +23,7 @@ void kq8_nhwc_consts_avx512(const int32_t *bias, const int32_t *wsum, const stru
     uint8_t *c = consts;
     *(struct kq8_lane_epi *)c = kq8_lane_epi_of(e, has_res);
     for (int64_t b = 0; b * 16 < oc; b++)
-        kq8_lanes16_of(bias + b * 16, wsum + b * 16, mult + b * 16, (int)kcpu_min64(16, oc - b * 16),
+        kq8_lanes16_of(bias + b * 16, wsum ? wsum + b * 16 : NULL, mult + b * 16, (int)kcpu_min64(16, oc - b * 16),
                        (struct kq8_lanes16 *)(c + KQ8_NHWC_CONSTS_BYTES(b)));
 }
 
@@ -205,15 +205,24 @@ static void amx_configure(int pixels, int tail, int pairs)
         block_out(T, V, sums_[0], PIXELS);                   \
     } while (0)
 
+/* C += A B, A's bytes signed (sx: x as it is) or flipped to unsigned. */
+#define AMX_DP(C, A, B)              \
+    do {                             \
+        if (sx)                      \
+            _tile_dpbssd(C, A, B);   \
+        else                         \
+            _tile_dpbusd(C, A, B);   \
+    } while (0)
+
 /* One pixel tile by vecs blocks; B for block V into tile B, then C[V] += A B. */
 #define AMX_STEP(V, A, B, W)                                               \
     if (vecs > (V)) {                                                      \
         _tile_loadd(B, (W) + (V) * wb, 64);                                \
-        _tile_dpbusd(V, A, B);                                             \
+        AMX_DP(V, A, B);                                                   \
     }
 
-static inline __attribute__((always_inline)) void amx_single(const int vecs, const struct kq8_nhwc_tile *t,
-                                                             int pixels)
+static inline __attribute__((always_inline)) void amx_single(const int vecs, const int sx,
+                                                             const struct kq8_nhwc_tile *t, int pixels)
 {
     const int64_t whole = t->quads / 16, tail = t->quads % 16, xs = t->xs, wb = t->wblock;
     amx_configure(pixels, (int)tail, 0);
@@ -254,7 +263,8 @@ static inline __attribute__((always_inline)) void amx_single(const int vecs, con
 /* Two pixel tiles (t1 NULL: t0 alone) by vecs (1 or 2) blocks, quads a
  * multiple of 16. Both tiles share the weights and consts; only x, y and
  * res differ. */
-static inline __attribute__((always_inline)) void amx_pair(const int vecs, const struct kq8_nhwc_tile *t0,
+static inline __attribute__((always_inline)) void amx_pair(const int vecs, const int sx,
+                                                           const struct kq8_nhwc_tile *t0,
                                                            const struct kq8_nhwc_tile *t1, int pixels)
 {
     const int64_t steps = t0->quads / 16, xs = t0->xs, wb = t0->wblock;
@@ -273,16 +283,16 @@ static inline __attribute__((always_inline)) void amx_pair(const int vecs, const
         for (int64_t s = 0; s < steps; s++, w += (int64_t)16 * 64) {
             _tile_loadd(4, x0 + 64 * s, xs);
             _tile_loadd(6, w, 64);
-            _tile_dpbusd(0, 4, 6);
+            AMX_DP(0, 4, 6);
             if (vecs > 1) {
                 _tile_loadd(7, w + wb, 64);
-                _tile_dpbusd(1, 4, 7);
+                AMX_DP(1, 4, 7);
             }
             if (t1) {
                 _tile_loadd(5, x1 + 64 * s, xs);
-                _tile_dpbusd(2, 5, 6);
+                AMX_DP(2, 5, 6);
                 if (vecs > 1)
-                    _tile_dpbusd(3, 5, 7);
+                    AMX_DP(3, 5, 7);
             }
         }
     }
@@ -296,22 +306,34 @@ static inline __attribute__((always_inline)) void amx_pair(const int vecs, const
     }
 }
 
-static void amx_single_1(const struct kq8_nhwc_tile *t, int pixels) { amx_single(1, t, pixels); }
-static void amx_single_2(const struct kq8_nhwc_tile *t, int pixels) { amx_single(2, t, pixels); }
-static void amx_single_3(const struct kq8_nhwc_tile *t, int pixels) { amx_single(3, t, pixels); }
-static void amx_single_4(const struct kq8_nhwc_tile *t, int pixels) { amx_single(4, t, pixels); }
+#define AMX_SINGLE(V, SX) \
+    static void amx_single_##V##_##SX(const struct kq8_nhwc_tile *t, int pixels) { amx_single(V, SX, t, pixels); }
+AMX_SINGLE(1, 0)
+AMX_SINGLE(2, 0)
+AMX_SINGLE(3, 0)
+AMX_SINGLE(4, 0)
+AMX_SINGLE(1, 1)
+AMX_SINGLE(2, 1)
+AMX_SINGLE(3, 1)
+AMX_SINGLE(4, 1)
+#undef AMX_SINGLE
 
 void kq8_nhwc_tile_amx(const struct kq8_nhwc_tile *t, int vecs, int pixels)
 {
-    static void (*const SINGLE[5])(const struct kq8_nhwc_tile *, int) = {NULL, amx_single_1, amx_single_2,
-                                                                         amx_single_3, amx_single_4};
-    SINGLE[vecs](t, pixels);
+    static void (*const SINGLE[2][5])(const struct kq8_nhwc_tile *, int) = {
+        {NULL, amx_single_1_0, amx_single_2_0, amx_single_3_0, amx_single_4_0},
+        {NULL, amx_single_1_1, amx_single_2_1, amx_single_3_1, amx_single_4_1}};
+    SINGLE[t->x_signed != 0][vecs](t, pixels);
 }
 
 void kq8_nhwc_pair_amx(const struct kq8_nhwc_tile *t0, const struct kq8_nhwc_tile *t1, int vecs, int pixels)
 {
-    if (vecs == 1)
-        amx_pair(1, t0, t1, pixels);
+    if (t0->x_signed && vecs == 1)
+        amx_pair(1, 1, t0, t1, pixels);
+    else if (t0->x_signed)
+        amx_pair(2, 1, t0, t1, pixels);
+    else if (vecs == 1)
+        amx_pair(1, 0, t0, t1, pixels);
     else
-        amx_pair(2, t0, t1, pixels);
+        amx_pair(2, 0, t0, t1, pixels);
 }

@@ -413,9 +413,9 @@ static inline void emu_tile_zero(int t)
     memset(emu_tiles.data[t], 0, sizeof emu_tiles.data[t]);
 }
 
-/* c += a (unsigned bytes) times b (signed bytes), 32-bit sums: c is M x N
- * int32, a M x K quads, b K rows of N quads. */
-static inline void emu_tile_dpbusd(int c, int a, int b)
+/* c += a times b (signed bytes; a's unsigned where a_unsigned), 32-bit
+ * sums: c is M x N int32, a M x K quads, b K rows of N quads. */
+static inline void emu_tile_dp(int c, int a, int b, int a_unsigned)
 {
     emu_tile_used(c), emu_tile_used(a), emu_tile_used(b);
     const int m = emu_tiles.rows[c], n = emu_tiles.colsb[c] / 4, k = emu_tiles.colsb[a] / 4;
@@ -426,20 +426,27 @@ static inline void emu_tile_dpbusd(int c, int a, int b)
             memcpy(&sum, &emu_tiles.data[c][i][4 * j], 4);
             for (int q = 0; q < k; q++)
                 for (int e = 0; e < 4; e++)
-                    sum = (int32_t)((uint32_t)sum + (uint32_t)(emu_tiles.data[a][i][4 * q + e] *
-                                                               (int8_t)emu_tiles.data[b][q][4 * j + e]));
+                    sum = (int32_t)((uint32_t)sum +
+                                    (uint32_t)((a_unsigned ? (int)emu_tiles.data[a][i][4 * q + e]
+                                                           : (int)(int8_t)emu_tiles.data[a][i][4 * q + e]) *
+                                               (int8_t)emu_tiles.data[b][q][4 * j + e]));
             memcpy(&emu_tiles.data[c][i][4 * j], &sum, 4);
         }
 }
+
+static inline void emu_tile_dpbusd(int c, int a, int b) { emu_tile_dp(c, a, b, 1); }
+static inline void emu_tile_dpbssd(int c, int a, int b) { emu_tile_dp(c, a, b, 0); }
 
 #undef _tile_loadd
 #undef _tile_stored
 #undef _tile_zero
 #undef _tile_dpbusd
+#undef _tile_dpbssd
 #define _tile_loadconfig emu_tile_loadconfig
 #define _tile_loadd emu_tile_loadd
 #define _tile_stored emu_tile_stored
 #define _tile_zero emu_tile_zero
 #define _tile_dpbusd emu_tile_dpbusd
+#define _tile_dpbssd emu_tile_dpbssd
 
 #endif
