@@ -49,14 +49,14 @@ static inline __m512i kq8_apply_odd512(__m512i v, const struct kq8_mult512 *q)
 /* The shift-of-at-least-32 form (see the top of the file). */
 struct kq8_mult512_hi {
     __m512i m, rnd;
-    __m128i lsh, rsh;
+    __m512i lsh, rsh;   /* in every lane: a shift by a vector of counts is one uop, by an xmm count two */
 };
 
 static inline struct kq8_mult512_hi kq8_mult512_hi_of(struct k_q8_mult q)
 {
     struct kq8_mult512_hi v = {_mm512_set1_epi32(q.m), _mm512_set1_epi64((int64_t)1 << (q.shift - 1)),
-                               _mm_cvtsi32_si128(q.shift < 32 ? 32 - q.shift : 0),
-                               _mm_cvtsi32_si128(q.shift < 32 ? 0 : q.shift - 32)};
+                               _mm512_set1_epi64(q.shift < 32 ? 32 - q.shift : 0),
+                               _mm512_set1_epi32(q.shift < 32 ? 0 : q.shift - 32)};
     return v;
 }
 
@@ -80,10 +80,10 @@ static inline __attribute__((always_inline)) __m512i kq8_apply_hi512(__m512i x, 
     __m512i e = _mm512_add_epi64(_mm512_mul_epi32(x, q->m), q->rnd);
     __m512i o = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), q->m), q->rnd);
     if (lsh) {
-        e = _mm512_sll_epi64(e, q->lsh);
-        o = _mm512_sll_epi64(o, q->lsh);
+        e = _mm512_sllv_epi64(e, q->lsh);
+        o = _mm512_sllv_epi64(o, q->lsh);
     }
-    return _mm512_sra_epi32(kq8_hi32_512(e, o), q->rsh);
+    return _mm512_srav_epi32(kq8_hi32_512(e, o), q->rsh);
 }
 
 /* The shift-of-at-least-33 form (see the top of the file): rnd holds
