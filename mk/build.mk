@@ -192,8 +192,10 @@ $(BUILD)/inferd: $(SERVER_SRC:%.c=$(BUILD)/obj/%.o) $(UI_OBJ) $(LIB)
 $(BUILD)/inferd-loadgen: $(LOADGEN_SRC:%.c=$(BUILD)/obj/%.o) $(CLIENT_LIB_SRC:%.c=$(BUILD)/obj/%.o) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcurl
 
-# The test registry is generated from the TEST(name) lines of tests/*.c.
-$(BUILD)/test_list.h: $(TEST_SRC)
+# The test registry is generated from the TEST(name) lines of tests/*.c;
+# which files those are depends on CUDA (the flags stamp), so a build
+# switched to CUDA=1 lists the CUDA tests again.
+$(BUILD)/test_list.h: $(TEST_SRC) $(FLAGS_STAMP)
 	@mkdir -p $(BUILD)
 	@grep -h '^TEST(' $(TEST_SRC) | sed 's/^TEST(\([a-z0-9_]*\)).*/X(\1)/' > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp

@@ -38,8 +38,6 @@
 
 struct kq8_nhwc_tile {
     const uint8_t *x;          /* the tile's first pixel's window origin in the padded x */
-    int x_signed;              /* AMX only: x is the input as it is (signed bytes, no sign flip,
-                                * none corrected for in the consts), multiplied by TDPBSSD */
     int64_t xs;                /* bytes between the tile's pixels: stride_w * cp */
     const int64_t *toff;       /* [taps] a tap's byte offset from the window origin */
     int taps;
@@ -53,6 +51,8 @@ struct kq8_nhwc_tile {
     void *y;                   /* its first output: int8, or int32 with e->out_i32 */
     int64_t oc;                /* elements between output pixels */
     int oc_left;               /* output channels from the first block on (masks the last) */
+    int x_signed;              /* AMX only: x is the input as it is (signed bytes, no sign flip,
+                                * none corrected for in the consts), multiplied by TDPBSSD */
 };
 
 /* Runs one tile of vecs (1..4) blocks by pixels (1..kq8_nhwc_max_pixels(vecs)). */

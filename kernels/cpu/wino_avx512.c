@@ -13,15 +13,16 @@
 #include "kcpu_math_avx512.h"
 #include "kcpu_wino.h"
 
-/* Rows 0..7 of a panel of U[xi] (a: at depth k0, KCPU_MR floats a depth
- * step) times nv vectors of V's columns over depth k0 .. k0 + k - 1,
- * added to M's sums (stored, for the first depth pass). */
 /* Floats of U fetched ahead of the depth loop: a panel's depth runs
  * through memory in one stream, and at batch 1 on small maps U (16 MiB on
  * ResNet-50's 7x7 stage) comes from DRAM while each float of it serves
  * only 16 columns. 2 KiB ahead: ResNet-50's 14x14 stage, in the model at
  * batch 1, 1.05 -> 0.83 ms a layer; 1, 4 KiB about the same. */
 #define U_AHEAD 512
+
+/* Rows 0..7 of a panel of U[xi] (a: at depth k0, KCPU_MR floats a depth
+ * step) times nv vectors of V's columns over depth k0 .. k0 + k - 1,
+ * added to M's sums (stored, for the first depth pass). */
 static inline __attribute__((always_inline)) void gemm_tile(const int nv, const int first, int64_t k,
                                                             const float *a, const float *b, int64_t ldb, float *c,
                                                             int64_t ldc)
@@ -30,26 +31,26 @@ static inline __attribute__((always_inline)) void gemm_tile(const int nv, const 
 #pragma GCC unroll 8
     for (int i = 0; i < KCPU_MR; i++)
 #pragma GCC unroll 3
-        for (int v = 0; v < nv; v++)
+        for (int64_t v = 0; v < nv; v++)
             acc[i][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * ldc + 16 * v);
     for (int64_t kk = 0; kk < k; kk++, a += KCPU_MR, b += ldb) {
         __m512 bv[3];
         _mm_prefetch((const char *)(a + U_AHEAD), _MM_HINT_T0);
 #pragma GCC unroll 3
-        for (int v = 0; v < nv; v++)
+        for (int64_t v = 0; v < nv; v++)
             bv[v] = _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 8
         for (int i = 0; i < KCPU_MR; i++) {
             const __m512 ai = _mm512_set1_ps(a[i]);
 #pragma GCC unroll 3
-            for (int v = 0; v < nv; v++)
+            for (int64_t v = 0; v < nv; v++)
                 acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
         }
     }
 #pragma GCC unroll 8
     for (int i = 0; i < KCPU_MR; i++)
 #pragma GCC unroll 3
-        for (int v = 0; v < nv; v++)
+        for (int64_t v = 0; v < nv; v++)
             _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
 }
 
@@ -69,10 +70,10 @@ static inline int64_t strip_width(int64_t left)
 }
 
 /* Floats of V a depth pass may hold: a strip's V (depth x width) stays in
- * L1 while every panel of the slice passes over it, U's panels in L2.
- * Narrow blocks (7x7 maps at batch 1: 16 tiles) so read each panel's whole
- * depth in one pass; with a fixed 128, the 7x7 stage's layers took 2.35
- * ms instead of 1.95 in the model. */
+ * L1 while every panel of the slice passes over it, U's panels in L2. A
+ * narrow block (a 7x7 map at batch 1: 16 tiles) thus reads each panel's
+ * whole depth in one pass; with a fixed depth of 128, the 7x7 stage's
+ * layers took 2.35 ms instead of 1.95 in the model. */
 #define V_L1_FLOATS 8192
 
 void kcpu_wino_gemm_avx512(const struct kcpu_wino_gemm *g)

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "kernels/cuda/kcuda.h"
 #include "tests/model_variant.h"
 #include "runtime/rt_model.h"
@@ -50,25 +51,6 @@
 
 static int repeats = 7;
 static int device_sms;   /* the device's SM count: our GEMM's tile choice (kcuda_gemm_plan) */
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return v[n / 2];
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ------------------------------------------------------------------ cuBLAS */
 
@@ -122,7 +104,7 @@ static double time_ms(gemm_fn f, void *ctx, int rotations, int iters, cudaStream
     }
     CHECK(cudaEventDestroy(a));
     CHECK(cudaEventDestroy(b));
-    return median(ms, repeats);
+    return bench_median(ms, repeats);
 }
 
 struct gemm_ctx {
@@ -384,16 +366,16 @@ static void measure(struct rt_session *s, int batch, int64_t in_elems, int64_t o
     double rates[MAX_REPEATS] = {0}, lats[MAX_REPEATS] = {0};
     for (int r = 0; r < repeats; r++) {
         int calls = 0;
-        double t0 = now_s(), t;
+        double t0 = bench_now_s(), t;
         do {
             rt_session_run(s, batch, in, out, &err);
             calls++;
-        } while ((t = now_s() - t0) < 0.2);
+        } while ((t = bench_now_s() - t0) < 0.2);
         rates[r] = calls * batch / t;
         lats[r] = t / calls;
     }
-    *ips = median(rates, repeats);
-    *lat = median(lats, repeats);
+    *ips = bench_median(rates, repeats);
+    *lat = bench_median(lats, repeats);
     free(x), free(y);
 }
 

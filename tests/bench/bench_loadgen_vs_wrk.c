@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 #define MAX_ROUNDS 15
 #define GOAL 0.8
 
@@ -126,18 +128,6 @@ static double loadgen_rate(const char *url, int threads, int conns, int seconds,
     return v;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int main(int argc, char **argv)
 {
     int seconds = 5, conns = 32, threads = 2, rounds = 3;
@@ -208,7 +198,7 @@ int main(int argc, char **argv)
     snprintf(cleanup, sizeof(cleanup), "%s/inferd.log", tmp);
     unlink(cleanup);
     rmdir(tmp);
-    double mw = median(w, rounds), ml = median(l, rounds);
+    double mw = bench_median(w, rounds), ml = bench_median(l, rounds);
     printf("median %14.0f %14.0f\nloadgen / wrk = %.2f (goal >= %.2f): %s\n", mw, ml, ml / mw,
            GOAL, ml / mw >= GOAL ? "ok" : "BELOW GOAL");
     return ml / mw >= GOAL ? 0 : 1;

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "runtime/image/dataset.h"
 #include "runtime/image/image.h"
 #include "runtime/rt_model.h"
@@ -205,12 +206,7 @@ static int run_wrk(const char *script, int port, const char *path, int conc, int
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
+/* The median of each statistic on its own. */
 static void take_median(const struct result *r, int n, struct result *out)
 {
     double rps[16] = {0}, p50[16] = {0}, p99[16] = {0};
@@ -219,10 +215,7 @@ static void take_median(const struct result *r, int n, struct result *out)
         rps[i] = r[i].rps, p50[i] = r[i].p50_ms, p99[i] = r[i].p99_ms;
         out->errors += r[i].errors;
     }
-    qsort(rps, (size_t)n, sizeof(double), cmp_double);
-    qsort(p50, (size_t)n, sizeof(double), cmp_double);
-    qsort(p99, (size_t)n, sizeof(double), cmp_double);
-    out->rps = rps[n / 2], out->p50_ms = p50[n / 2], out->p99_ms = p99[n / 2];
+    out->rps = bench_median(rps, n), out->p50_ms = bench_median(p50, n), out->p99_ms = bench_median(p99, n);
 }
 
 /* Median of repeat runs (each statistic on its own) after a warm-up run, on

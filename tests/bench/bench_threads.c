@@ -17,22 +17,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "kernels/cpu/kcpu_threads.h"
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
+static double now_us(void) { return bench_now_s() * 1e6; }
 
 static void nothing(void *arg, int64_t task, int thread) { (void)arg, (void)task, (void)thread; }
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Median microseconds of one run of `tasks` tasks, idle_us apart. */
 static double time_runs(struct kcpu_threads *pool, int tasks, int idle_us, int runs, double *samples)
@@ -44,8 +34,7 @@ static double time_runs(struct kcpu_threads *pool, int tasks, int idle_us, int r
         kcpu_threads_run(pool, tasks, nothing, NULL);
         samples[i] = now_us() - t0;
     }
-    qsort(samples, (size_t)runs, sizeof(double), cmp_double);
-    return samples[runs / 2];
+    return bench_median(samples, runs);
 }
 
 /* The yardstick: ping-pong through one mutex and two condition variables. */

@@ -1,8 +1,9 @@
 /*
- * bench_util.h - what the CPU benchmark programs share: a monotonic clock,
- * the median of a set of times, an integer option, an allocation that
- * exits on failure, and the load average they print under their tables. Header-only: each benchmark is a program
- * of one file (mk/build.mk's bench_% rule).
+ * bench_util.h - what the benchmark programs share: a monotonic clock, the
+ * median of a set of times, an integer option, an allocation that exits on
+ * failure, and the load average they print under their tables.
+ * Header-only: each benchmark is a program of one file or two
+ * (mk/build.mk's bench_% rules).
  */
 #ifndef BENCH_UTIL_H
 #define BENCH_UTIL_H
