@@ -17,7 +17,7 @@
 #include "kcpu_wino.h"
 
 /* Tiles a task takes at most: 4096 / c rounded to whole 24-tile strips
- * of the GEMM (kcpu_wino_gemm_avx2), from 48 to 192. Measured alternating
+ * of the AVX2 GEMMs (run_gemms), from 48 to 192. Measured alternating
  * on Zen 3 (1 thread): 48-64 tiles suited 64-512 channels best (larger
  * blocks read V back from L2, smaller ones leave the 24-tile strips short),
  * 128 and more 16-32 channels. */
@@ -178,6 +178,65 @@ void kcpu_wino_out_scalar(const struct kcpu_wino_out *a)
         }
 }
 
+/* The 16 GEMMs of a block for a slice of output channels: M[xi][o][t] =
+ * sum_ch U[xi][o][ch] V[xi][ch][t] for o < 8 * panels (U's panels from the
+ * slice's first), t < n (a multiple of the ISA's vector; V's columns up to
+ * there are written). */
+struct gemms {
+    const float *u;            /* U[0], the slice's first panel */
+    int64_t u_xi;              /* floats between U's xi planes */
+    const float *v;
+    int64_t v_xi;
+    float *m;
+    int64_t m_xi;
+    int64_t ldm;               /* floats between M's channel rows */
+    int64_t ld;                /* floats between V's rows */
+    int64_t k;                 /* input channels */
+    int64_t panels, n;
+};
+
+/* The next strip's width for left columns (a multiple of the vector, vl
+ * floats): 3 vectors where what is left then is not 1 wide, else 2 or
+ * what is left (on Zen 3 with AVX2, a 16-float strip's 8 FMA chains are
+ * about what its two FMA pipes need; 4 chains run at half the rate). */
+static int64_t strip_width(int64_t left, int64_t vl)
+{
+    return left == 3 * vl || left >= 5 * vl ? 3 * vl : left >= 2 * vl ? 2 * vl : left;
+}
+
+/* Depth per pass: a strip's V stays in L1 while every panel of the slice
+ * passes over it, U's panels in L2. AVX2: 128 (a 24-float strip's V, 12
+ * KiB; with the whole depth in one pass, 512 input channels read V from
+ * L2 for every panel, Zen 3). AVX-512: as deep as keeps 8192 floats of
+ * the widest strip's V, so a narrow block (a 7x7 map at batch 1: 16
+ * tiles) reads each panel's whole depth in one pass; with 128, ResNet-50's
+ * 7x7 stage took 2.35 ms a layer instead of 1.95 in the model. */
+#define KC_AVX2 128
+#define V_L1_FLOATS 8192
+
+static void run_gemms(const struct gemms *g, int avx512)
+{
+    const int64_t vl = avx512 ? 16 : 8, rows = avx512 ? KCPU_MR : 4;
+    const int64_t depth = avx512 ? V_L1_FLOATS / strip_width(g->n, vl) : KC_AVX2;
+    const int64_t passes = kcpu_ceil_div(g->k, depth), kc = kcpu_ceil_div(g->k, passes);
+    for (int xi = 0; xi < 16; xi++)
+        for (int64_t k0 = 0; k0 < g->k; k0 += kc) {
+            const int64_t k = kcpu_min64(g->k, k0 + kc) - k0;
+            for (int64_t t = 0, width; t < g->n; t += width) {
+                width = strip_width(g->n - t, vl);
+                const float *b = g->v + xi * g->v_xi + k0 * g->ld + t;
+                for (int64_t r = 0; r < KCPU_MR * g->panels; r += rows) {
+                    const float *a = g->u + xi * g->u_xi + (r / KCPU_MR * g->k + k0) * KCPU_MR + r % KCPU_MR;
+                    float *c = g->m + xi * g->m_xi + r * g->ldm + t;
+                    if (avx512)
+                        kcpu_wino_tile_avx512((int)(width / vl), k0 == 0, k, a, b, g->ld, c, g->ldm);
+                    else
+                        kcpu_wino_tile_avx2((int)(width / vl), k0 == 0, k, a, b, g->ld, c, g->ldm);
+                }
+            }
+        }
+}
+
 struct wino_job {
     const struct k_conv2d *p;
     struct wino_plan c;
@@ -244,14 +303,11 @@ static void wino_task(void *arg, int64_t task, int thread)
     for (int64_t o0 = o_first; o0 < o_end; o0 += c->slice) {
         int64_t oc = kcpu_min64(c->slice, o_end - o0);
         if (j->avx2) {
-            struct kcpu_wino_gemm gm = {
+            const struct gemms gm = {
                 .u = j->u + o0 * p->c, .u_xi = xi_floats, .v = v, .v_xi = v_xi, .m = m, .m_xi = m_xi,
                 .ldm = ldm, .ld = c->ld, .k = p->c, .panels = kcpu_ceil_div(oc, KCPU_MR), .n = n,
             };
-            if (j->avx512)
-                kcpu_wino_gemm_avx512(&gm);
-            else
-                kcpu_wino_gemm_avx2(&gm);
+            run_gemms(&gm, j->avx512);
         } else {
             for (int xi = 0; xi < 16; xi++) {
                 struct kcpu_gemm gm = {

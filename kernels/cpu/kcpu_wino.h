@@ -87,24 +87,17 @@ struct kcpu_wino_out {
     int64_t cols;
     enum k_act act;
 };
-/* The 16 GEMMs of a block: M[xi][o][t] = sum_ch U[xi][o][ch] V[xi][ch][t]
- * for o < 8 * panels (U's panels from the slice's first), t < n (a
- * multiple of the ISA's vector, 8 or 16 floats; V's columns up to there
- * are written). */
-struct kcpu_wino_gemm {
-    const float *u;            /* U[0], the slice's first panel */
-    int64_t u_xi;              /* floats between U's xi planes */
-    const float *v;
-    int64_t v_xi;
-    float *m;
-    int64_t m_xi;
-    int64_t ldm;               /* floats between M's channel rows */
-    int64_t ld;                /* floats between V's rows */
-    int64_t k;                 /* input channels */
-    int64_t panels, n;
-};
-void kcpu_wino_gemm_avx2(const struct kcpu_wino_gemm *g);
-void kcpu_wino_gemm_avx512(const struct kcpu_wino_gemm *g);
+/* One tile of the 16 GEMMs (M[xi][o][t] = sum_ch U[xi][o][ch] V[xi][ch][t],
+ * run by kcpu_wino.c): rows of a panel of U[xi] (a: the first row's
+ * floats at the pass's first depth, KCPU_MR floats a depth step) times nv
+ * (1..3) vectors of V's columns (b, ldb floats a depth step) over k depth
+ * steps, added to M's sums at c (ldc floats between rows), or stored
+ * there where first. AVX2: 4 rows, 8-float vectors; AVX-512: the panel's
+ * 8 rows, 16-float vectors. */
+void kcpu_wino_tile_avx2(int nv, int first, int64_t k, const float *a, const float *b, int64_t ldb, float *c,
+                         int64_t ldc);
+void kcpu_wino_tile_avx512(int nv, int first, int64_t k, const float *a, const float *b, int64_t ldb, float *c,
+                           int64_t ldc);
 
 void kcpu_wino_out_scalar(const struct kcpu_wino_out *a);
 void kcpu_wino_out_avx2(const struct kcpu_wino_out *a);

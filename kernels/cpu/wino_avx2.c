@@ -101,7 +101,7 @@ void kcpu_wino_in_avx2(const struct kcpu_wino_in *a)
  * columns, depth k0 .. k0 + k - 1, added to M's sums (or stored, for the
  * first depth): 4 x nv accumulators, so 12 FMA chains in flight for 3
  * vectors (7 loads per 12 FMAs). */
-static inline __attribute__((always_inline)) void gemm_tile(const int nv, const int first, int64_t k,
+static inline __attribute__((always_inline)) void gemm_tile(const int nv, int first, int64_t k,
                                                             const float *a, const float *b, int64_t ldb, float *c,
                                                             int64_t ldc)
 {
@@ -131,50 +131,16 @@ static inline __attribute__((always_inline)) void gemm_tile(const int nv, const 
             _mm256_storeu_ps(c + i * ldc + 8 * v, acc[i][v]);
 }
 
-#define TILE_WIDTHS(FIRST)                                                      \
-    if (width == 24)                                                            \
-        gemm_tile(3, FIRST, k1 - k0, a, b, g->ld, c, g->ldm);                   \
-    else if (width == 16)                                                       \
-        gemm_tile(2, FIRST, k1 - k0, a, b, g->ld, c, g->ldm);                   \
-    else                                                                        \
-        gemm_tile(1, FIRST, k1 - k0, a, b, g->ld, c, g->ldm);
-
-/* The next strip's width for left columns (a multiple of 8): 24 where
- * what is left then is not 8 wide, else 16 (8 FMA chains, about what
- * Zen 3's two FMA pipes need; 4 chains run at half the rate). */
-static inline int64_t strip_width(int64_t left)
+void kcpu_wino_tile_avx2(int nv, int first, int64_t k, const float *a, const float *b, int64_t ldb, float *c,
+                         int64_t ldc)
 {
-    return left == 24 || left >= 40 ? 24 : left >= 16 ? 16 : left;
+    if (nv == 3)
+        gemm_tile(3, first, k, a, b, ldb, c, ldc);
+    else if (nv == 2)
+        gemm_tile(2, first, k, a, b, ldb, c, ldc);
+    else
+        gemm_tile(1, first, k, a, b, ldb, c, ldc);
 }
-
-/* Depth per pass: a strip's V (KC x 24 floats, 12 KiB) stays in L1 while
- * every panel of the slice passes over it, U's panels (8 x KC each) in L2.
- * With the whole depth in one pass, 512 input channels read V from L2 for
- * every panel. */
-#define KC 128
-
-void kcpu_wino_gemm_avx2(const struct kcpu_wino_gemm *g)
-{
-    const int64_t passes = kcpu_ceil_div(g->k, KC), kc = kcpu_ceil_div(g->k, passes);
-    for (int xi = 0; xi < 16; xi++)
-        for (int64_t k0 = 0; k0 < g->k; k0 += kc) {
-            const int64_t k1 = kcpu_min64(g->k, k0 + kc);
-            for (int64_t t = 0, width; t < g->n; t += width) {
-                width = strip_width(g->n - t);
-                const float *b = g->v + xi * g->v_xi + k0 * g->ld + t;
-                for (int64_t r = 0; r < 8 * g->panels; r += 4) {
-                    const float *a = g->u + xi * g->u_xi + (r / KCPU_MR * g->k + k0) * KCPU_MR + r % KCPU_MR;
-                    float *c = g->m + xi * g->m_xi + r * g->ldm + t;
-                    if (k0 == 0) {
-                        TILE_WIDTHS(1)
-                    } else {
-                        TILE_WIDTHS(0)
-                    }
-                }
-            }
-        }
-}
-#undef TILE_WIDTHS
 
 /* The first n (0 .. 8) floats of v to y, without vmaskmovps (microcoded
  * on AMD, and it took a fifth of the output transform's time). */

@@ -1,7 +1,7 @@
 /*
- * wino_avx512.c - the 16 GEMMs of a Winograd block (kcpu_wino.h) on
+ * wino_avx512.c - the tile of a Winograd block's 16 GEMMs (kcpu_wino.h) on
  * AVX-512. The transforms stay the AVX2 ones (kcpu_wino_in_avx2 and
- * kcpu_wino_out_avx2): they are a fraction of the time, and the GEMM does
+ * kcpu_wino_out_avx2): they are a fraction of the time, and the GEMMs do
  * not mind their tile order. Compiled with the AVX-512 flags; entered
  * only from kcpu_wino.c after the run-time ISA check.
  *
@@ -23,7 +23,7 @@
 /* Rows 0..7 of a panel of U[xi] (a: at depth k0, KCPU_MR floats a depth
  * step) times nv vectors of V's columns over depth k0 .. k0 + k - 1,
  * added to M's sums (stored, for the first depth pass). */
-static inline __attribute__((always_inline)) void gemm_tile(const int nv, const int first, int64_t k,
+static inline __attribute__((always_inline)) void gemm_tile(const int nv, int first, int64_t k,
                                                             const float *a, const float *b, int64_t ldb, float *c,
                                                             int64_t ldc)
 {
@@ -54,48 +54,13 @@ static inline __attribute__((always_inline)) void gemm_tile(const int nv, const 
             _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
 }
 
-#define TILE_WIDTHS(FIRST)                                                      \
-    if (width == 48)                                                            \
-        gemm_tile(3, FIRST, k1 - k0, a, b, g->ld, c, g->ldm);                   \
-    else if (width == 32)                                                       \
-        gemm_tile(2, FIRST, k1 - k0, a, b, g->ld, c, g->ldm);                   \
-    else                                                                        \
-        gemm_tile(1, FIRST, k1 - k0, a, b, g->ld, c, g->ldm);
-
-/* The next strip's width for left columns (a multiple of 16): 48 where
- * what is left then is not 16 wide, else 32 or what is left. */
-static inline int64_t strip_width(int64_t left)
+void kcpu_wino_tile_avx512(int nv, int first, int64_t k, const float *a, const float *b, int64_t ldb, float *c,
+                           int64_t ldc)
 {
-    return left == 48 || left >= 80 ? 48 : left >= 32 ? 32 : left;
+    if (nv == 3)
+        gemm_tile(3, first, k, a, b, ldb, c, ldc);
+    else if (nv == 2)
+        gemm_tile(2, first, k, a, b, ldb, c, ldc);
+    else
+        gemm_tile(1, first, k, a, b, ldb, c, ldc);
 }
-
-/* Floats of V a depth pass may hold: a strip's V (depth x width) stays in
- * L1 while every panel of the slice passes over it, U's panels in L2. A
- * narrow block (a 7x7 map at batch 1: 16 tiles) thus reads each panel's
- * whole depth in one pass; with a fixed depth of 128, the 7x7 stage's
- * layers took 2.35 ms instead of 1.95 in the model. */
-#define V_L1_FLOATS 8192
-
-void kcpu_wino_gemm_avx512(const struct kcpu_wino_gemm *g)
-{
-    const int64_t widest = strip_width(g->n);
-    const int64_t passes = kcpu_ceil_div(g->k, V_L1_FLOATS / widest), kc = kcpu_ceil_div(g->k, passes);
-    for (int xi = 0; xi < 16; xi++)
-        for (int64_t k0 = 0; k0 < g->k; k0 += kc) {
-            const int64_t k1 = kcpu_min64(g->k, k0 + kc);
-            for (int64_t t = 0, width; t < g->n; t += width) {
-                width = strip_width(g->n - t);
-                const float *b = g->v + xi * g->v_xi + k0 * g->ld + t;
-                for (int64_t p = 0; p < g->panels; p++) {
-                    const float *a = g->u + xi * g->u_xi + (p * g->k + k0) * KCPU_MR;
-                    float *c = g->m + xi * g->m_xi + p * KCPU_MR * g->ldm + t;
-                    if (k0 == 0) {
-                        TILE_WIDTHS(1)
-                    } else {
-                        TILE_WIDTHS(0)
-                    }
-                }
-            }
-        }
-}
-#undef TILE_WIDTHS
