@@ -245,8 +245,7 @@ struct wino_job {
     float *work;
     int64_t block;             /* tiles per task */
     int64_t parts;             /* tasks a block's output channels are split over */
-    int avx2;                  /* the AVX2 transforms (AVX2 and AVX-512) */
-    int avx512;                /* and the AVX-512 GEMMs */
+    enum kcpu_isa isa;         /* read once: AVX2 and AVX-512 take the AVX2 transforms */
 };
 
 /* A run: tiles [t, t + count) of the block lie in one tile row. */
@@ -268,6 +267,7 @@ static void wino_task(void *arg, int64_t task, int thread)
     const struct wino_job *j = arg;
     const struct k_conv2d *p = j->p;
     const struct wino_plan *c = &j->c;
+    const int simd = j->isa != KCPU_ISA_SCALAR, avx512 = j->isa == KCPU_ISA_AVX512;
     int64_t part = task % j->parts, first = task / j->parts * j->block;
     int64_t count = kcpu_min64(j->block, (int64_t)p->n * c->tiles - first);
     float *v = j->work + thread * thread_floats(p, c);
@@ -283,7 +283,7 @@ static void wino_task(void *arg, int64_t task, int thread)
             .rows = m + 16 * c->slice * c->ld, .rows_ld = c->rows_ld,
             .v = v + t, .ldv = c->ld, .xi_stride = v_xi,
         };
-        if (j->avx2)
+        if (simd)
             kcpu_wino_in_avx2(&in);
         else
             kcpu_wino_in_scalar(&in);
@@ -292,8 +292,8 @@ static void wino_task(void *arg, int64_t task, int thread)
     /* The GEMMs take whole vectors of columns (8 floats, 16 on AVX-512;
      * V's and M's rows have room, c->ld >= the plan's block + 8): zeros in
      * any they would read that no transform wrote. */
-    int64_t n = j->avx512 ? (count + 15) / 16 * 16 : (count + 7) / 8 * 8;
-    if (j->avx2 && written < n)
+    int64_t n = avx512 ? (count + 15) / 16 * 16 : (count + 7) / 8 * 8;
+    if (simd && written < n)
         for (int64_t row = 0; row < 16 * (int64_t)p->c; row++)
             memset(v + row / p->c * v_xi + row % p->c * c->ld + written, 0, (size_t)(n - written) * sizeof(float));
     int64_t plane = (int64_t)p->oh * p->ow, xi_floats = c->panels * KCPU_MR * p->c;
@@ -302,12 +302,12 @@ static void wino_task(void *arg, int64_t task, int thread)
     int64_t o_end = kcpu_min64(p->oc, (part + 1) * c->panels / j->parts * KCPU_MR);
     for (int64_t o0 = o_first; o0 < o_end; o0 += c->slice) {
         int64_t oc = kcpu_min64(c->slice, o_end - o0);
-        if (j->avx2) {
+        if (simd) {
             const struct gemms gm = {
                 .u = j->u + o0 * p->c, .u_xi = xi_floats, .v = v, .v_xi = v_xi, .m = m, .m_xi = m_xi,
                 .ldm = ldm, .ld = c->ld, .k = p->c, .panels = kcpu_ceil_div(oc, KCPU_MR), .n = n,
             };
-            run_gemms(&gm, j->avx512);
+            run_gemms(&gm, avx512);
         } else {
             for (int xi = 0; xi < 16; xi++) {
                 struct kcpu_gemm gm = {
@@ -331,7 +331,7 @@ static void wino_task(void *arg, int64_t task, int thread)
                 .plane = plane, .ow = p->ow, .rows = 2 * r.ty + 1 < p->oh ? 2 : 1,
                 .cols = kcpu_min64(2 * r.count, p->ow - 2 * r.tx), .act = p->act,
             };
-            if (j->avx2)
+            if (simd)
                 kcpu_wino_out_avx2(&out);
             else
                 kcpu_wino_out_scalar(&out);
@@ -345,8 +345,7 @@ void kcpu_wino_f32(struct kcpu_threads *th, const struct k_conv2d *p, const floa
                    void *scratch)
 {
     struct wino_job j = {.p = p, .c = plan(p), .x = x, .u = packed_w, .bias = bias,
-                         .residual = residual, .y = y, .avx2 = kcpu_isa() != KCPU_ISA_SCALAR,
-                         .avx512 = kcpu_isa() == KCPU_ISA_AVX512};
+                         .residual = residual, .y = y, .isa = kcpu_isa()};
     const struct wino_plan *c = &j.c;
     if (p->n <= 0)
         return;
