@@ -33,12 +33,12 @@ static inline __attribute__((always_inline)) void accumulate(const int rows, con
         pix[r] = t->origin + t->poff[r];
         __asm__("" : "+r"(pix[r]));
     }
-    const float *w0p = t->w, *w1p = t->w + t->panel_stride;
+    const float *w0p = t->w, *w1p = t->w + KCPU_MR;   /* the pair's two panels */
     const int64_t *boff = t->boff, depth = t->k;
     /* Two steps a loop: ResNet-50's strided layers 0.92-1.17x, median
      * 1.04x, in three alternating runs on Zen 3 (docs/performance.md). */
 #pragma GCC unroll 2
-    for (int64_t k = 0; k < depth; k++, w0p += KCPU_MR, w1p += KCPU_MR) {
+    for (int64_t k = 0; k < depth; k++, w0p += KCPU_PAIR, w1p += KCPU_PAIR) {
         const __m256 w0 = _mm256_loadu_ps(w0p), w1 = _mm256_loadu_ps(w1p);
         const int64_t tap = boff[k];
 #pragma GCC unroll 8

@@ -33,8 +33,8 @@ struct direct_out {
  * of its speed on Zen 3, docs/performance.md). */
 static inline __attribute__((always_inline)) void
 tile(const int mr, const int nv, const int partial, const int indexed, int64_t k0, int64_t k1, const float *a,
-     const float *b, const int64_t *boff, int64_t ldb, const __m256i *m, float *out /* row stride KCPU_NR */,
-     const struct direct_out *d)
+     int64_t a_step, const float *b, const int64_t *boff, int64_t ldb, const __m256i *m,
+     float *out /* row stride KCPU_NR */, const struct direct_out *d)
 {
     __m256 c[6][4];
 #pragma GCC unroll 6
@@ -42,7 +42,7 @@ tile(const int mr, const int nv, const int partial, const int indexed, int64_t k
 #pragma GCC unroll 4
         for (int64_t v = 0; v < nv; v++)
             c[i][v] = k0 ? _mm256_loadu_ps(out + (int64_t)i * KCPU_NR + 8 * v) : _mm256_setzero_ps();
-    a += k0 * KCPU_MR;
+    a += k0 * a_step;
     if (!indexed)
         b += k0 * ldb;
     /* Two steps a loop: measured alternating on Zen 3, the block with
@@ -62,7 +62,7 @@ tile(const int mr, const int nv, const int partial, const int indexed, int64_t k
             for (int64_t v = 0; v < nv; v++)
                 c[i][v] = _mm256_fmadd_ps(ai, bv[v], c[i][v]);
         }
-        a += KCPU_MR;
+        a += a_step;
         if (!indexed)
             b += ldb;
     }
@@ -110,9 +110,9 @@ static __m256i lane_mask(int lanes)
 #define TILE_VARIANTS(MR, NV, PARTIAL, a, t, d)                                                  \
     do {                                                                                         \
         if (g->boff)                                                                             \
-            tile(MR, NV, PARTIAL, 1, k0, k1, a, b + c0, g->boff, g->ldb, m, (t) + c0, d);        \
+            tile(MR, NV, PARTIAL, 1, k0, k1, a, g->a_step, b + c0, g->boff, g->ldb, m, (t) + c0, d); \
         else                                                                                     \
-            tile(MR, NV, PARTIAL, 0, k0, k1, a, b + c0, NULL, g->ldb, m, (t) + c0, d);           \
+            tile(MR, NV, PARTIAL, 0, k0, k1, a, g->a_step, b + c0, NULL, g->ldb, m, (t) + c0, d);    \
     } while (0)
 
 /* A tile of MR rows of panel a (row r0 of the block), NV vectors from
@@ -268,10 +268,10 @@ void kcpu_gemm_avx2(const struct kcpu_gemm *g)
                                              .bias = g->bias_row ? g->bias_row + i0 : NULL,
                                              .col = g->bias_col ? g->bias_col + j : NULL,
                                              .ldc = g->ldc, .act = g->act};
-                block(g, g->a + (int64_t)i0 * g->k, g->b + s * g->b_strip, mr, nr, tmp, &d);
+                block(g, kcpu_gemm_panel(g, i0), g->b + s * g->b_strip, mr, nr, tmp, &d);
                 continue;
             }
-            block(g, g->a + (int64_t)i0 * g->k, g->b + s * g->b_strip, mr, nr, tmp, NULL);
+            block(g, kcpu_gemm_panel(g, i0), g->b + s * g->b_strip, mr, nr, tmp, NULL);
             store_tile(g, tmp, i0, mr, j, nr);
         }
 }

@@ -54,6 +54,7 @@ struct conv_plan {
     int64_t cg, mg;            /* input and output channels per group */
     int64_t kg;                /* GEMM depth: cg * kh * kw */
     int64_t panels;            /* KCPU_MR-row panels per group */
+    int64_t a_step;            /* KCPU_MR, or KCPU_PAIR: panels packed in pairs (the pixel-tile kernel's) */
     int64_t pixels;            /* oh * ow */
     enum conv_path path;
     /* Implicit path: each phase holds an image in img_rows rows of row_len
@@ -94,6 +95,7 @@ static struct conv_plan plan(const struct k_conv2d *p)
     c.mg = p->oc / p->groups;
     c.kg = c.cg * p->kh * p->kw;
     c.panels = kcpu_ceil_div(c.mg, KCPU_MR);
+    c.a_step = kcpu_convpix_fits_some_isa(p) ? KCPU_PAIR : KCPU_MR;   /* then mg is a multiple of 16 */
     c.pixels = (int64_t)p->oh * p->ow;
     c.cols = p->n * c.pixels;
     c.path = PATH_IM2COL;
@@ -181,10 +183,12 @@ void kcpu_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed)
         return;
     }
     struct conv_plan c = plan(p);
+    const int64_t per = c.a_step / KCPU_MR;   /* panels a depth step holds */
     for (int64_t g = 0; g < p->groups; g++)
         for (int64_t pn = 0; pn < c.panels; pn++)
             for (int64_t kk = 0; kk < c.kg; kk++) {
-                float *dst = packed + ((g * c.panels + pn) * c.kg + kk) * KCPU_MR;
+                float *dst = packed + (g * c.panels + pn / per * per) * KCPU_MR * c.kg + kk * c.a_step +
+                             pn % per * KCPU_MR;
                 for (int i = 0; i < KCPU_MR; i++) {
                     int64_t o = pn * KCPU_MR + i;
                     dst[i] = o < c.mg ? w[(g * c.mg + o) * c.kg + kk] : 0.0f;
@@ -348,13 +352,14 @@ static void conv_task(void *arg, int64_t task, int thread)
     int64_t mb = task % j->mblocks;
     task /= j->mblocks;
     int64_t g = task / j->chunks, chunk = task % j->chunks;
-    /* Row block mb: panels [pn0, pn1) of the group. */
-    int64_t pn0 = mb * c->panels / j->mblocks, pn1 = (mb + 1) * c->panels / j->mblocks;
+    /* Row block mb: panels [pn0, pn1) of the group, whole pairs. */
+    const int64_t per = c->a_step / KCPU_MR, units = c->panels / per;
+    int64_t pn0 = mb * units / j->mblocks * per, pn1 = (mb + 1) * units / j->mblocks * per;
     int64_t row0 = pn0 * KCPU_MR, rows = kcpu_min64(c->mg, pn1 * KCPU_MR) - row0;
     int64_t out_off = (g * c->mg + row0) * c->pixels;  /* block's first channel, image 0 */
     struct kcpu_gemm gm = {
         .m = (int)rows, .k = c->kg,
-        .a = j->packed_w + (g * c->panels + pn0) * KCPU_MR * c->kg,
+        .a = j->packed_w + (g * c->panels + pn0) * KCPU_MR * c->kg, .a_step = c->a_step,
         .b_strip = KCPU_NR, .ldb = c->pixels,
         .seg_len = c->pixels, .seg_stride = (int64_t)p->oc * c->pixels,
         .row_len = c->pixels, .row_valid = c->pixels, .rows_valid = 1, .ldc = c->pixels,
@@ -456,7 +461,8 @@ void kcpu_conv2d_f32(struct kcpu_threads *th, const struct k_conv2d *p,
     j.mblocks = 1;
     if (kcpu_threads_count(th) > 1 && tasks < want * units) {
         int64_t worth = c->panels * KCPU_MR * c->kg * kcpu_min64(j.chunk, c->cols) / KCPU_MIN_TASK_MACS;
-        j.mblocks = kcpu_max64(1, kcpu_min64(kcpu_min64(c->panels, worth), kcpu_ceil_div(want * units, tasks)));
+        int64_t most = c->panels / (c->a_step / KCPU_MR);   /* panels, or pairs */
+        j.mblocks = kcpu_max64(1, kcpu_min64(kcpu_min64(most, worth), kcpu_ceil_div(want * units, tasks)));
     }
     kcpu_threads_run(th, tasks * j.mblocks, conv_task, &j);
 }

@@ -82,6 +82,8 @@ int kcpu_convpix_applies(const struct k_conv2d *p)
     return (isa == KCPU_ISA_AVX512 || isa == KCPU_ISA_AVX2) && shape_fits(p, isa == KCPU_ISA_AVX512);
 }
 
+int kcpu_convpix_fits_some_isa(const struct k_conv2d *p) { return shape_fits(p, 1) || shape_fits(p, 0); }
+
 static struct pix_plan plan_vecs(const struct k_conv2d *p, int vecs, int avx512)
 {
     struct pix_plan c;
@@ -122,7 +124,7 @@ static int64_t slice_floats(const struct k_conv2d *p, const struct pix_plan *c)
 size_t kcpu_convpix_scratch_bytes(const struct k_conv2d *p, int threads)
 {
     /* either ISA's shapes and plan: the ISA may change after sizing */
-    if (!shape_fits(p, 1) && !shape_fits(p, 0))
+    if (!kcpu_convpix_fits_some_isa(p))
         return 0;
     struct pix_plan c = plan(p, 1);
     return (size_t)(table_floats(&c) + threads * slice_floats(p, &c)) * sizeof(float) + 64;
@@ -180,8 +182,8 @@ static void block_tiles(const struct pix_job *j, int64_t block, const float *top
     int64_t ch0 = block * c->vecs * 16;
     struct kcpu_pix_tile t = {
         .vecs = c->vecs, .stride = p->stride_w, .k = c->kg,
-        .w = j->packed_w + ch0 * c->kg,   /* panel ch0 / KCPU_MR */
-        .panel_stride = c->kg * KCPU_MR,
+        .w = j->packed_w + ch0 * c->kg,   /* pair ch0 / 16 */
+        .pair_stride = c->kg * KCPU_PAIR,
         .boff = j->boff,
         .bias = j->bias ? j->bias + ch0 : NULL,
         .ldy = c->pixels,

@@ -32,6 +32,10 @@
  * on maps of up to 14x14. */
 int kcpu_convpix_applies(const struct k_conv2d *p);
 
+/* Whether the kernel takes p on some ISA: kcpu_conv2d_pack then packs p's
+ * weights in panel pairs (kcpu_impl.h), whichever ISA runs them. */
+int kcpu_convpix_fits_some_isa(const struct k_conv2d *p);
+
 /* Same contracts as kcpu_conv2d_scratch_bytes and kcpu_conv2d_f32
  * (kcpu.h), with kcpu_conv2d_pack's weights. */
 size_t kcpu_convpix_scratch_bytes(const struct k_conv2d *p, int threads);
@@ -48,8 +52,9 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
  * and on AVX2 consecutive in the plane, across rows, pixel r's window at
  * origin + poff[r] instead (a 7-wide row was tiles of 4 and 3 pixels:
  * 8 and 6 chains of multiply-adds, too few for two FMA pipes), stored at
- * y[o * ldy + r] (res likewise, when not NULL); w is KCPU_MR-row panels
- * [k][KCPU_MR], panel_stride floats apart. */
+ * y[o * ldy + r] (res likewise, when not NULL); w is panel pairs
+ * [k][KCPU_PAIR] (kcpu_impl.h), one per 16 channels, pair_stride floats
+ * apart. */
 struct kcpu_pix_tile {
     int vecs;                  /* 1 .. 4 */
     int stride;                /* 1 or 2: the convolution's stride_w (AVX-512) */
@@ -57,7 +62,7 @@ struct kcpu_pix_tile {
     int64_t poff[KCPU_PIX_AVX2_ROWS];   /* AVX2: pixel r's window, from origin */
     int64_t k;
     const float *w;
-    int64_t panel_stride;
+    int64_t pair_stride;
     const int64_t *boff;       /* [k] */
     const float *origin;       /* the first pixel's window, top left */
     const float *bias;         /* [vecs * 16] or NULL */

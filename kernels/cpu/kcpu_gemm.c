@@ -56,13 +56,13 @@ void kcpu_gemm_scalar(const struct kcpu_gemm *g)
     float tmp[KCPU_MR * KCPU_NR];
     for (int i0 = 0; i0 < g->m; i0 += KCPU_MR) {
         int mr = (int)kcpu_min64(KCPU_MR, g->m - i0);
-        const float *a = g->a + (int64_t)i0 * g->k;
+        const float *a = kcpu_gemm_panel(g, i0);
         for (int64_t t0 = 0; t0 < g->n; t0 += KCPU_NR) {
             int nr = (int)kcpu_min64(KCPU_NR, g->n - t0);
             const float *b = g->b + (t0 / KCPU_NR) * g->b_strip;
             memset(tmp, 0, sizeof(tmp));
             for (int64_t kk = 0; kk < g->k; kk++) {
-                const float *ak = a + kk * KCPU_MR;
+                const float *ak = a + kk * g->a_step;
                 const float *bk = b + (g->boff ? g->boff[kk] : kk * g->ldb);
                 for (int i = 0; i < mr; i++)
                     for (int t = 0; t < nr; t++)

@@ -7,7 +7,10 @@
  * GEMM shape: C[m, n] = A[m, k] . B[k, n] with A packed once (weights for a
  * convolution, the activations for linear) in panels of KCPU_MR rows, and B
  * read in strips of KCPU_NR columns. Every ISA uses the same packed layouts,
- * so packed weights do not depend on the ISA that runs them.
+ * so packed weights do not depend on the ISA that runs them. A panel pair
+ * is two panels interleaved, KCPU_PAIR rows a depth step, element (i, kk)
+ * at kk * KCPU_PAIR + i: one 64-byte line holds 16 rows of a step, which
+ * the pixel-tile kernel loads as one AVX-512 vector (kcpu_conv2d_pack).
  */
 #ifndef KCPU_IMPL_H
 #define KCPU_IMPL_H
@@ -19,6 +22,7 @@
 
 #define KCPU_MR 8   /* rows of a packed A panel: element (i, kk) at kk * KCPU_MR + i */
 #define KCPU_NR 32  /* columns of a B strip */
+#define KCPU_PAIR ((int64_t)2 * KCPU_MR)   /* rows of a panel pair */
 
 /* Least multiply-adds worth a task of their own (about half a microsecond
  * on one AVX-512 core). A hot worker takes a task in well under that; a
@@ -51,7 +55,8 @@
 struct kcpu_gemm {
     int m;
     int64_t k;
-    const float *a;        /* ceil(m / KCPU_MR) panels of [k][KCPU_MR] */
+    const float *a;        /* ceil(m / KCPU_MR) panels of [k][KCPU_MR], or pairs of them */
+    int64_t a_step;        /* floats from a depth step of a panel to the next: KCPU_MR, or KCPU_PAIR in pairs */
     const float *b;
     const int64_t *boff;   /* [k] or NULL */
     int64_t ldb, b_strip;
@@ -63,6 +68,13 @@ struct kcpu_gemm {
     const float *bias_col; /* indexed by global column j, or NULL */
     enum k_act act;
 };
+
+/* The panel of rows i0 .. i0 + KCPU_MR - 1 (i0 a multiple of KCPU_MR),
+ * single or half of a pair. */
+static inline const float *kcpu_gemm_panel(const struct kcpu_gemm *g, int64_t i0)
+{
+    return g->a + i0 / g->a_step * g->a_step * g->k + i0 % g->a_step;
+}
 
 /* The first run of real outputs in columns [j, end): returns its length
  * (0 if none) and sets *first to its first column and *off to that

@@ -81,7 +81,7 @@ static void linear_task(void *arg, int64_t task, int thread)
     int64_t s0 = run * j->strips_per_task;
     int64_t col0 = s0 * KCPU_NR;
     struct kcpu_gemm g = {
-        .m = rows, .k = p->k, .a = a,
+        .m = rows, .k = p->k, .a = a, .a_step = KCPU_MR,
         .b = j->packed_w + s0 * p->k * KCPU_NR, .ldb = KCPU_NR, .b_strip = (int64_t)p->k * KCPU_NR,
         .j0 = col0, .n = kcpu_min64(j->strips_per_task * KCPU_NR, p->m - col0),
         .seg_len = INT64_MAX, .row_len = INT64_MAX, .row_valid = INT64_MAX, .rows_valid = 1,

@@ -312,7 +312,7 @@ static void wino_task(void *arg, int64_t task, int thread)
             for (int xi = 0; xi < 16; xi++) {
                 struct kcpu_gemm gm = {
                     .m = (int)oc, .k = p->c,
-                    .a = j->u + xi * xi_floats + o0 * p->c,
+                    .a = j->u + xi * xi_floats + o0 * p->c, .a_step = KCPU_MR,
                     .b = v + xi * v_xi, .ldb = c->ld, .b_strip = KCPU_NR,
                     .j0 = 0, .n = count,
                     .seg_len = count, .row_len = count, .row_valid = count, .rows_valid = 1,
