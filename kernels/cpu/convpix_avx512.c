@@ -19,13 +19,6 @@
 #include "kcpu_math_avx512.h"
 #include "kcpu_pad_avx512.h"
 
-/* Reduction steps between an input line's prefetch and its use. Measured
- * on a 576 -> 96 1x1 layer on 14x14 (2 threads) run right after the
- * depthwise layer that writes its input, as in MobileNetV2: 199-208 us
- * without, 123-128 at 8 steps, 105-106 at 16 and 32; 81-89 us when run
- * again at once (everything in cache), with or without. */
-#define XPF_AHEAD 16
-
 static inline __attribute__((always_inline)) void
 accumulate(const int vecs, const int rows, const int stride, const struct kcpu_pix_tile *t,
            float *out /* [rows][vecs * 16] */)
@@ -44,13 +37,8 @@ accumulate(const int vecs, const int rows, const int stride, const struct kcpu_p
         for (int64_t v = 0; v < vecs; v++)
             wv[v] = _mm512_loadu_ps(w + v * ps);
         const float *in = t->origin + t->boff[k];
-        /* The input lines XPF_AHEAD steps on, fetched now: a tile's steps
-         * read one line per input channel at the plane's stride, which
-         * the hardware does not fetch ahead, and in a model those lines
-         * are in L3 or the other core's L2 (the previous layer wrote them
-         * there). */
-        if (k + XPF_AHEAD < t->k) {
-            const float *ahead = t->origin + t->boff[k + XPF_AHEAD];
+        if (k + KCPU_PIX_AHEAD < t->k) {   /* see KCPU_PIX_AHEAD */
+            const float *ahead = t->origin + t->boff[k + KCPU_PIX_AHEAD];
             _mm_prefetch((const char *)ahead, _MM_HINT_T0);
             _mm_prefetch((const char *)(ahead + (int64_t)(rows - 1) * stride), _MM_HINT_T0);
         }

@@ -131,10 +131,15 @@ struct seg {
  * channel): each half's valid lanes are compressed down and stored as one
  * piece, and the residual loaded as one piece and expanded into them; when
  * they are lanes [0, n) (no dropped columns: a 1x1 convolution) nothing
- * needs compressing and a row is one 32-byte masked store. Otherwise
- * (linear) each run's share of each half is a segment of its own. */
+ * needs compressing and a row is one 32-byte masked store. In a linear
+ * layer each lane is a sample of its own, one run each, lane_step bytes
+ * apart: the tile is turned round (store_lanes). Otherwise each run's
+ * share of each half is a segment of its own. */
 struct layout {
     int contiguous, prefix;
+    int lanes;
+    int64_t lane_step;  /* > 0: lane t's outputs at lane_off + t * lane_step (one run a lane) */
+    int64_t lane_off;
     __mmask16 m0, m1;   /* valid lanes of each half */
     int n0, n1;
     int64_t off;        /* of the first run when contiguous, else 0 */
@@ -142,7 +147,9 @@ struct layout {
     struct seg segs[2 * KQ8_NR];
 };
 
-static void layout_of(const struct kq8_strip *map, struct layout *l)
+/* segs: whether the segments are wanted when the lanes are per-sample
+ * (store_lanes does without). */
+static void layout_of(const struct kq8_strip *map, int segs, struct layout *l)
 {
     uint32_t valid = 0;
     l->contiguous = 1;
@@ -157,7 +164,17 @@ static void layout_of(const struct kq8_strip *map, struct layout *l)
     l->n0 = __builtin_popcount(l->m0), l->n1 = __builtin_popcount(l->m1);
     l->off = l->contiguous && map->nruns ? map->runs[0].off : 0;
     l->nseg = 0;
-    if (l->contiguous)
+    l->lanes = map->nruns;
+    l->lane_step = map->nruns >= 2 ? map->runs[1].off - map->runs[0].off : 0;
+    for (int k = 0; k < map->nruns && l->lane_step >= KQ8_MR; k++) {
+        const struct kq8_run *run = &map->runs[k];
+        if (run->l0 != k || run->l1 != k + 1 || run->off != map->runs[0].off + k * l->lane_step)
+            l->lane_step = 0;
+    }
+    if (l->lane_step < KQ8_MR)
+        l->lane_step = 0;
+    l->lane_off = l->lane_step ? map->runs[0].off : 0;
+    if (l->contiguous || (l->lane_step && !segs))
         return;
     for (int k = 0; k < map->nruns; k++) {
         const struct kq8_run *run = &map->runs[k];
@@ -211,6 +228,43 @@ static inline __attribute__((always_inline)) void store_row(const struct layout 
                              _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(l->segs[k].src, h[l->segs[k].h])));
 }
 
+/* A per-lane tile's rows q[0 .. 7] (row i: lane t's byte t) turned round
+ * 16 lanes at a time with byte, word and dword unpacks, so that each
+ * lane's mr bytes leave in one masked store at y + t * step (step >= 8: a
+ * pair of lanes shares a vector, the second lane's bytes in its upper
+ * half). Storing each lane's byte of each row as a segment of its own
+ * took most of a small linear layer's time. */
+static void store_lanes(int8_t *y, int64_t step, int lanes, int mr, const __m256i *q)
+{
+    const __mmask16 lo = (__mmask16)((1u << mr) - 1), hi = (__mmask16)(lo << 8);
+    for (ptrdiff_t half = 0; half < 2 && 16 * half < lanes; half++) {
+        __m128i r[KQ8_MR], t[KQ8_MR], u[KQ8_MR], v[KQ8_MR];
+        for (ptrdiff_t i = 0; i < KQ8_MR; i++)
+            r[i] = half ? _mm256_extracti128_si256(q[i], 1) : _mm256_castsi256_si128(q[i]);
+        for (ptrdiff_t i = 0; i < KQ8_MR; i += 2) {   /* t[i]: lanes 0-7, t[i + 1]: 8-15; rows i, i + 1 */
+            t[i] = _mm_unpacklo_epi8(r[i], r[i + 1]);
+            t[i + 1] = _mm_unpackhi_epi8(r[i], r[i + 1]);
+        }
+        for (ptrdiff_t g = 0; g < 2; g++) {           /* u[4g + 2h + c]: lanes 8h + 4c .. +3, rows 4g .. 4g + 3 */
+            for (ptrdiff_t h = 0; h < 2; h++) {
+                u[4 * g + 2 * h] = _mm_unpacklo_epi16(t[4 * g + h], t[4 * g + 2 + h]);
+                u[4 * g + 2 * h + 1] = _mm_unpackhi_epi16(t[4 * g + h], t[4 * g + 2 + h]);
+            }
+        }
+        for (ptrdiff_t c = 0; c < 4; c++) {           /* v[2c]: lanes 4c, 4c + 1; v[2c + 1]: 4c + 2, 4c + 3 */
+            v[2 * c] = _mm_unpacklo_epi32(u[c], u[c + 4]);
+            v[2 * c + 1] = _mm_unpackhi_epi32(u[c], u[c + 4]);
+        }
+        for (ptrdiff_t w = 0; w < KQ8_MR; w++) {
+            const ptrdiff_t lane = 16 * half + 2 * w;
+            if (lane < lanes)
+                _mm_mask_storeu_epi8(y + lane * step, lo, v[w]);
+            if (lane + 1 < lanes)
+                _mm_mask_storeu_epi8(y + (lane + 1) * step - 8, hi, v[w]);
+        }
+    }
+}
+
 /* The same for one row of int32 results (the last layer only). */
 static void store_row_i32(const struct layout *l, int32_t *y, __m512i v0, __m512i v1)
 {
@@ -245,14 +299,16 @@ static inline __attribute__((always_inline)) void store_tile(const struct kq8_bl
                                                              const struct panel *pn, const __m512i *acc, int i0,
                                                              int mr, const struct kq8_strip *map, const int kind)
 {
+    const int has_res = kind == EPI_HI33_RES || kind == EPI_GEN_RES;
     struct layout l;
-    layout_of(map, &l);
+    layout_of(map, kind == EPI_I32 || has_res || b->ldc != 1, &l);
     if (kind == EPI_I32) {
         for (ptrdiff_t i = 0; i < mr; i++)
             store_row_i32(&l, (int32_t *)b->y + (i0 + i) * b->ldc + l.off, acc[2 * i], acc[2 * i + 1]);
         return;
     }
-    const int has_res = kind == EPI_HI33_RES || kind == EPI_GEN_RES;
+    const int per_lane = l.lane_step && b->ldc == 1 && !has_res;
+    __m256i rows[KQ8_MR];   /* per_lane: the rows' bytes, turned round at the end */
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
 #pragma GCC unroll 4
     for (ptrdiff_t i = 0; i < KQ8_MR; i += 2) {
@@ -271,10 +327,20 @@ static inline __attribute__((always_inline)) void store_tile(const struct kq8_bl
                                        _mm512_packs_epi32(requant(ep, pn, i + 1, acc[2 * i + 2], r[2], kind),
                                                           requant(ep, pn, i + 1, acc[2 * i + 3], r[3], kind)));
         p = _mm512_permutexvar_epi32(order, _mm512_min_epi8(_mm512_max_epi8(p, ep->lo8), ep->hi8));
+        if (per_lane) {
+            rows[i] = _mm512_castsi512_si256(p);
+            rows[i + 1] = _mm512_extracti64x4_epi64(p, 1);
+            continue;
+        }
         int8_t *y = (int8_t *)b->y + at;
         store_row(&l, y, _mm512_castsi512_si256(p));
         if (i + 1 < mr)
             store_row(&l, y + b->ldc, _mm512_extracti64x4_epi64(p, 1));
+    }
+    if (per_lane) {
+        for (int i = (mr + 1) / 2 * 2; i < KQ8_MR; i++)
+            rows[i] = _mm256_setzero_si256();
+        store_lanes((int8_t *)b->y + i0 + l.lane_off, l.lane_step, l.lanes, mr, rows);
     }
 }
 

@@ -477,12 +477,18 @@ static void linear_task(void *arg, int64_t task, int thread)
         kq8_gemv_avx2(&blk, j->x + c0 * p->k, lanes, p->k);
         return;
     }
-    /* column t is sample c0 + t; its depth quads are 4 adjacent bytes of its row */
+    /* column t is sample c0 + t; its depth quads are 4 adjacent bytes of
+     * its row (whole quads copied as one 4-byte move each: a copy of
+     * variable length per quad was a libc call, most of a small layer's
+     * time) */
     memset(b, 0, (size_t)(j->kq * KQ8_STRIP_QUAD));
+    const int64_t whole = p->k / 4;
     for (int64_t t = 0; t < lanes; t++) {
         const int8_t *row = j->x + (c0 + t) * p->k;
-        for (int64_t q = 0; q < j->kq; q++)
-            memcpy(b + q * KQ8_STRIP_QUAD + t * 4, row + 4 * q, (size_t)kcpu_min64(4, p->k - 4 * q));
+        for (int64_t q = 0; q < whole; q++)
+            memcpy(b + q * KQ8_STRIP_QUAD + t * 4, row + 4 * q, 4);
+        if (whole < j->kq)
+            memcpy(b + whole * KQ8_STRIP_QUAD + t * 4, row + 4 * whole, (size_t)(p->k - 4 * whole));
     }
     if (kq8_b_flipped())
         kq8_flip(b, j->kq * KQ8_STRIP_QUAD);
