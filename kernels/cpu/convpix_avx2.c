@@ -41,11 +41,6 @@ static inline __attribute__((always_inline)) void accumulate(const int rows, con
     for (int64_t k = 0; k < depth; k++, w0p += KCPU_PAIR, w1p += KCPU_PAIR) {
         const __m256 w0 = _mm256_loadu_ps(w0p), w1 = _mm256_loadu_ps(w1p);
         const int64_t tap = boff[k];
-        if (k + KCPU_PIX_AHEAD < depth) {   /* see KCPU_PIX_AHEAD */
-            const int64_t ahead = boff[k + KCPU_PIX_AHEAD];
-            _mm_prefetch((const char *)(pix[0] + ahead), _MM_HINT_T0);
-            _mm_prefetch((const char *)(pix[rows - 1] + ahead), _MM_HINT_T0);
-        }
 #pragma GCC unroll 8
         for (int64_t r = 0; r < rows; r++) {
             const __m256 b = _mm256_broadcast_ss(pix[r] + tap);

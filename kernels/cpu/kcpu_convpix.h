@@ -46,14 +46,15 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
 #define KCPU_PIX_MAX 16    /* pixels of a tile: one vector of lanes */
 #define KCPU_PIX_AVX2_ROWS 6   /* pixels of an AVX2 tile (kcpu_pix_rows) */
 
-/* Reduction steps between the prefetch of a tile's input lines and their
- * use. A tile's steps read one line per input channel, a plane apart,
- * which the hardware does not fetch ahead; in a model those lines are in
- * L3 or in the other core's L2 (the previous layer wrote them there).
- * Measured on AVX-512, a 576 -> 96 1x1 layer on 14x14 (2 threads) run
- * right after the depthwise layer that writes its input, as in
- * MobileNetV2: 199-208 us without, 123-128 at 8 steps, 93-106 at 16, 32
- * and 64; 70-89 us when run again at once (all in cache), with or without. */
+/* Reduction steps between the prefetch of an AVX-512 tile's input lines
+ * and their use. A tile's steps read one line per input channel, a plane
+ * apart, which the hardware does not fetch ahead; in a model those lines
+ * are in L3 or in the other core's L2 (the previous layer wrote them
+ * there). Measured on a 576 -> 96 1x1 layer on 14x14 (2 threads) run right
+ * after the depthwise layer that writes its input, as in MobileNetV2:
+ * 199-208 us without, 123-128 at 8 steps, 93-106 at 16, 32 and 64; 70-89
+ * us when run again at once (all in cache), with or without. The AVX2
+ * tile does without: there (on the same Xeon) it cost resnet-mini 2 %. */
 #define KCPU_PIX_AHEAD 16
 
 /* One tile: pixels consecutive output pixels by vecs * 16 output
