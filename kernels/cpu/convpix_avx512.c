@@ -194,10 +194,12 @@ void kcpu_pix_band_avx512(const struct kcpu_pix_band *b)
         for (int64_t r = 0; r < b->rows; r++) {
             float *dst = b->slice + (ci * b->gh + r) * b->gw;
             const int64_t ih = b->g0 + r - b->pad_t;
-            const float *src = b->x + (ci * b->h + ih) * b->w;
             if (ih < 0 || ih >= b->h) {
                 memset(dst, 0, (size_t)b->gw * sizeof(float));
-            } else if (chunks > BAND_CHUNKS) {
+                continue;
+            }
+            const float *src = b->x + (ci * b->h + ih) * b->w;
+            if (chunks > BAND_CHUNKS) {
                 kv_pad_row(src, (int)b->w, (int)-b->pad_l, 1, dst, b->gw);
             } else {
                 for (int64_t k = 0; k < chunks; k++)

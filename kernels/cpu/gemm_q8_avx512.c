@@ -228,7 +228,7 @@ static inline __attribute__((always_inline)) void store_row(const struct layout 
                              _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(l->segs[k].src, h[l->segs[k].h])));
 }
 
-/* A per-lane tile's rows q[0 .. 7] (row i: lane t's byte t) turned round
+/* A per-lane tile's rows q[0 .. 7] (byte t of q[i]: row i of lane t) turned round
  * 16 lanes at a time with byte, word and dword unpacks, so that each
  * lane's mr bytes leave in one masked store at y + t * step (step >= 8: a
  * pair of lanes shares a vector, the second lane's bytes in its upper
