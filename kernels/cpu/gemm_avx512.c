@@ -193,21 +193,6 @@ static void store_whole(const struct kcpu_gemm *g, const __m512 *acc, int i0, in
     }
 }
 
-/* Prefetches a whole-strip tile's output (and residual) lines; see
- * prefetch_epilogue. */
-static void prefetch_whole(const struct kcpu_gemm *g, int64_t off, int i0, int mr, int nr)
-{
-    for (int i = 0; i < mr; i++) {
-        int64_t at = off + (int64_t)(i0 + i) * g->ldc;
-        __builtin_prefetch(g->c + at, 1);
-        __builtin_prefetch(g->c + at + nr - 1, 1);
-        if (g->res) {
-            __builtin_prefetch(g->res + at);
-            __builtin_prefetch(g->res + at + nr - 1);
-        }
-    }
-}
-
 /* The offset in c of a strip's column 0 when the strip's nr columns are
  * one run of C, else -1. */
 static int64_t whole_offset(const struct kcpu_gemm *g, int64_t t0, int nr)
@@ -254,12 +239,12 @@ void kcpu_gemm_avx512(const struct kcpu_gemm *g)
             __mmask16 m0 = lane_mask(nr), m1 = lane_mask(nr - 16);
             const int64_t j = g->j0 + t0, off = cached ? whole_at[t0 / KCPU_NR] : whole_offset(g, t0, nr);
             const int whole = off >= 0;
-            if (whole) {
-                prefetch_whole(g, off, i0, mr, nr);
+            if (whole) {   /* its one run */
+                tr.count = 1, tr.t0[0] = 0, tr.len[0] = nr, tr.off[0] = off;
             } else {
                 find_runs(g, j, nr, &tr);
-                prefetch_epilogue(g, &tr, i0, mr);
             }
+            prefetch_epilogue(g, &tr, i0, mr);
             switch (mr) {
             TILE_CASE(1)
             TILE_CASE(2)

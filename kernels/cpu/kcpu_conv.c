@@ -137,6 +137,9 @@ static struct conv_plan plan(const struct k_conv2d *p)
     return c;
 }
 
+/* Panels a depth step of the packed weights holds: 1, or 2 in pairs. */
+static int64_t panels_a_step(const struct conv_plan *c) { return c->a_step / KCPU_MR; }
+
 /* The most columns a task may take: a multiple of KCPU_NR. */
 static int64_t max_chunk(const struct conv_plan *c)
 {
@@ -183,7 +186,7 @@ void kcpu_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed)
         return;
     }
     struct conv_plan c = plan(p);
-    const int64_t per = c.a_step / KCPU_MR;   /* panels a depth step holds */
+    const int64_t per = panels_a_step(&c);
     for (int64_t g = 0; g < p->groups; g++)
         for (int64_t pn = 0; pn < c.panels; pn++)
             for (int64_t kk = 0; kk < c.kg; kk++) {
@@ -353,7 +356,7 @@ static void conv_task(void *arg, int64_t task, int thread)
     task /= j->mblocks;
     int64_t g = task / j->chunks, chunk = task % j->chunks;
     /* Row block mb: panels [pn0, pn1) of the group, whole pairs. */
-    const int64_t per = c->a_step / KCPU_MR, units = c->panels / per;
+    const int64_t per = panels_a_step(c), units = c->panels / per;
     int64_t pn0 = mb * units / j->mblocks * per, pn1 = (mb + 1) * units / j->mblocks * per;
     int64_t row0 = pn0 * KCPU_MR, rows = kcpu_min64(c->mg, pn1 * KCPU_MR) - row0;
     int64_t out_off = (g * c->mg + row0) * c->pixels;  /* block's first channel, image 0 */
@@ -461,7 +464,7 @@ void kcpu_conv2d_f32(struct kcpu_threads *th, const struct k_conv2d *p,
     j.mblocks = 1;
     if (kcpu_threads_count(th) > 1 && tasks < want * units) {
         int64_t worth = c->panels * KCPU_MR * c->kg * kcpu_min64(j.chunk, c->cols) / KCPU_MIN_TASK_MACS;
-        int64_t most = c->panels / (c->a_step / KCPU_MR);   /* panels, or pairs */
+        int64_t most = c->panels / panels_a_step(c);   /* panels, or pairs */
         j.mblocks = kcpu_max64(1, kcpu_min64(kcpu_min64(most, worth), kcpu_ceil_div(want * units, tasks)));
     }
     kcpu_threads_run(th, tasks * j.mblocks, conv_task, &j);
