@@ -10,7 +10,8 @@
  * classify (PNG body), infer with JSON tensors and infer with binary
  * tensors, at 1, 8 and 64 connections: requests/s and p50/p99 latency, the
  * median of --repeat runs after a warm-up run, then the ratio to the bare
- * server at the same concurrency and of batching on to off; last, the
+ * server at the same concurrency and of batching on to off (the median of
+ * the ratios of runs side by side); last, the
  * server's own time per request (the stats endpoint's request time minus
  * compute_infer) at one connection.
  * inferd is the one beside this program; wrk comes from Debian.
@@ -49,6 +50,7 @@ struct opts {
 struct result {
     double rps, p50_ms, p99_ms;
     long errors;
+    double on_off;   /* batching on's row (with two servers): the median of the runs' on/off ratios */
 };
 
 static char work_dir[64];
@@ -202,7 +204,7 @@ static int run_wrk(const char *script, int port, const char *path, int conc, int
     if (!line || sscanf(line, "BENCH %lld %lld %lld %lld %lld", &reqs, &dur_us, &p50, &p99, &errors) != 5) // NOLINT(cert-err34-c): the output of our own client
         return -1;
     *out = (struct result){(double)reqs / ((double)dur_us / 1e6), (double)p50 / 1e3,
-                           (double)p99 / 1e3, (long)errors};
+                           (double)p99 / 1e3, (long)errors, 0};
     return 0;
 }
 
@@ -219,9 +221,11 @@ static void take_median(const struct result *r, int n, struct result *out)
 }
 
 /* Median of repeat runs (each statistic on its own) after a warm-up run, on
- * each of n_ports servers, their runs interleaved (a, b, a, b, ...) so that
- * a change in the machine's load between windows touches every server
- * alike. */
+ * each of n_ports servers, their runs interleaved (a, b, b, a, a, b, ...) so
+ * that a change in the machine's load between windows touches every server
+ * alike. With two servers, out[0].on_off is the median of the ratios of
+ * runs side by side: a slow spell that spans a pair moves both halves, so
+ * the ratio of each pair varies less than the ratio of two medians. */
 static int measure(const struct opts *o, const char *script, const int *ports, int n_ports, const char *path,
                    int conc, struct result *out)
 {
@@ -232,13 +236,18 @@ static int measure(const struct opts *o, const char *script, const int *ports, i
             return -1;
     }
     for (int i = 0; i < n; i++) {
-        for (int k = 0; k < n_ports; k++) {
+        for (int j = 0; j < n_ports; j++) {
+            int k = i % 2 ? n_ports - 1 - j : j;
             if (run_wrk(script, ports[k], path, conc, o->duration_s, &r[k][i]) != 0)
                 return -1;
         }
     }
+    double ratios[16] = {0};
+    for (int i = 0; n_ports == 2 && i < n; i++)
+        ratios[i] = r[0][i].rps / r[1][i].rps;
     for (int k = 0; k < n_ports; k++) {
         take_median(r[k], n, &out[k]);
+        out[k].on_off = n_ports == 2 ? bench_median(ratios, n) : 0;
         fprintf(stderr, "  %-40s %3d conn%s: %8.0f req/s  p50 %.3f ms  p99 %.3f ms\n", path, conc,
                 n_ports == 1 ? "" : k == 0 ? ", on " : ", off", out[k].rps, out[k].p50_ms, out[k].p99_ms);
     }
@@ -362,7 +371,7 @@ static void usage(const char *prog)
 
 static bool parse_args(int argc, char **argv, struct opts *o)
 {
-    *o = (struct opts){.duration_s = 3, .repeat = 3};
+    *o = (struct opts){.duration_s = 2, .repeat = 5};
     snprintf(o->models, sizeof(o->models), "lenet5,resnet-mini");
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
@@ -477,7 +486,7 @@ int main(int argc, char **argv)
         return 1;
 
     printf("HTTP benchmark: wrk, %d s per run, median of %d runs after a 1 s warm-up, batching on and off "
-           "interleaved; "
+           "interleaved (on/off: the median of the ratios of runs side by side); "
            "%d HTTP threads on %ld cores shared with wrk; load average %.2f before, %.2f after\n\n",
            o.duration_s, o.repeat, HTTP_THREADS, sysconf(_SC_NPROCESSORS_ONLN), load_before,
            load_average());
@@ -497,7 +506,7 @@ int main(int argc, char **argv)
                            models[m], ENDPOINTS[e], b ? "off" : "on", CONCURRENCY[c], r->rps,
                            r->p50_ms, r->p99_ms, 100.0 * r->rps / bare_r[c].rps);
                     if (b == 0)
-                        printf("%.2fx |%s\n", r->rps / res[m][1][e][c].rps, r->errors ? " errors" : "");
+                        printf("%.2fx |%s\n", r->on_off, r->errors ? " errors" : "");
                     else
                         printf("- |%s\n", r->errors ? " errors" : "");
                 }
@@ -509,7 +518,7 @@ int main(int argc, char **argv)
     for (int m = 0; m < n_models; m++) {
         for (int e = 0; e < N_ENDPOINTS; e++) {
             for (int c = 0; c < N_CONC; c++) {
-                double ratio = res[m][0][e][c].rps / res[m][1][e][c].rps;
+                double ratio = res[m][0][e][c].on_off;
                 lowest = ratio < lowest ? ratio : lowest;
             }
         }
@@ -525,11 +534,11 @@ int main(int argc, char **argv)
                models[m], bin[0].p50_ms * 1e3, bin[0].p99_ms * 1e3, server_time);
     }
     for (int m = 0; m < n_models; m++) {
-        const struct result *on = res[m][0][1], *off = res[m][1][1];
+        const struct result *on = res[m][0][1];
         printf("%s: JSON infer at 64 connections: %.1f%% of bare; batching on/off %.2fx "
                "(classify %.2fx, binary %.2fx)\n",
-               models[m], 100.0 * on[2].rps / bare_r[2].rps, on[2].rps / off[2].rps,
-               res[m][0][0][2].rps / res[m][1][0][2].rps, res[m][0][2][2].rps / res[m][1][2][2].rps);
+               models[m], 100.0 * on[2].rps / bare_r[2].rps, on[2].on_off, res[m][0][0][2].on_off,
+               res[m][0][2][2].on_off);
     }
     if (errors)
         printf("warning: %ld requests failed (non-2xx or socket errors)\n", errors);
