@@ -1,6 +1,6 @@
 /*
  * server_bare.h - the ceiling for the HTTP benchmark: libmicrohttpd with
- * the same threading inferd uses (internal thread pool on epoll), answering
+ * the same threading inferd uses (internal thread pool on poll()), answering
  * every request with one fixed JSON body and doing nothing else.
  */
 #ifndef SERVER_BARE_H
