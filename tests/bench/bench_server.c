@@ -245,9 +245,10 @@ static int measure(const struct opts *o, const char *script, const int *ports, i
     double ratios[16] = {0};
     for (int i = 0; n_ports == 2 && i < n; i++)
         ratios[i] = r[0][i].rps / r[1][i].rps;
+    const double on_off = n_ports == 2 ? bench_median(ratios, n) : 0;
     for (int k = 0; k < n_ports; k++) {
         take_median(r[k], n, &out[k]);
-        out[k].on_off = n_ports == 2 ? bench_median(ratios, n) : 0;
+        out[k].on_off = on_off;
         fprintf(stderr, "  %-40s %3d conn%s: %8.0f req/s  p50 %.3f ms  p99 %.3f ms\n", path, conc,
                 n_ports == 1 ? "" : k == 0 ? ", on " : ", off", out[k].rps, out[k].p50_ms, out[k].p99_ms);
     }
