@@ -235,6 +235,15 @@ static bool parse_shape(const cJSON *shape, const struct rt_io_desc *io, int max
     return true;
 }
 
+/* The FP32 buffer of an input of elems elements. */
+static bool alloc_input(const struct rt_io_desc *io, int64_t elems, float **out, struct rt_error *err)
+{
+    size_t bytes;
+    if (!rt_mul_size((size_t)elems, sizeof(float), &bytes) || !(*out = malloc(bytes)))
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for input '%s'", io->name), false;
+    return true;
+}
+
 /* Where tensor data comes from besides the JSON tree. */
 struct data_sources {
     struct binary_cursor bin;          /* the binary tensor extension */
@@ -291,10 +300,6 @@ static bool parse_input(const cJSON *in, int position, const struct rt_model_con
         return false;
     if (shm)
         return rt_error_set(err, RT_ERR_INVALID, "shared memory inputs are not supported"), false;
-    size_t in_bytes;
-    if (!rt_mul_size((size_t)elems, sizeof(float), &in_bytes) || !(q->inputs[idx] = malloc(in_bytes)))
-        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory for input '%s'", io->name),
-               false;
     if (bsize) {
         int64_t size;
         if (!srv_json_int(bsize, 0, INT64_MAX / 2, "binary_data_size", &size, err))
@@ -313,7 +318,8 @@ static bool parse_input(const cJSON *in, int position, const struct rt_model_con
             return rt_error_set(err, RT_ERR_INVALID,
                                 "input '%s': the binary data is shorter than binary_data_size",
                                 io->name), false;
-        if (!binary_values(bin->p, elems, t, q->inputs[idx], err))
+        if (!alloc_input(io, elems, &q->inputs[idx], err) ||
+            !binary_values(bin->p, elems, t, q->inputs[idx], err))
             return false;
         bin->p += size;
         bin->left -= (size_t)size;
@@ -321,13 +327,22 @@ static bool parse_input(const cJSON *in, int position, const struct rt_model_con
     }
     if (!data)
         return rt_error_set(err, RT_ERR_INVALID, "input '%s' has no data", io->name), false;
+    /* The numbers were read before cJSON (srv_json_numbers.h) when the
+     * array cJSON sees is empty and the scanner holds them. */
+    struct srv_json_numbers *nums = &src->nums;
+    bool taken = position < SRV_JSON_NUMBERS_MAX_INPUTS && !data->child;
     int64_t n = 0;
-    const double *taken = position < SRV_JSON_NUMBERS_MAX_INPUTS ? src->nums.values[position] : NULL;
-    if (taken && !data->child) {
-        /* The numbers were read before cJSON (srv_json_numbers.h). */
-        n = src->nums.count[position];
+    if (taken && nums->floats[position] && (t == RT_DTYPE_F32 || t == RT_DTYPE_BF16)) {
+        /* Already FP32 values, range-checked: the buffer is the tensor. */
+        q->inputs[idx] = nums->floats[position];
+        nums->floats[position] = NULL;
+        n = nums->count[position];
+    } else if (!alloc_input(io, elems, &q->inputs[idx], err)) {
+        return false;
+    } else if (taken && nums->doubles[position]) {
+        n = nums->count[position];
         for (int64_t k = 0; k < n && k < elems; k++) {
-            if (!number_value(taken[k], t, true, &q->inputs[idx][k], err))
+            if (!number_value(nums->doubles[position][k], t, true, &q->inputs[idx][k], err))
                 return rt_error_prefix(err, "input '%s'", io->name), false;
         }
     } else if (!flatten(data, t, q->inputs[idx], elems, &n, err)) {

@@ -68,12 +68,32 @@ static void write_floats(struct srv_buf *b, const float *x, size_t n)
     }
 }
 
+/* The reply's size, so that its buffer is allocated once: the names and
+ * per-output JSON around the data, 16 bytes a number as text (the longest
+ * float, "-1.17549435e-38", and a comma) or 4 as binary data. Classes are
+ * left to grow the buffer (their labels' lengths vary). */
+static size_t reply_size_hint(const struct rt_model_config *cfg, const char *model_name,
+                              const char *model_version, const struct srv_infer_req *q)
+{
+    size_t n = 128 + 2 * (strlen(model_name) + strlen(model_version) + strlen(q->id));
+    for (int i = 0; i < q->n_outputs; i++) {
+        const struct srv_infer_output *o = &q->outputs_req[i];
+        const struct rt_io_desc *io = &cfg->outputs[o->index];
+        n += 160 + 2 * strlen(io->name);
+        if (!o->classification)
+            n += (size_t)q->rows * (size_t)io->sample_elems * (o->binary ? sizeof(float) : 16);
+    }
+    return n;
+}
+
 void srv_infer_write_response(const struct rt_model_config *cfg, const char *model_name,
                               const char *model_version, const struct srv_infer_req *q, struct srv_buf *out,
                               size_t *json_len, bool *binary)
 {
+    /* Classification's binary parts, whose size is known once written. */
     struct srv_buf blobs[RT_MAX_IO] = {{0}};
     *binary = false;
+    srv_buf_reserve(out, reply_size_hint(cfg, model_name, model_version, q));
     srv_buf_puts(out, "{\"model_name\":");
     srv_buf_json_str(out, model_name);
     srv_buf_puts(out, ",\"model_version\":");
@@ -103,9 +123,8 @@ void srv_infer_write_response(const struct rt_model_config *cfg, const char *mod
             *binary = true;
             if (o->classification)
                 write_classes(cfg, q, o, false, &blobs[i]);
-            else
-                srv_buf_append(&blobs[i], q->outputs[o->index], elems * sizeof(float));
-            srv_buf_printf(out, ",\"parameters\":{\"binary_data_size\":%zu}}", blobs[i].len);
+            srv_buf_printf(out, ",\"parameters\":{\"binary_data_size\":%zu}}",
+                           o->classification ? blobs[i].len : elems * sizeof(float));
             continue;
         }
         srv_buf_puts(out, ",\"data\":[");
@@ -118,9 +137,17 @@ void srv_infer_write_response(const struct rt_model_config *cfg, const char *mod
     srv_buf_puts(out, "]}");
     *json_len = out->len;
     for (int i = 0; i < q->n_outputs; i++) {
-        if (blobs[i].failed)
-            out->failed = true;
-        srv_buf_append(out, blobs[i].data, blobs[i].len);
-        srv_buf_free(&blobs[i]);
+        const struct srv_infer_output *o = &q->outputs_req[i];
+        if (!o->binary)
+            continue;
+        if (o->classification) {
+            if (blobs[i].failed)
+                out->failed = true;
+            srv_buf_append(out, blobs[i].data, blobs[i].len);
+            srv_buf_free(&blobs[i]);
+        } else {
+            size_t elems = (size_t)q->rows * (size_t)cfg->outputs[o->index].sample_elems;
+            srv_buf_append(out, q->outputs[o->index], elems * sizeof(float));
+        }
     }
 }

@@ -292,10 +292,31 @@ static bool skip_value(struct scan *s)
 }
 
 struct numbers {
-    double *v;
+    bool as_float;              /* into f (FP32 and BF16 inputs), else into d */
+    float *f;
+    double *d;
     int64_t n, cap;
     int depth;                  /* the deepest nesting seen, 1 for a flat array */
 };
+
+/* Room for more numbers (twice as many); false when out of memory. */
+static bool numbers_grow(struct numbers *out)
+{
+    int64_t cap = out->cap ? out->cap * 2 : 1024;
+    if (out->as_float) {
+        float *f = realloc(out->f, (size_t)cap * sizeof(float));
+        if (!f)
+            return false;
+        out->f = f;
+    } else {
+        double *d = realloc(out->d, (size_t)cap * sizeof(double));
+        if (!d)
+            return false;
+        out->d = d;
+    }
+    out->cap = cap;
+    return true;
+}
 
 /* Parses a (nested) array of numbers at '['; false when anything else is in it. */
 static bool take_array(struct scan *s, struct numbers *out, int depth)
@@ -318,19 +339,22 @@ static bool take_array(struct scan *s, struct numbers *out, int depth)
             if (!take_array(s, out, depth + 1))
                 return false;
         } else {
-            if (out->n >= s->budget)
+            if (out->n >= s->budget || (out->n == out->cap && !numbers_grow(out)))
                 return false;
-            if (out->n == out->cap) {
-                int64_t cap = out->cap ? out->cap * 2 : 1024;
-                double *v = realloc(out->v, (size_t)cap * sizeof(double));
-                if (!v)
-                    return false;
-                out->v = v;
-                out->cap = cap;
-            }
-            const char *stop = parse_number(s->p, s->end, &out->v[out->n]);
+            double v;
+            const char *stop = parse_number(s->p, s->end, &v);
             if (!stop)
                 return false;
+            if (out->as_float) {
+                /* A finite literal that FP32 rounds to infinity (from
+                 * 2^128 - 2^103 up, 1e39): left for cJSON, whose path
+                 * reports it. */
+                if (fabs(v) >= 0x1.ffffffp127 && !isinf(v))
+                    return false;
+                out->f[out->n] = (float)v;
+            } else {
+                out->d[out->n] = v;
+            }
             s->p = (char *)stop;
             out->n++;
         }
@@ -379,9 +403,23 @@ static bool next_member(struct scan *s, char close, bool *done)
     return false;
 }
 
+/* Whether the value at s->p (a "datatype" key's) is the plain string FP32 or
+ * BF16: the datatypes whose numbers are taken as floats. */
+static bool float_datatype(const struct scan *s)
+{
+    struct scan sub = *s;
+    bool esc;
+    if (*sub.p != '"' || !skip_string(&sub, &esc) || esc)
+        return false;
+    size_t len = (size_t)(sub.p - s->p);
+    return len == 6 && (memcmp(s->p, "\"FP32\"", 6) == 0 || memcmp(s->p, "\"BF16\"", 6) == 0);
+}
+
 /* One object of the inputs array. Its first "data" key is the one cJSON
  * will return; it is taken when it holds only numbers and no escaped key
- * (which cJSON might decode to "data") comes before it. */
+ * (which cJSON might decode to "data") comes before it: as floats when the
+ * object's first "datatype" key, read the same way, came before it and
+ * said FP32 or BF16, else as doubles. */
 static bool scan_input(struct scan *s, int index, struct srv_json_numbers *out, bool *all_taken)
 {
     s->p++;
@@ -390,7 +428,8 @@ static bool scan_input(struct scan *s, int index, struct srv_json_numbers *out, 
         s->p++;
         return true;
     }
-    bool escaped_before = false, data_seen = false, done = false;
+    bool escaped_before = false, data_seen = false, datatype_seen = false, as_float = false;
+    bool done = false;
     do {
         const char *key;
         size_t klen;
@@ -398,17 +437,22 @@ static bool scan_input(struct scan *s, int index, struct srv_json_numbers *out, 
         if (!read_key(s, &key, &klen, &esc))
             return false;
         escaped_before |= esc;
+        bool is_datatype = !esc && klen == 8 && memcmp(key, "datatype", 8) == 0 && !datatype_seen;
+        datatype_seen |= is_datatype;
+        if (is_datatype && !escaped_before)
+            as_float = float_datatype(s);
         bool is_data = !esc && klen == 4 && memcmp(key, "data", 4) == 0 && !data_seen;
         data_seen |= is_data;
         if (is_data && !escaped_before && *s->p == '[' && index < SRV_JSON_NUMBERS_MAX_INPUTS) {
-            struct numbers nums = {0};
+            struct numbers nums = {.as_float = as_float};
             struct scan sub = *s;
-            if (take_array(&sub, &nums, 0)) {
+            if (take_array(&sub, &nums, 0) && (nums.cap > 0 || numbers_grow(&nums))) {
                 /* The array's inside is cut out (when the scan ends): cJSON sees "[]". */
                 out->cuts.at[out->cuts.n] = (size_t)(s->p + 1 - s->text);
                 out->cuts.len[out->cuts.n++] = (size_t)(sub.p - s->p - 2);
                 s->p = sub.p;
-                out->values[index] = nums.v ? nums.v : malloc(sizeof(double));
+                out->floats[index] = nums.f;
+                out->doubles[index] = nums.d;
                 out->count[index] = nums.n;
                 /* inputs[i].data sits three levels down: {, [, { */
                 if (3 + nums.depth > out->depth)
@@ -416,7 +460,8 @@ static bool scan_input(struct scan *s, int index, struct srv_json_numbers *out, 
                 s->budget -= nums.n;
                 continue;
             }
-            free(nums.v);
+            free(nums.f);
+            free(nums.d);
         }
         if (is_data)
             *all_taken = false;
@@ -497,7 +542,9 @@ size_t srv_json_numbers_take(char *text, size_t len, int64_t max_elems, struct s
 
 void srv_json_numbers_free(struct srv_json_numbers *n)
 {
-    for (int i = 0; i < SRV_JSON_NUMBERS_MAX_INPUTS; i++)
-        free(n->values[i]);
+    for (int i = 0; i < SRV_JSON_NUMBERS_MAX_INPUTS; i++) {
+        free(n->floats[i]);
+        free(n->doubles[i]);
+    }
     memset(n, 0, sizeof(*n));
 }

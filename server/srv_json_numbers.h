@@ -4,15 +4,20 @@
  * cJSON turns every number into a heap node and parses it with strtod; a
  * 28x28 image is 784 of each, which dominated the cost of a JSON infer.
  * Before cJSON sees the body, this scanner finds the arrays at
- * inputs[i].data, converts their numbers straight into doubles - exactly
- * the values strtod gives, so both paths agree to the bit - and cuts the
- * arrays' insides out, leaving cJSON an empty array and a short text.
+ * inputs[i].data, converts their numbers - exactly the values strtod gives,
+ * so both paths agree to the bit - and cuts the arrays' insides out,
+ * leaving cJSON an empty array and a short text. Where the input's
+ * "datatype" (before its "data", as KServe clients write it) is FP32 or
+ * BF16, the numbers go straight into floats: the buffer the caller keeps as
+ * the input tensor. Other datatypes take doubles, which the caller checks
+ * against the datatype's range as it converts them.
  *
  * It takes only what cJSON would pick itself - the first "inputs" key of
- * the top object and the first "data" key of each object in that array,
- * with no escaped key before them that could decode to the same name - and
- * only arrays holding nothing but (nested arrays of) JSON-grammar numbers
- * and the NaN / Infinity tokens (which cJSON would refuse).
+ * the top object and the first "data" (and "datatype") key of each object
+ * in that array, with no escaped key before them that could decode to the
+ * same name - and only arrays holding nothing but (nested arrays of)
+ * JSON-grammar numbers and the NaN / Infinity tokens (which cJSON would
+ * refuse); for floats, only numbers within FP32's range.
  * Anything else is left in place for cJSON and the normal path, which
  * reports the errors.
  */
@@ -28,8 +33,12 @@
 #define SRV_JSON_NUMBERS_MAX_INPUTS 16
 
 struct srv_json_numbers {
-    /* By position in the "inputs" array; values NULL when not taken. */
-    double *values[SRV_JSON_NUMBERS_MAX_INPUTS];
+    /* By position in the "inputs" array: floats when its datatype said FP32
+     * or BF16 (each number rounded once, as (float) of strtod's double),
+     * else doubles; both NULL when not taken. The caller may keep a floats
+     * buffer (its size is at least count floats) and set the pointer NULL. */
+    float *floats[SRV_JSON_NUMBERS_MAX_INPUTS];
+    double *doubles[SRV_JSON_NUMBERS_MAX_INPUTS];
     int64_t count[SRV_JSON_NUMBERS_MAX_INPUTS];
     /* Every "data" array cJSON would read was taken: what cJSON still sees
      * is the request's small change (names, shapes, parameters). */

@@ -4,6 +4,7 @@
  * the tensor data it takes out of a request, the JSON depth check and the
  * multipart/form-data splitter.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,8 +147,8 @@ TEST(http_parser_json_numbers_in_arrays_equal_strtod)
     ASSERT_TRUE(n.complete);
     ASSERT_EQ_INT(n.count[0], N);
     for (int i = 0; i < N; i++)
-        TEST_FAIL_IF(!same_bits(n.values[0][i], strtod(text[i], NULL)), "%s: %.17g vs strtod %.17g", text[i],
-                     n.values[0][i], strtod(text[i], NULL));
+        TEST_FAIL_IF(!same_bits(n.doubles[0][i], strtod(text[i], NULL)), "%s: %.17g vs strtod %.17g", text[i],
+                     n.doubles[0][i], strtod(text[i], NULL));
     srv_json_numbers_free(&n);
     return TEST_PASS;
 }
@@ -158,11 +159,11 @@ TEST(http_parser_json_numbers_take)
     char *t = take("{\"id\":\"x\",\"inputs\":[{\"name\":\"a\",\"data\":[[1,2],[3,4.5e1]]},"
                    "{\"data\":[true]},7,{\"data\":[-0.25],\"data\":[9]}]}", &n);
     ASSERT_EQ_INT(n.count[0], 4);
-    ASSERT_TRUE(n.values[0][1] == 2 && n.values[0][3] == 45);
-    ASSERT_TRUE(n.values[1] == NULL);                 /* booleans stay for cJSON */
-    ASSERT_TRUE(n.values[2] == NULL);
+    ASSERT_TRUE(n.doubles[0][1] == 2 && n.doubles[0][3] == 45);
+    ASSERT_TRUE(n.doubles[1] == NULL);                 /* booleans stay for cJSON */
+    ASSERT_TRUE(n.doubles[2] == NULL);
     ASSERT_EQ_INT(n.count[3], 1);                     /* the first "data", as cJSON picks */
-    ASSERT_TRUE(n.values[3][0] == -0.25);
+    ASSERT_TRUE(n.doubles[3][0] == -0.25);
     ASSERT_FALSE(n.complete);                         /* [true] is left for cJSON */
     struct rt_error err;
     cJSON *root = srv_json_parse(t, strlen(t), 32, &err);
@@ -175,7 +176,7 @@ TEST(http_parser_json_numbers_take)
 
     /* complete: every tensor's data taken, so cJSON sees only the small change. */
     t = take("{\"inputs\":[{\"name\":\"a\",\"data\":[1,NaN,-Infinity]},{\"binary\":1}],\"x\":[1,2]}", &n);
-    ASSERT_TRUE(n.complete && n.count[0] == 3 && isnan(n.values[0][1]) && n.values[0][2] == -INFINITY);
+    ASSERT_TRUE(n.complete && n.count[0] == 3 && isnan(n.doubles[0][1]) && n.doubles[0][2] == -INFINITY);
     ASSERT_STR_EQ(t, "{\"inputs\":[{\"name\":\"a\",\"data\":[]},{\"binary\":1}],\"x\":[1,2]}");
     free(t);
     srv_json_numbers_free(&n);
@@ -184,7 +185,7 @@ TEST(http_parser_json_numbers_take)
     static const char SENT[] = "{\"inputs\":[{\"data\":[1, 2, 3]},{\"data\":[[4],[5]]}],\"x\":tru}";
     t = take(SENT, &n);
     ASSERT_STR_EQ(t, "{\"inputs\":[{\"data\":[]},{\"data\":[]}],\"x\":tru}");
-    ASSERT_TRUE(n.cuts.n == 2 && n.count[0] == 3 && n.count[1] == 2 && n.values[1][1] == 5);
+    ASSERT_TRUE(n.cuts.n == 2 && n.count[0] == 3 && n.count[1] == 2 && n.doubles[1][1] == 5);
     ASSERT_EQ_INT(n.depth, 5);                        /* {"inputs":[{"data":[[ */
     ASSERT_TRUE(srv_json_parse_checked(t, strlen(t), &n.cuts, &err) == NULL);
     char want[64];
@@ -201,10 +202,10 @@ TEST(http_parser_json_numbers_take)
 
     /* An escaped key that cJSON could read as "inputs" or "data" disables the take. */
     t = take("{\"\\u0069nputs\":[{\"data\":[1]}],\"inputs\":[{\"data\":[2]}]}", &n);
-    ASSERT_TRUE(n.values[0] == NULL);
+    ASSERT_TRUE(n.doubles[0] == NULL);
     free(t);
     t = take("{\"inputs\":[{\"d\\u0061ta\":[1],\"data\":[2]}]}", &n);
-    ASSERT_TRUE(n.values[0] == NULL);
+    ASSERT_TRUE(n.doubles[0] == NULL);
     free(t);
     /* Over the element budget: left to the normal path. */
     char big[8192];
@@ -213,7 +214,7 @@ TEST(http_parser_json_numbers_take)
         len += snprintf(big + len, sizeof(big) - (size_t)len, "%s1", i ? "," : "");
     snprintf(big + len, sizeof(big) - (size_t)len, "]}]}");
     t = take(big, &n);
-    ASSERT_TRUE(n.values[0] == NULL);
+    ASSERT_TRUE(n.doubles[0] == NULL);
     free(t);
     /* Malformed documents are left alone and never read past their end. */
     static const char *const BROKEN[] = {"{\"inputs\":[{\"data\":[1,2", "{\"inputs\":[{\"data\"",
@@ -221,10 +222,68 @@ TEST(http_parser_json_numbers_take)
                                          "{\"inputs\":[{\"data\":[1 2]}]}"};
     for (size_t i = 0; i < sizeof(BROKEN) / sizeof(BROKEN[0]); i++) {
         t = take(BROKEN[i], &n);
-        ASSERT_TRUE(n.values[0] == NULL);
+        ASSERT_TRUE(n.doubles[0] == NULL);
         ASSERT_STR_EQ(t, BROKEN[i]);
         free(t);
     }
+    return TEST_PASS;
+}
+
+/* An input whose datatype, before its data, says FP32 or BF16 is taken as
+ * floats - each (float) of strtod's double, the tensor the server keeps -
+ * and any other as doubles; a number past FP32 is left for cJSON. */
+TEST(http_parser_json_numbers_floats_by_datatype)
+{
+    struct srv_json_numbers n;
+    char *t = take("{\"inputs\":[{\"name\":\"a\",\"datatype\":\"FP32\",\"data\":[0.1,-2.5e-3,NaN,1e-46]},"
+                   "{\"datatype\":\"BF16\",\"data\":[[3.4028235e38]]},"
+                   "{\"datatype\":\"UINT8\",\"data\":[7]},"
+                   "{\"data\":[0.1],\"datatype\":\"FP32\"},"
+                   "{\"datatype\":\"FP32\",\"datatype\":\"INT8\",\"data\":[1]},"
+                   "{\"datatype\":\"FP\\u0033\\u0032\",\"data\":[1]}]}", &n);
+    ASSERT_TRUE(n.complete);
+    ASSERT_TRUE(n.floats[0] && !n.doubles[0] && n.count[0] == 4);
+    ASSERT_TRUE(n.floats[0][0] == (float)0.1 && n.floats[0][1] == (float)-2.5e-3);
+    ASSERT_TRUE(isnan(n.floats[0][2]) && n.floats[0][3] == 0.0f);
+    ASSERT_TRUE(n.floats[1] && n.floats[1][0] == FLT_MAX);
+    ASSERT_TRUE(n.doubles[2] && !n.floats[2] && n.doubles[2][0] == 7);
+    ASSERT_TRUE(n.doubles[3] && n.doubles[3][0] == 0.1);   /* datatype after data: unknown then */
+    ASSERT_TRUE(n.floats[4] != NULL);                       /* cJSON too reads the first key */
+    ASSERT_TRUE(n.doubles[5] != NULL);                      /* an escaped value might be "FP32" */
+    free(t);
+    srv_json_numbers_free(&n);
+
+    /* Past FP32's range (2^128 less half an ulp rounds up to infinity): not
+     * taken, so cJSON's path names the number; an FP64 input takes it. */
+    t = take("{\"inputs\":[{\"datatype\":\"FP32\",\"data\":[1,3.4028236e38]},"
+             "{\"datatype\":\"FP32\",\"data\":[-Infinity]},"
+             "{\"datatype\":\"FP64\",\"data\":[1e39]}]}", &n);
+    ASSERT_FALSE(n.complete);
+    ASSERT_TRUE(!n.floats[0] && !n.doubles[0]);
+    ASSERT_TRUE(n.floats[1] && n.floats[1][0] == -INFINITY);
+    ASSERT_TRUE(n.doubles[2] && n.doubles[2][0] == 1e39);
+    ASSERT_STR_CONTAINS(t, "[1,3.4028236e38]");
+    free(t);
+    srv_json_numbers_free(&n);
+
+    /* Every float of the strtod test's kinds of text is strtod's, rounded once. */
+    enum { N = 500 };
+    static char body[N * 32 + 64];
+    static double want[N];
+    size_t len = (size_t)snprintf(body, sizeof(body), "{\"inputs\":[{\"datatype\":\"FP32\",\"data\":[");
+    for (int i = 0; i < N; i++) {
+        char text[32];
+        snprintf(text, sizeof(text), test_rand_int(0, 1) ? "%.9g" : "%.17g",
+                 (double)test_rand_float(-3, 3) * pow(10.0, test_rand_int(-30, 30)));
+        want[i] = strtod(text, NULL);
+        len += (size_t)snprintf(body + len, sizeof(body) - len, "%s%s", i ? "," : "", text);
+    }
+    snprintf(body + len, sizeof(body) - len, "]}]}");
+    free(take(body, &n));
+    ASSERT_TRUE(n.floats[0] && n.count[0] == N);
+    for (int i = 0; i < N; i++)
+        TEST_FAIL_IF(n.floats[0][i] != (float)want[i], "%.17g: %.9g", want[i], (double)n.floats[0][i]);
+    srv_json_numbers_free(&n);
     return TEST_PASS;
 }
 
