@@ -156,6 +156,28 @@ TEST(kernels_dw_grouped_random)
     return TEST_PASS;
 }
 
+/* Dense convolutions of one input channel (a grayscale image's first
+ * layer), one group: LeNet-5's conv1 as it is, then random geometry. */
+TEST(kernels_dw_single_input_channel)
+{
+    struct pools ps;
+    pools_open(&ps);
+    struct k_conv2d lenet = {.n = 3, .c = 1, .h = 28, .w = 28, .oc = 6, .oh = 28, .ow = 28, .kh = 5, .kw = 5,
+                             .stride_h = 1, .stride_w = 1, .pad_t = 2, .pad_l = 2, .dil_h = 1, .dil_w = 1,
+                             .groups = 1, .act = K_ACT_RELU};
+    ASSERT_TRUE(kcpu_dwconv_applies(&lenet));
+    double worst = check_dw(ps.p, &lenet, 1, 0);
+    for (int i = 0; i < 100 && worst <= TOL; i++) {
+        struct k_conv2d p = random_grouped(1, 1, test_rand_int(1, 8), (enum k_act)(i % K_ACT_COUNT));
+        ASSERT_TRUE(kcpu_dwconv_applies(&p));
+        worst = fmax(worst, check_dw(ps.p, &p, test_rand_int(0, 1), test_rand_int(0, 1)));
+    }
+    pools_close(&ps);
+    printf("  worst error %.2e\n", worst);
+    ASSERT_LE(worst, TOL);
+    return TEST_PASS;
+}
+
 /* The 3x3 stride-1/2 path that reads the input planes directly
  * (kcpu_dw3x3_avx512): widths across the 16-column chunk edges, every
  * padding up to 2 on either side, rows left over from its row bands, and
@@ -224,6 +246,10 @@ TEST(kernels_dw_dispatch)
     p.groups = 16;   /* 16 output channels per group */
     ASSERT_FALSE(kcpu_dwconv_applies(&p));
     p.groups = 1;
+    ASSERT_FALSE(kcpu_dwconv_applies(&p));
+    p = (struct k_conv2d){.n = 1, .c = 1, .oc = 6, .groups = 1};   /* LeNet-5's conv1 */
+    ASSERT_TRUE(kcpu_dwconv_applies(&p));
+    p.oc = 16;
     ASSERT_FALSE(kcpu_dwconv_applies(&p));
     return TEST_PASS;
 }

@@ -26,7 +26,8 @@
  *
  * plan() picks implicit over im2col when its wasted columns cost less
  * than im2col would. Depthwise and grouped convolutions with few output
- * channels per group go to the direct kernel of kcpu_dwconv.c instead,
+ * channels per group, and dense ones of one input channel with few
+ * outputs, go to the direct kernel of kcpu_dwconv.c instead,
  * padded 3x3 stride-1 ones with enough channels to Winograd's F(2x2, 3x3)
  * in kcpu_wino.c (weights packed its own way), and most other dense ones
  * that are not a plain 1x1 to the pixel-tile kernel of kcpu_convpix.c,
@@ -204,7 +205,7 @@ const char *kcpu_conv2d_method(const struct k_conv2d *p)
     static const char *const NAMES[] = {[PATH_DIRECT] = "direct gemm", [PATH_IMPLICIT] = "implicit gemm",
                                         [PATH_IM2COL] = "im2col gemm"};
     if (kcpu_dwconv_applies(p))
-        return "depthwise direct";
+        return p->groups > 1 ? "depthwise direct" : "direct";
     if (kcpu_wino_applies(p))
         return "winograd gemm";
     return kcpu_convpix_applies(p) ? "pixel-tile gemm" : NAMES[plan(p).path];

@@ -1,7 +1,8 @@
 /*
  * kcpu_dwconv.h - the direct convolution kernel for depthwise and grouped
- * convolutions with few output channels per group (internal to
- * kernels/cpu: kcpu_conv.c dispatches to it, the kernel tests call it).
+ * convolutions with few output channels per group, and for dense ones of a
+ * single input channel with few outputs (internal to kernels/cpu:
+ * kcpu_conv.c dispatches to it, the kernel tests call it).
  *
  * Such layers do too little work per input element for the packed GEMM:
  * a depthwise 3x3 is 9 multiply-adds per output, and its GEMM would have
