@@ -236,7 +236,9 @@ struct scan {
 
 static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-static void skip_ws(struct scan *s)
+/* Inlined: between the numbers of a data array it usually finds nothing
+ * to skip, and a call there cost more than the check. */
+static inline __attribute__((always_inline)) void skip_ws(struct scan *s)
 {
     while (s->p < s->end && is_ws(*s->p))
         s->p++;
