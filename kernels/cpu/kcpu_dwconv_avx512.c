@@ -12,7 +12,6 @@
  * kcpu_dw3x3_avx512, at the end, is the direct depthwise 3x3 path.
  */
 #include <immintrin.h>
-#include <string.h>
 
 #include "kcpu_dwconv.h"
 #include "kcpu_math_avx512.h"
