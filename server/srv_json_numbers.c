@@ -305,17 +305,14 @@ struct numbers {
 static bool numbers_grow(struct numbers *out)
 {
     int64_t cap = out->cap ? out->cap * 2 : 1024;
-    if (out->as_float) {
-        float *f = realloc(out->f, (size_t)cap * sizeof(float));
-        if (!f)
-            return false;
-        out->f = f;
-    } else {
-        double *d = realloc(out->d, (size_t)cap * sizeof(double));
-        if (!d)
-            return false;
-        out->d = d;
-    }
+    size_t size = out->as_float ? sizeof(float) : sizeof(double);
+    void *v = realloc(out->as_float ? (void *)out->f : (void *)out->d, (size_t)cap * size);
+    if (!v)
+        return false;
+    if (out->as_float)
+        out->f = v;
+    else
+        out->d = v;
     out->cap = cap;
     return true;
 }
