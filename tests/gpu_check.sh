@@ -5,38 +5,54 @@
 # a command 10 minutes.
 #
 #   here:             make gpu-bundle     (programs, libraries, test data in .bundle/)
-#   on the GPU host:  tests/gpu_check.sh [--logs DIR] [--bin DIR] quick|full|bench|STEP...
+#   on the GPU host:  tests/gpu_check.sh [--logs DIR] [--bin DIR] [--budget S] GROUP|STEP...
 #
 #   quick   under 3 minutes: is the rest worth the time?
 #           device, bundle, unit, ops, models-quick (300 test images), http-smoke
+#   lease   the first call of a 15-minute device lease (--budget 500): quick,
+#           then the ImageNet models (generated there: imagenet-export,
+#           imagenet) and bench; what does not fit is listed as NOTRUN
+#   lease2  the second call, if the lease has time left: the full model
+#           checks, onnx, sticky, the HTTP suite, the sanitizers
 #   full    everything but bench; longer than one 10-minute command, so on
 #           the device run it as `models onnx sticky`, `http racecheck` and
 #           `memcheck` (docs/performance.md, "Running the GPU checks")
 #   bench   the benchmarks against cuBLAS, cuDNN and PyTorch
 #   STEP    any step by name (the table below)
 #
+# --budget S: the whole run's seconds. Each step gets its own limit or what
+# is left of S, whichever is less; a step that would start with under 20 s
+# left does not run (NOTRUN in the summary, and the command that runs the
+# rest is printed). Without it, only the steps' own limits apply.
+#
 # Binaries come from --bin (default .bundle/bin, after sourcing
 # .bundle/env.sh; `make test-gpu` passes build). Logs go to --logs (default
-# $OUT, else tests/artifacts/gpu), one NAME.log per step plus summary.txt.
+# tests/artifacts/gpu), one NAME.log per step plus summary.txt. Where $OUT
+# is set (the device tool), summary.txt and all logs in one gpu-logs.tgz
+# are copied there after every step (the tool brings back at most 8 files,
+# and a run killed at its limit still brings back what is there).
 #
 # A step PASSes, FAILs, times out (a FAIL), or SKIPs with its reason. Where
 # nvidia-smi sees a GPU, a GPU step that skips is a FAIL: the checks did
-# not run. Exit status: 0 when nothing failed (without a GPU every GPU step
-# skips and the rest pass), else 1.
+# not run. Exit status: 0 when every step ran and nothing failed (without a
+# GPU every GPU step skips and the rest pass), else 1.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 
-logs=${OUT:-tests/artifacts/gpu}
+logs=tests/artifacts/gpu
 bin=
+budget=0
 while [ $# -gt 0 ]; do
   case $1 in
     --logs) logs=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
   esac
 done
 [ $# -gt 0 ] || set -- quick
+[[ $budget =~ ^[0-9]+$ ]] || { echo "--budget takes whole seconds, not '$budget'" >&2; exit 2; }
 if [ -z "$bin" ]; then
   [ -f .bundle/env.sh ] || { echo "no .bundle/: run 'make gpu-bundle' on the build machine first (or pass --bin build)" >&2; exit 2; }
   # shellcheck disable=SC1091
@@ -79,6 +95,22 @@ bundle_check() {
   tests/gpu_bundle_check.sh .bundle
 }
 
+# ResNet-50's weights (100 MB) cannot travel with the bundle: the GPU
+# machine's own PyTorch and torchvision generate both ImageNet models
+# (seeded, as make models-imagenet does here), and inferctl quantizes them
+# (max calibration over the test pictures in tests/data/images).
+imagenet_export() {
+  local m
+  if [ ! -f model_repository/resnet50/model.safetensors ] || [ ! -f model_repository/mobilenet_v2/model.safetensors ]; then
+    python3 models/export_imagenet.py --threads "$(nproc)" || return 1
+  fi
+  for m in resnet50 mobilenet_v2; do
+    [ -f "model_repository/$m-int8/model.safetensors" ] && continue
+    "$bin/inferctl" quantize "model_repository/$m" -o "model_repository/$m-int8" --method max --calib 16 \
+      --calib-data tests/data/images || return 1
+  done
+}
+
 device() {
   if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
@@ -97,6 +129,8 @@ STEPS=(
   "models-quick|120|1|env INFERD_TEST_IMAGES=300 $tests --gpu cuda_model_ cuda_q8_model_"
   "http-smoke|90|1|tests/gpu_http_smoke.sh $bin"
   "models|450|1|$tests --gpu cuda_model_ cuda_q8_model_"
+  "imagenet-export|120|1|imagenet_export"
+  "imagenet|240|1|$tests --gpu cuda_imagenet_"
   "onnx|120|1|$tests --gpu cuda_onnx_suite"
   "sticky|60|1|$tests --gpu cuda_sticky_error"
   "http|240|1|env INFERD_TEST_BACKEND=cuda $tests http_"
@@ -106,8 +140,10 @@ STEPS=(
 )
 declare -A GROUP=(
   [quick]="device bundle unit ops models-quick http-smoke"
-  [full]="device bundle unit ops http-smoke models onnx sticky http racecheck memcheck"
-  [bench]="device bench"
+  [lease]="device bundle unit ops models-quick http-smoke imagenet-export imagenet bench"
+  [lease2]="models onnx sticky http racecheck memcheck"
+  [full]="device bundle unit ops http-smoke models imagenet-export imagenet onnx sticky http racecheck memcheck"
+  [bench]="device imagenet-export bench"
 )
 
 gpu_present=0
@@ -118,6 +154,7 @@ nodev=$("$tests" --gpu cuda_device_query 2>&1 | grep -m1 -E '^ *skip: no usable 
 
 want=()
 for arg in "$@"; do
+  # shellcheck disable=SC2206 # a group is a list of step names
   if [ -n "${GROUP[$arg]:-}" ]; then want+=(${GROUP[$arg]}); continue; fi
   found=0
   for s in "${STEPS[@]}"; do [ "${s%%|*}" = "$arg" ] && found=1; done
@@ -125,13 +162,32 @@ for arg in "$@"; do
   want+=("$arg")
 done
 
+# The summary and every log so far into $OUT, where the device tool
+# fetches them (two files of its eight).
+pack_logs() {
+  [ -n "${OUT:-}" ] && [ -d "$OUT" ] || return 0
+  [ "$(cd "$logs" && pwd)" = "$(cd "$OUT" && pwd)" ] && return 0
+  cp "$logs/summary.txt" "$OUT/summary.txt"
+  tar -czf "$OUT/gpu-logs.tgz" -C "$logs" .
+}
+
+rm -f "$logs"/*.log   # an earlier run's logs would be packed with this one's
 : > "$logs/summary.txt"
-printf '%-13s %-8s %6s  %s\n' step result seconds detail >> "$logs/summary.txt"
-failed=0 skipped=0 current=
+printf '%-15s %-8s %6s  %s\n' step result seconds detail >> "$logs/summary.txt"
+failed=0 skipped=0 current="" notrun=()
 for name in "${want[@]}"; do
   for s in "${STEPS[@]}"; do
     IFS='|' read -r sname limit gpu cmd <<<"$s"
     [ "$sname" = "$name" ] || continue
+    if [ "$budget" -gt 0 ]; then
+      left=$((budget - SECONDS - 10))   # timeout's -k 10 after the limit
+      if [ $left -lt 20 ]; then
+        notrun+=("$name")
+        printf '%-15s %-8s %6s  %s\n' "$name" NOTRUN 0 "out of the ${budget}s budget" >> "$logs/summary.txt"
+        continue
+      fi
+      [ $left -lt "$limit" ] && limit=$left
+    fi
     current=$name
     log="$logs/$name.log"
     echo "== $name (limit ${limit}s): $cmd" | tee "$log"
@@ -140,7 +196,7 @@ for name in "${want[@]}"; do
       echo "skip: $nodev" >> "$log"; rc=77
     elif declare -F "${cmd%% *}" >/dev/null; then
       # shellcheck disable=SC2086
-      (timeout -k 10 "$limit" bash -c "$(declare -f device sanitize bundle_check); tests=$tests bin=$bin sanitizer=$sanitizer logs=$logs current=$current; $cmd") >> "$log" 2>&1
+      (timeout -k 10 "$limit" bash -c "$(declare -f device sanitize bundle_check imagenet_export); tests=$tests bin=$bin sanitizer=$sanitizer logs=$logs current=$current; $cmd") >> "$log" 2>&1
       rc=$?
     else
       # shellcheck disable=SC2086
@@ -163,14 +219,17 @@ for name in "${want[@]}"; do
       result=PASS; detail=${last:-$(tail -n 1 "$log")}
     fi
     case $result in FAIL|TIMEOUT) failed=$((failed + 1)) ;; SKIP) skipped=$((skipped + 1)) ;; esac
-    printf '%-13s %-8s %6s  %s\n' "$name" "$result" "$secs" "$detail" >> "$logs/summary.txt"
+    printf '%-15s %-8s %6s  %s\n' "$name" "$result" "$secs" "$detail" >> "$logs/summary.txt"
     echo "   $result in ${secs}s"
+    pack_logs
   done
 done
+pack_logs
 
 echo
 echo "== device: $(sed -n 2p "$logs/device.log" 2>/dev/null || echo 'not queried')"
 cat "$logs/summary.txt"
-[ -f "$logs/bench.log" ] && grep -A4 '^goals' "$logs/bench.log"
-echo "steps: $(( ${#want[@]} - failed - skipped )) passed, $failed failed, $skipped skipped"
-[ $failed -eq 0 ]
+[ -f "$logs/bench.log" ] && grep -A6 '^goals' "$logs/bench.log"
+echo "steps: $(( ${#want[@]} - failed - skipped - ${#notrun[@]} )) passed, $failed failed, $skipped skipped, ${#notrun[@]} not run"
+[ ${#notrun[@]} -eq 0 ] || echo "not run (out of time): tests/gpu_check.sh ${notrun[*]}"
+[ $failed -eq 0 ] && [ ${#notrun[@]} -eq 0 ]

@@ -427,41 +427,40 @@ static bool run_model(const char *dir, struct rt_backend *b, int count, int in_e
     return ok;
 }
 
-/* The model's outputs over the test set on the CUDA backend (new kernels
- * with graphs on, then off; baseline kernels) against the CPU backend's, bit
- * for bit. */
+/* The model's outputs over its test inputs (cuda_test_inputs_make) on the
+ * CUDA backend (new kernels with graphs on, then off; baseline kernels)
+ * against the CPU backend's, bit for bit. */
 static enum test_result int8_model_vs_cpu(const char *name)
 {
     CUDA_REQUIRE();
-    char src[256], path[300];
+    char src[256], path[300], why[600];
     snprintf(src, sizeof(src), "model_repository/%s", name);
     snprintf(path, sizeof(path), "%s/model.safetensors", src);
     if (access(path, R_OK) != 0)
-        SKIP("%s has no trained weights yet", src);
+        SKIP("%s has no weights here (the ImageNet models' INT8 copies are generated: gpu_check.sh imagenet-export)",
+             src);
     struct rt_error err = {0};
-    struct rt_dataset ds;
-    char why[600];
-    if (!cuda_test_dataset(&ds, why, sizeof(why)))
-        SKIP("%s", why);
-
     struct rt_backend *cpu, *gpu;
     struct rt_model *m;
     ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 0}, &cpu, &err), RT_OK);
     TEST_FAIL_IF(rt_model_load(src, cpu, &m, &err) != RT_OK, "%s", err.msg);
     const struct rt_model_config *cfg = rt_model_config(m);
-    int in_elems = (int)cfg->inputs[0].sample_elems, classes = (int)cfg->outputs[0].sample_elems;
+    int classes = (int)cfg->outputs[0].sample_elems;
     TEST_FAIL_IF(cfg->precision != RT_PRECISION_INT8, "%s is not an int8 model", src);
-    float *x = malloc(sizeof(float) * (size_t)ds.count * (size_t)in_elems);
-    float *ref = malloc(sizeof(float) * (size_t)ds.count * (size_t)classes);
-    float *y = malloc(sizeof(float) * (size_t)ds.count * (size_t)classes);
-    RT_ASSERT(x && ref && y && ds.count > 0);
-    for (int i = 0; i < ds.count; i++) {
-        struct rt_image img = {ds.cols, ds.rows, 1, ds.images + (size_t)i * (size_t)(ds.rows * ds.cols)};
-        RT_ASSERT(rt_image_preprocess(&img, &cfg->pre, x + (int64_t)i * in_elems, &err) == RT_OK);
+    struct cuda_test_inputs inputs;
+    if (!cuda_test_inputs_make(cfg, &inputs, why, sizeof(why))) {
+        rt_model_free(m);
+        rt_backend_free(cpu);
+        SKIP("%s", why);
     }
     rt_model_free(m);
-    bool cpu_ok = run_model(src, cpu, ds.count, in_elems, x, classes, ref, &err);
-    size_t count = (size_t)ds.count * (size_t)classes;
+    int count = inputs.count, in_elems = (int)inputs.in_elems;
+    const float *x = inputs.x;
+    float *ref = malloc(sizeof(float) * (size_t)count * (size_t)classes);
+    float *y = malloc(sizeof(float) * (size_t)count * (size_t)classes);
+    RT_ASSERT(ref && y && count > 0);
+    bool cpu_ok = run_model(src, cpu, count, in_elems, x, classes, ref, &err);
+    size_t n_out = (size_t)count * (size_t)classes;
     int failed = 0;
     static const struct {
         enum rt_cuda_graphs graphs;
@@ -480,8 +479,8 @@ static enum test_result int8_model_vs_cpu(const char *name)
             failed++;
             continue;
         }
-        memset(y, 0xff, sizeof(float) * count);
-        bool ran = run_model(src, gpu, ds.count, in_elems, x, classes, y, &err);
+        memset(y, 0xff, sizeof(float) * n_out);
+        bool ran = run_model(src, gpu, count, in_elems, x, classes, y, &err);
         rt_backend_free(gpu);
         if (!ran) {
             printf("  %s, %s: %s\n", name, how, err.msg);
@@ -489,16 +488,16 @@ static enum test_result int8_model_vs_cpu(const char *name)
             continue;
         }
         size_t i = 0;
-        while (i < count && test_same_bits(&y[i], &ref[i], sizeof(float)))
+        while (i < n_out && test_same_bits(&y[i], &ref[i], sizeof(float)))
             i++;
-        if (i < count) {
+        if (i < n_out) {
             printf("  %s, %s: output %zu (sample %zu) is %.9g on CUDA, %.9g on the CPU\n", name, how, i,
                    i / (size_t)classes, y[i], ref[i]);
             failed++;
         }
     }
-    free(x), free(ref), free(y);
-    rt_dataset_free(&ds);
+    free(ref), free(y);
+    cuda_test_inputs_free(&inputs);
     rt_backend_free(cpu);
     TEST_FAIL_IF(!cpu_ok, "CPU: %s", err.msg);
     TEST_FAIL_IF(failed, "%s: %d CUDA runs differ from the CPU backend", name, failed);
@@ -513,4 +512,16 @@ TEST(cuda_q8_model_lenet5)
 TEST(cuda_q8_model_resnet_mini)
 {
     return int8_model_vs_cpu("resnet-mini-int8");
+}
+
+/* The ImageNet models' INT8 copies (inferctl quantize on the GPU machine:
+ * gpu_check.sh's imagenet-export step), over random pictures. */
+TEST(cuda_imagenet_q8_resnet50)
+{
+    return int8_model_vs_cpu("resnet50-int8");
+}
+
+TEST(cuda_imagenet_q8_mobilenet_v2)
+{
+    return int8_model_vs_cpu("mobilenet_v2-int8");
 }

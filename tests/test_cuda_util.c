@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/image/image.h"
+
 const char *cuda_test_unusable(void)
 {
     static int state;   /* 0 unknown, 1 usable, 2 not */
@@ -176,4 +178,57 @@ bool cuda_test_dataset(struct rt_dataset *ds, char *why, size_t cap)
         ds->count = (int)n;
     printf("  %d test images\n", ds->count);
     return true;
+}
+
+bool cuda_test_inputs_make(const struct rt_model_config *cfg, struct cuda_test_inputs *in, char *why, size_t cap)
+{
+    memset(in, 0, sizeof(*in));
+    in->in_elems = cfg->inputs[cfg->pre.input].sample_elems;
+    if (!cfg->pre.present) {
+        snprintf(why, cap, "the model has no image preprocessing to feed it pictures through");
+        return false;
+    }
+    bool gray = cfg->pre.channels == 1;
+    if (gray && !cuda_test_dataset(&in->ds, why, cap))
+        return false;
+    in->count = gray ? in->ds.count : CUDA_TEST_PICTURES;
+    in->labels = gray ? in->ds.labels : NULL;
+    in->x = malloc(sizeof(float) * (size_t)in->count * (size_t)in->in_elems);
+    enum { SIDE = 256 };
+    uint8_t *noise = gray ? NULL : malloc((size_t)SIDE * SIDE * 3);
+    if (!in->x || (!gray && !noise)) {
+        free(noise);
+        cuda_test_inputs_free(in);
+        snprintf(why, cap, "out of memory");
+        return false;
+    }
+    struct rt_error err = {0};
+    bool ok = true;
+    for (int i = 0; i < in->count && ok; i++) {
+        struct rt_image img = {in->ds.cols, in->ds.rows, 1, NULL};
+        if (gray) {
+            img.pixels = in->ds.images + (size_t)i * (size_t)(in->ds.rows * in->ds.cols);
+        } else {
+            for (size_t b = 0; b < (size_t)SIDE * SIDE * 3; b++)
+                noise[b] = (uint8_t)test_rand_int(0, 255);
+            img = (struct rt_image){SIDE, SIDE, 3, noise};
+        }
+        ok = rt_image_preprocess(&img, &cfg->pre, in->x + (int64_t)i * in->in_elems, &err) == RT_OK;
+    }
+    free(noise);
+    if (!ok) {
+        snprintf(why, cap, "preprocessing a test picture: %s", err.msg);
+        cuda_test_inputs_free(in);
+        return false;
+    }
+    if (!gray)
+        printf("  %d random %dx%d RGB pictures\n", in->count, SIDE, SIDE);
+    return true;
+}
+
+void cuda_test_inputs_free(struct cuda_test_inputs *in)
+{
+    free(in->x);
+    rt_dataset_free(&in->ds);
+    memset(in, 0, sizeof(*in));
 }

@@ -17,6 +17,7 @@
 
 #include "kernels/cuda/kcuda.h"
 #include "runtime/image/dataset.h"
+#include "runtime/rt_model.h"
 #include "runtime/rt_status.h"
 #include "test.h"
 
@@ -81,5 +82,21 @@ bool cuda_check_close(const char *what, const float *out, const float *ref, int6
  * its first INFERD_TEST_IMAGES images when that is set (gpu_check.sh quick
  * runs a few hundred); false with why when it cannot be read. */
 bool cuda_test_dataset(struct rt_dataset *ds, char *why, size_t cap);
+
+/* The images the model tests run a model on, through the model's own
+ * preprocessing (cfg->pre): the Fashion-MNIST test set (cuda_test_dataset)
+ * for a model that reads one gray channel, else CUDA_TEST_PICTURES random
+ * RGB pictures (noise from the test's seed, 256x256: the ImageNet models
+ * have no test set here, and their weights are random too). */
+#define CUDA_TEST_PICTURES 10
+struct cuda_test_inputs {
+    int count;
+    int64_t in_elems;
+    float *x;                /* count * in_elems */
+    const uint8_t *labels;   /* count, or NULL for the random pictures */
+    struct rt_dataset ds;    /* the Fashion-MNIST set, when used */
+};
+bool cuda_test_inputs_make(const struct rt_model_config *cfg, struct cuda_test_inputs *in, char *why, size_t cap);
+void cuda_test_inputs_free(struct cuda_test_inputs *in);
 
 #endif /* TEST_CUDA_UTIL_H */
