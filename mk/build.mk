@@ -227,8 +227,9 @@ $(BUILD)/onnx-suite: $(BUILD)/obj/tests/onnx/main.o $(ONNX_SUITE_OBJ) $(LIB)
 $(BUILD)/bench_%: $(BUILD)/obj/tests/bench/bench_%.o $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-# The GPU benchmark writes model variants as the GPU tests do.
-$(BUILD)/bench_gpu: $(BUILD)/obj/tests/model_variant.o
+# The GPU benchmark writes model variants as the GPU tests do; its GEMM
+# tables are a file of their own.
+$(BUILD)/bench_gpu: $(BUILD)/obj/tests/model_variant.o $(BUILD)/obj/tests/bench/gpu_gemm.o
 
 # The HTTP benchmark: its own rule, for the bare libmicrohttpd server beside it.
 $(BUILD)/bench_server: $(BUILD)/obj/tests/bench/bench_server.o $(BUILD)/obj/tests/bench/server_bare.o $(LIB)

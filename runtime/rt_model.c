@@ -355,6 +355,22 @@ enum rt_status rt_session_profile(struct rt_session *s, rt_step_timing_fn fn, vo
     return RT_OK;
 }
 
+enum rt_status rt_session_time_device(struct rt_session *s, bool on, struct rt_error *err)
+{
+    const struct rt_backend_iface *be = s->m->backend->iface;
+    if (!be->device_time_set)
+        return rt_error_set(err, RT_ERR_UNSUPPORTED, "the %s backend has no device clock", be->name);
+    return be->device_time_set(s->ctx, on, err);
+}
+
+enum rt_status rt_session_device_ns(struct rt_session *s, int64_t *ns, struct rt_error *err)
+{
+    const struct rt_backend_iface *be = s->m->backend->iface;
+    if (!be->device_time_read)
+        return rt_error_set(err, RT_ERR_UNSUPPORTED, "the %s backend has no device clock", be->name);
+    return be->device_time_read(s->ctx, ns, err);
+}
+
 /* After a timed pass: each step's times to the session's callback. */
 static enum rt_status report_times(struct rt_session *s, int batch, struct rt_error *err)
 {

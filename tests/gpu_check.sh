@@ -11,13 +11,13 @@
 #           device, bundle, unit, ops, models-quick (300 test images), http-smoke
 #   lease   the first call of a 15-minute device lease (--budget 500): quick,
 #           then the ImageNet models (generated there: imagenet-export,
-#           imagenet) and bench; what does not fit is listed as NOTRUN
+#           imagenet), bench and http-bench; what does not fit is NOTRUN
 #   lease2  the second call, if the lease has time left: the full model
 #           checks, onnx, sticky, the HTTP suite, the sanitizers
 #   full    everything but bench; longer than one 10-minute command, so on
 #           the device run it as `models onnx sticky`, `http racecheck` and
 #           `memcheck` (docs/performance.md, "Running the GPU checks")
-#   bench   the benchmarks against cuBLAS, cuDNN and PyTorch
+#   bench   the benchmarks against cuBLAS, cuDNN and PyTorch, and HTTP on the GPU
 #   STEP    any step by name (the table below)
 #
 # --budget S: the whole run's seconds. Each step gets its own limit or what
@@ -137,13 +137,14 @@ STEPS=(
   "racecheck|600|1|sanitize racecheck $GEMM_TESTS"
   "memcheck|540|1|sanitize memcheck $KERNEL_TESTS"
   "bench|570|1|$bin/bench_gpu"
+  "http-bench|60|1|tests/gpu_http_bench.sh $bin"
 )
 declare -A GROUP=(
   [quick]="device bundle unit ops models-quick http-smoke"
-  [lease]="device bundle unit ops models-quick http-smoke imagenet-export imagenet bench"
+  [lease]="device bundle unit ops models-quick http-smoke imagenet-export imagenet bench http-bench"
   [lease2]="models onnx sticky http racecheck memcheck"
   [full]="device bundle unit ops http-smoke models imagenet-export imagenet onnx sticky http racecheck memcheck"
-  [bench]="device imagenet-export bench"
+  [bench]="device imagenet-export bench http-bench"
 )
 
 gpu_present=0

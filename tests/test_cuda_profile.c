@@ -3,9 +3,12 @@
  * with the reason elsewhere): with CUDA graphs on, a timed run launches
  * eagerly and reports every step of every pass once, in plan order, with
  * device durations that fit inside the host's time around the call, and
- * the same outputs as the untimed (replayed) runs before and after it; the
- * backend's rates are measured. Step names in Nsight Systems (NVTX) need
- * nsys and stay a manual check (docs/performance.md).
+ * the same outputs as the untimed (replayed) runs before and after it; a
+ * run's device time (rt_session_time_device) is taken through the graph,
+ * eager, captured and replayed alike, fits inside the host's time around
+ * the call and changes no output; the backend's rates are measured. Step
+ * names in Nsight Systems (NVTX) need nsys and stay a manual check
+ * (docs/performance.md).
  */
 #include "runtime/backend/backend.h"
 #include "runtime/rt_model.h"
@@ -83,6 +86,54 @@ TEST(cuda_session_profile)
     ASSERT_EQ_INT(rt_model_step_desc(m, 0, BATCH, &d, &err), RT_OK);
     printf("  step 0 (%s): kernel \"%s\"\n", d.name, d.kernel);
     ASSERT_STR_CONTAINS(d.kernel, "gemm");
+    rt_session_free(s);
+    rt_model_free(m);
+    rt_backend_free(b);
+    return TEST_PASS;
+}
+
+TEST(cuda_session_device_time)
+{
+    CUDA_REQUIRE();
+    struct rt_error err = {0};
+    struct rt_backend *b = NULL;
+    struct rt_model *m = NULL;
+    struct rt_session *s = NULL;
+    const struct rt_backend_options opt = {.device = -1, .cuda_graphs = RT_CUDA_GRAPHS_ON};
+    TEST_FAIL_IF(rt_backend_create(RT_BACKEND_CUDA, &opt, &b, &err) != RT_OK, "%s", err.msg);
+    TEST_FAIL_IF(rt_model_load(RESNET, b, &m, &err) != RT_OK, "%s", err.msg);
+    ASSERT_EQ_INT(rt_session_create(m, &s, &err), RT_OK);
+    static float x[BATCH * IMAGE], y0[BATCH * CLASSES], y[BATCH * CLASSES];
+    test_rand_fill(x, (int64_t)BATCH * IMAGE, 0, 1);
+    const float *in[1] = {x};
+    float *out0[1] = {y0}, *out[1] = {y};
+    for (int i = 0; i < 3; i++)   /* eager, captured, replayed */
+        ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out0, &err), RT_OK);
+
+    int64_t ns = 0;
+    ASSERT_EQ_INT(rt_session_device_ns(s, &ns, &err), RT_ERR_INVALID);   /* off */
+    ASSERT_EQ_INT(rt_session_time_device(s, true, &err), RT_OK);
+    ASSERT_EQ_INT(rt_session_device_ns(s, &ns, &err), RT_ERR_INVALID);   /* on, nothing timed yet */
+    for (int i = 0; i < 4; i++) {   /* recaptured with the events, then replayed */
+        int64_t t0 = rt_clock_ns();
+        ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out, &err), RT_OK);
+        int64_t wall = rt_clock_ns() - t0;
+        TEST_FAIL_IF(rt_session_device_ns(s, &ns, &err) != RT_OK, "%s", err.msg);
+        printf("  timed run %d: %.1f us on the device, %.1f us around the call\n", i, (double)ns / 1e3,
+               (double)wall / 1e3);
+        ASSERT_TRUE(ns > 0);
+        ASSERT_LE(ns, wall);
+        ASSERT_TRUE(test_same_bits(y, y0, sizeof(y)));
+    }
+    ASSERT_EQ_INT(rt_session_time_device(s, false, &err), RT_OK);
+    ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out, &err), RT_OK);   /* recaptured without them */
+    ASSERT_EQ_INT(rt_session_device_ns(s, &ns, &err), RT_ERR_INVALID);
+    ASSERT_TRUE(test_same_bits(y, y0, sizeof(y)));
+    ASSERT_EQ_INT(rt_session_time_device(s, true, &err), RT_OK);       /* on again: the same events */
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out, &err), RT_OK);
+    ASSERT_EQ_INT(rt_session_device_ns(s, &ns, &err), RT_OK);
+    ASSERT_TRUE(ns > 0);
     rt_session_free(s);
     rt_model_free(m);
     rt_backend_free(b);

@@ -3,8 +3,9 @@
  * (rt_session_profile, rt_model_step_desc, rt_backend_measure_rates) on the
  * CPU backend: the steps of resnet-mini account for the whole run within
  * 10%, every step of every pass is reported once and inside its run,
- * timing off stops the reports, a backend that cannot time refuses, and a
- * step's description carries the arithmetic of its layer.
+ * timing off stops the reports, a backend that cannot time refuses (the
+ * CPU a run's device time too), and a step's description carries the
+ * arithmetic of its layer.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,29 @@ TEST(profile_refused_where_steps_cannot_be_timed)
     rt_backend_free(ref);
     ASSERT_EQ_INT(st, RT_ERR_UNSUPPORTED);
     ASSERT_STR_CONTAINS(err.msg, "cannot time steps");
+    return TEST_PASS;
+}
+
+TEST(profile_device_time_refused_on_the_cpu)
+{
+    struct rt_error err = {0};
+    struct rt_backend *cpu = NULL;
+    struct rt_model *m = NULL;
+    struct rt_session *s = NULL;
+    ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 1}, &cpu, &err), RT_OK);
+    enum rt_status st = rt_model_load(RESNET, cpu, &m, &err);
+    if (st == RT_OK)
+        st = rt_session_create(m, &s, &err);
+    int64_t ns = -1;
+    enum rt_status on = st == RT_OK ? rt_session_time_device(s, true, &err) : st;
+    enum rt_status read = st == RT_OK ? rt_session_device_ns(s, &ns, &err) : st;
+    rt_session_free(s);
+    rt_model_free(m);
+    rt_backend_free(cpu);
+    ASSERT_EQ_INT(on, RT_ERR_UNSUPPORTED);
+    ASSERT_EQ_INT(read, RT_ERR_UNSUPPORTED);
+    ASSERT_STR_CONTAINS(err.msg, "no device clock");
+    ASSERT_EQ_INT(ns, -1);
     return TEST_PASS;
 }
 

@@ -256,7 +256,8 @@ static void cuda_session_free(void *ctx)
     if (cudaSetDevice(cs->device) == cudaSuccess) {
         if (cs->stream)
             cudaStreamSynchronize(cs->stream);
-        cuda_graph_cache_release(&cs->graphs);
+        cuda_graph_cache_release(&cs->graphs);   /* before the span's events, which they record */
+        cuda_span_release(cs);
         cuda_dnn_session_free(cs);
         cuda_profile_set(cs, 0, NULL);
         cudaFree(cs->arena);
@@ -367,6 +368,8 @@ static const struct rt_backend_iface CUDA_IFACE = {
     .profile_set = cuda_profile_set,
     .profile_mark = cuda_exec_profile_mark,
     .profile_read = cuda_profile_read,
+    .device_time_set = cuda_span_set,
+    .device_time_read = cuda_span_read,
     .describe_step = cuda_describe_step,
     .measure_rates = cuda_measure_rates,
 };

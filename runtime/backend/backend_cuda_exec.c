@@ -309,12 +309,14 @@ static enum rt_status enqueue_step(struct cuda_session *cs, const struct rt_step
 }
 
 /* Enqueues the recorded run: uploads (+ conversion to FP16), steps,
- * (conversion to FP32 +) downloads into pinned memory. */
+ * (conversion to FP32 +) downloads into pinned memory; between the span's
+ * two events while the run's device time is taken. */
 static enum rt_status enqueue_all(struct cuda_session *cs, struct rt_error *err)
 {
     cudaStream_t st = cs->stream;
     bool f16 = cs->dt == KCUDA_F16;
-    for (int i = 0; i < cs->n_ops; i++) {
+    enum rt_status r = cs->span.on ? cuda_span_enqueue(cs, false, err) : RT_OK;
+    for (int i = 0; i < cs->n_ops && r == RT_OK; i++) {
         const struct cuda_op *op = &cs->ops[i];
         char *pinned = cs->pinned + op->stage, *dstage = f16 ? cs->dstage + op->stage : NULL;
         int64_t elems = (int64_t)(op->bytes / sizeof(float));
@@ -324,26 +326,20 @@ static enum rt_status enqueue_all(struct cuda_session *cs, struct rt_error *err)
             if (f16)
                 KCHECK(cs, kcuda_convert(elems, KCUDA_F32, dstage, KCUDA_F16, op->dev, st), err);
             break;
-        case CUDA_OP_STEP: {
-            enum rt_status r = enqueue_step(cs, op->step, &op->io, err);
-            if (r != RT_OK)
-                return r;
+        case CUDA_OP_STEP:
+            r = enqueue_step(cs, op->step, &op->io, err);
             break;
-        }
         case CUDA_OP_OUT:
             if (f16)
                 KCHECK(cs, kcuda_convert(elems, KCUDA_F16, op->dev, KCUDA_F32, dstage, st), err);
             KCHECK(cs, cudaMemcpyAsync(pinned, f16 ? dstage : op->dev, op->bytes, cudaMemcpyDeviceToHost, st), err);
             break;
-        case CUDA_OP_MARK: {
-            enum rt_status r = cuda_profile_enqueue_mark(cs, op, err);
-            if (r != RT_OK)
-                return r;
+        case CUDA_OP_MARK:
+            r = cuda_profile_enqueue_mark(cs, op, err);
             break;
         }
-        }
     }
-    return RT_OK;
+    return r == RT_OK && cs->span.on ? cuda_span_enqueue(cs, true, err) : r;
 }
 
 /* ------------------------------------------------------------------ graphs */
@@ -356,10 +352,12 @@ static uint64_t fnv(uint64_t h, const void *data, size_t len)
     return h;
 }
 
-/* Everything a graph bakes in: op kinds, steps, device pointers, staging. */
+/* Everything a graph bakes in: op kinds, steps, device pointers, staging,
+ * whether the run's device time is recorded. */
 static uint64_t signature(const struct cuda_session *cs)
 {
     uint64_t h = fnv(0xcbf29ce484222325ULL, &cs->batch, sizeof(cs->batch));
+    h = fnv(h, &cs->span.on, sizeof(cs->span.on));
     for (int i = 0; i < cs->n_ops; i++) {
         const struct cuda_op *op = &cs->ops[i];
         h = fnv(h, &op->kind, sizeof(op->kind));
@@ -413,6 +411,7 @@ enum rt_status cuda_exec_sync(void *ctx, struct rt_error *err)
         if (op->kind == CUDA_OP_OUT)
             memcpy(op->host, cs->pinned + op->stage, op->bytes);
     }
+    cs->span.timed = cs->span.on && r == RT_OK;
     reset_run(cs);
     return r;
 }

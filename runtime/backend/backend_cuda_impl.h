@@ -24,7 +24,8 @@
  *
  * While rt_session_profile is on, the executor's profile marks are recorded
  * too (an event, and an NVTX range, around each step) and sync launches the
- * run eagerly, never through a graph.
+ * run eagerly, never through a graph. While rt_session_time_device is on,
+ * an event is recorded first and last in the run, captured into its graph.
  */
 #ifndef BACKEND_CUDA_IMPL_H
 #define BACKEND_CUDA_IMPL_H
@@ -107,6 +108,15 @@ struct cuda_profile {
     int64_t launch_ns;              /* host clock when the timed run was launched */
 };
 
+/* A session's device time of whole runs (rt_session_time_device). The
+ * events, made when first turned on, live as long as the session: graphs
+ * captured with them refer to them. */
+struct cuda_span {
+    bool on;
+    bool timed;                     /* a run was timed since timing went on */
+    cudaEvent_t begin, end;         /* recorded first and last in the run */
+};
+
 struct cuda_session {
     struct cuda_backend *cb;
     const struct rt_plan *plan;
@@ -123,6 +133,7 @@ struct cuda_session {
     struct cuda_graph_cache graphs;
     struct cuda_dnn_session *dnn;
     struct cuda_profile *prof;      /* NULL unless timing steps */
+    struct cuda_span span;
 };
 
 /* Turns a CUDA error into RT_ERR_DEVICE (RT_ERR_NO_MEMORY for allocation
@@ -180,8 +191,8 @@ enum rt_status cuda_q8_enqueue(struct cuda_session *cs, const struct rt_step *s,
                                struct rt_error *err);
 
 /* backend_cuda_profile.c: the backend's profile_set, profile_read,
- * describe_step and measure_rates (backend.h), and what the recorded run
- * does with a mark. */
+ * device_time_set, device_time_read, describe_step and measure_rates
+ * (backend.h), and what the recorded run does with a mark and the span. */
 enum rt_status cuda_profile_set(void *ctx, int n_steps, struct rt_error *err);
 enum rt_status cuda_profile_read(void *ctx, struct rt_step_timing *times, int n_steps, struct rt_error *err);
 void cuda_describe_step(struct rt_backend *b, const struct rt_plan *p, const struct rt_step *s, int batch, char *out,
@@ -191,6 +202,14 @@ enum rt_status cuda_measure_rates(struct rt_backend *b, enum rt_precision prec, 
 /* Enqueues a recorded mark: the step's begin event and NVTX range push, or
  * its end event and the pop. */
 enum rt_status cuda_profile_enqueue_mark(struct cuda_session *cs, const struct cuda_op *op, struct rt_error *err);
+/* The backend's device_time_set and device_time_read (backend.h). */
+enum rt_status cuda_span_set(void *ctx, bool on, struct rt_error *err);
+enum rt_status cuda_span_read(void *ctx, int64_t *ns, struct rt_error *err);
+/* Records the run's first (end false) or last event on the session's
+ * stream: an event node of the graph when the stream is capturing. */
+enum rt_status cuda_span_enqueue(struct cuda_session *cs, bool end, struct rt_error *err);
+/* Destroys the span's events (after the graphs that record them). */
+void cuda_span_release(struct cuda_session *cs);
 
 /* backend_cuda_nvtx.c: NVTX ranges when libnvtx3interop or libnvToolsExt
  * loads (Nsight Systems injects into either); otherwise nothing. */

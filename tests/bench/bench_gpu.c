@@ -1,551 +1,551 @@
 /*
- * bench_gpu.c - GPU benchmarks, each figure a ratio against a peer measured
- * in the same run on the same device:
+ * bench_gpu.c - the GPU measurements of issue 19 (item 3) in one run
+ * (`make bench-gpu`; tests/gpu_check.sh's bench step), each figure beside
+ * its peer measured in the same run on the same device. First the device,
+ * driver, date and command, then:
  *
- *   1. our FP16 GEMM (kcuda_linear) against cuBLAS (cublasGemmEx, FP16 in and
- *      out, FP32 accumulation) at 4096^3 and at the GEMM shapes of the shipped
- *      models' layers at batch 256: TFLOP/s from CUDA events, median of
- *      --repeats timed loops after a warm-up, operands rotated through more
- *      memory than L2 holds;
- *   1b. INT8 GEMM at the same shapes: our IMMA kernel (kcuda_linear_q8_mma,
- *      sm_80 and later) against our dp4a baseline (kcuda_linear_q8), cuBLAS
- *      INT8 (cublasGemmEx, s8 in, s32 out, TN: IMMA where cuBLAS supports
- *      the shape) and our FP16 GEMM of 1. TOP/s; the int32 outputs (zero
- *      bias, out_i32) of all three compared bit for bit;
- *   2. the shipped models through the CUDA backend (rt_session_run, host
- *      memory to host memory, CUDA graphs on) at batch 1, 8, 64, 256 and
- *      1024, FP32 and FP16, our convolutions and cuDNN's: images/s and
- *      latency per call, median of --repeats windows of 0.2 s;
- *   3. PyTorch on the same weights and batches (models/bench_torch_gpu.py:
- *      eager with cudnn.benchmark, CUDA graphs), then the issue's goals.
+ *   1. GEMM (tests/bench/gpu_gemm.c): our FP16 GEMM against cuBLAS, and our
+ *      INT8 GEMMs (IMMA, dp4a) against cuBLAS INT8 and our FP16, at 4096^3
+ *      and at layer shapes of the four models at batch 256 (convolutions as
+ *      implicit GEMMs): TFLOP/s or TOP/s from CUDA events, median of
+ *      --repeats loops.
+ *   2. The four models (lenet5, resnet-mini, resnet50, mobilenet_v2)
+ *      through the CUDA backend at batch 1, 8, 64 and 256: FP32 and FP16 on
+ *      our convolutions and on cuDNN's (model.json's conv_engine), and the
+ *      INT8 copy (model_repository/<name>-int8 as it is, our kernels). Per
+ *      row: images/s and latency host to host (rt_session_run: the input
+ *      from host memory, the batch size's CUDA graph replayed, the output
+ *      back in host memory; median of --repeats windows of 0.1 s after a
+ *      warm-up that captures the graph), and the device time of one call
+ *      (rt_session_time_device: CUDA events recorded first and last in the
+ *      replayed graph, so the input and output copies are in it and the
+ *      host's launch is not; median of --repeats calls). resnet50 and
+ *      mobilenet_v2 are not committed: the GPU machine generates them
+ *      (models/export_imagenet.py, `inferctl quantize`); a folder without
+ *      model.json prints "(not generated: ...)" and its rows are left out.
+ *   3. PyTorch on the same models and batches (models/bench_torch_gpu.py:
+ *      eager with cudnn.benchmark, CUDA graph replay, and torch.compile
+ *      where it compiles within the script's time budget), timed host to
+ *      host as ours; then a table of ratios, ours over theirs in images/s.
+ *      PyTorch has no INT8 path on CUDA worth comparing: our INT8 rows are
+ *      set against its FP16 and against our own FP16.
+ *   4. The time each section took, then the goals of issue 19, last, under
+ *      "goals (issue 19):" (four lines), each met, MISSED or not measured.
  *
- *   build/bench_gpu [--repeats R] [--no-torch] [--python PYTHON] [--skip-models]
+ *   build/bench_gpu [--repeats R] [--python PYTHON] [--no-gemm] [--no-models]
+ *                   [--no-torch] [--no-compile]
  *
- * cuBLAS is opened with dlopen (libcublas.so.13 or .12), as the GPU machine
- * provides it; the rest needs only the NVIDIA driver.
+ * Exit status: 0 when everything it found ran (PyTorch's absence or failure
+ * is reported, not fatal); 1 without a usable device, or when a model
+ * variant failed to load or run (its message on stderr; the run goes on);
+ * 2 for bad usage. Progress goes to stderr, one line per model variant.
+ *
+ * Time on an H200 with the default 5 repeats (estimated, no run yet: the
+ * program prints what each section took under "time:"):
+ *   GEMM     ~15 s: 15 shapes x 2 tables, each under 0.5 s but the
+ *            largest (0.8 GB of operands filled and uploaded per table);
+ *   models   ~75 s: 80 rows; a lenet5 or resnet-mini row ~0.55 s (3
+ *            warm-up calls, 5 windows of 0.1 s, 6 device-timed calls); a
+ *            resnet50 or mobilenet_v2 row 0.6 to 1.5 s (batch 256 FP32:
+ *            ~80 ms a call), plus 1 to 2 s to load each of their variants;
+ *   PyTorch  at most 90 s (the script's --budget: eager and graph for every
+ *            model first, torch.compile with what is left), killed at 130 s.
+ * About 180 s in all. Only the PyTorch part could run long, and its kill
+ * bounds it: about 250 s at worst.
  */
-#include <cublas_api.h>
-#include <cuda_runtime_api.h>
-#include <dlfcn.h>
-#include <math.h>
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cuda_runtime_api.h>
+
 #include "bench_util.h"
+#include "gpu_gemm.h"
 #include "kernels/cuda/kcuda.h"
-#include "tests/model_variant.h"
 #include "runtime/rt_model.h"
+#include "tests/model_variant.h"
 
-#define MAX_REPEATS 31
-#define CHECK(call)                                                                                    \
-    do {                                                                                               \
-        cudaError_t e_ = (call);                                                                       \
-        if (e_ != cudaSuccess) {                                                                       \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));    \
-            exit(1);                                                                                   \
-        }                                                                                              \
-    } while (0)
+#define PROG "bench_gpu"
+#define WINDOW_S 0.1           /* one timed window of host-to-host calls */
+#define TORCH_BUDGET_S 90      /* bench_torch_gpu.py --budget */
+#define TORCH_KILL_S 130       /* ... and when it is killed regardless */
 
-static int repeats = 7;
-static int device_sms;   /* the device's SM count: our GEMM's tile choice (kcuda_gemm_plan) */
+static int repeats = 5;
+static double t_start;         /* bench_now_s() at the start, for progress lines */
 
-/* ------------------------------------------------------------------ cuBLAS */
-
-static struct {
-    __typeof__(cublasCreate_v2) *create;
-    __typeof__(cublasSetStream_v2) *set_stream;
-    __typeof__(cublasGemmEx) *gemm;
-} blas;
-
-static bool blas_load(void)
+/* Progress for a person watching: "bench_gpu [ 42 s] ..." on stderr,
+ * after the tables so far (a log of both streams keeps their order). */
+static void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void progress(const char *fmt, ...)
 {
-    static const char *const NAMES[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-    void *lib = NULL;
-    for (int i = 0; i < 3 && !lib; i++)
-        lib = dlopen(NAMES[i], RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        return false;
-    *(void **)&blas.create = dlsym(lib, "cublasCreate_v2");
-    *(void **)&blas.set_stream = dlsym(lib, "cublasSetStream_v2");
-    *(void **)&blas.gemm = dlsym(lib, "cublasGemmEx");
-    return blas.create && blas.set_stream && blas.gemm;
+    va_list ap;
+    fflush(stdout);
+    va_start(ap, fmt);
+    fprintf(stderr, "%s [%3.0f s] ", PROG, bench_now_s() - t_start);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
 }
 
-/* ------------------------------------------------------------------ GEMM */
+/* ------------------------------------------------------------------ the record's header */
 
-struct gemm_shape {
-    const char *name;
-    int m, n, k;   /* y[m, n] = x[m, k] . w[n, k]^T (a linear layer: m = rows, n = features) */
-};
-
-/* Milliseconds per call of f, from CUDA events: median over repeats of a
- * loop of iters calls, after a warm-up. */
-typedef cudaError_t (*gemm_fn)(void *ctx, int rot);
-static double time_ms(gemm_fn f, void *ctx, int rotations, int iters, cudaStream_t st)
+/* The NVIDIA kernel module's release ("570.86.15") from /proc, or "unknown"
+ * (a container may not show it; nvidia-smi in the device step does). */
+static const char *driver_release(char *buf, size_t cap)
 {
-    cudaEvent_t a, b;
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
-    for (int i = 0; i < 3; i++)
-        CHECK(f(ctx, i % rotations));
-    double ms[MAX_REPEATS];
-    for (int r = 0; r < repeats; r++) {
-        CHECK(cudaEventRecord(a, st));
-        for (int i = 0; i < iters; i++)
-            CHECK(f(ctx, i % rotations));
-        CHECK(cudaEventRecord(b, st));
-        CHECK(cudaEventSynchronize(b));
-        float t;
-        CHECK(cudaEventElapsedTime(&t, a, b));
-        ms[r] = (double)t / iters;
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    char line[256] = "";
+    bool ok = f && fgets(line, sizeof(line), f);
+    if (f)
+        fclose(f);
+    snprintf(buf, cap, "unknown");
+    /* "NVRM version: NVIDIA UNIX [Open ]Kernel Module[ for x86_64]  570.86.15  Release Build ..." */
+    for (const char *p = ok ? strstr(line, "Module") : NULL; p && *p; p += strcspn(p, " \t\n")) {
+        p += strspn(p, " \t\n");
+        size_t len = strcspn(p, " \t\n");
+        if (isdigit((unsigned char)*p) && memchr(p, '.', len)) {
+            snprintf(buf, cap, "%.*s", (int)len, p);
+            break;
+        }
     }
-    CHECK(cudaEventDestroy(a));
-    CHECK(cudaEventDestroy(b));
-    return bench_median(ms, repeats);
+    return buf;
 }
 
-struct gemm_ctx {
-    struct k_linear p;
-    void **x, **wp, **wt;   /* per rotation: input, our packed weights, plain weights (cuBLAS) */
-    void *y;
-    cudaStream_t st;
-    cublasHandle_t h;
-};
-
-static cudaError_t run_ours(void *c, int r)
+static void print_header(const struct cudaDeviceProp *prop, int argc, char **argv)
 {
-    struct gemm_ctx *g = c;
-    return kcuda_linear(&g->p, device_sms, KCUDA_F16, g->x[r], g->wp[r], NULL, NULL, g->y, g->st);
-}
-
-static cudaError_t run_cublas(void *c, int r)
-{
-    struct gemm_ctx *g = c;
-    const float one = 1.0f, zero = 0.0f;
-    /* column-major view: y^T[n, m] = w[n, k] . x^T[k, m] */
-    cublasStatus_t s = blas.gemm(g->h, CUBLAS_OP_T, CUBLAS_OP_N, g->p.m, g->p.n, g->p.k, &one, g->wt[r], CUDA_R_16F,
-                                 g->p.k, g->x[r], CUDA_R_16F, g->p.k, &zero, g->y, CUDA_R_16F, g->p.m,
-                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
-}
-
-static void *upload_half(const float *h, size_t n)
-{
-    void *f32, *f16;
-    CHECK(cudaMalloc(&f32, n * 4));
-    CHECK(cudaMalloc(&f16, n * 2));
-    CHECK(cudaMemcpy(f32, h, n * 4, cudaMemcpyHostToDevice));
-    CHECK(kcuda_convert((int64_t)n, KCUDA_F32, f32, KCUDA_F16, f16, 0));
-    CHECK(cudaDeviceSynchronize());
-    CHECK(cudaFree(f32));
-    return f16;
-}
-
-/* Relative difference of our output and cuBLAS's (both FP16) over y. */
-static double compare_outputs(struct gemm_ctx *g, size_t n)
-{
-    void *ours, *theirs;
-    CHECK(cudaMalloc(&ours, n * 4));
-    CHECK(cudaMalloc(&theirs, n * 4));
-    CHECK(run_ours(g, 0));
-    CHECK(kcuda_convert((int64_t)n, KCUDA_F16, g->y, KCUDA_F32, ours, g->st));
-    CHECK(run_cublas(g, 0));
-    CHECK(kcuda_convert((int64_t)n, KCUDA_F16, g->y, KCUDA_F32, theirs, g->st));
-    float *a = malloc(n * 4), *b = malloc(n * 4);
-    CHECK(cudaStreamSynchronize(g->st));
-    CHECK(cudaMemcpy(a, ours, n * 4, cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(b, theirs, n * 4, cudaMemcpyDeviceToHost));
-    double diff = 0, mx = 1e-30;   /* both are y[m][n] row-major (cuBLAS: n x m column-major) */
-    for (size_t i = 0; i < n; i++) {
-        diff = fmax(diff, fabs((double)a[i] - b[i]));
-        mx = fmax(mx, fabs((double)b[i]));
-    }
-    free(a), free(b);
-    CHECK(cudaFree(ours));
-    CHECK(cudaFree(theirs));
-    return diff / mx;
-}
-
-/* Returns our TFLOP/s divided by cuBLAS's; *ours_tflops: ours. */
-static double bench_gemm(const struct gemm_shape *s, size_t l2_bytes, cudaStream_t st, cublasHandle_t h,
-                         double *ours_tflops)
-{
-    struct gemm_ctx g = {.p = {s->m, s->k, s->n, K_ACT_NONE}, .st = st, .h = h};
-    size_t nx = (size_t)s->m * s->k, nw = (size_t)s->n * s->k, np = kcuda_linear_packed_elems(&g.p);
-    size_t set_bytes = (nx + nw + np) * 2;
-    int rot = (int)((2 * l2_bytes) / set_bytes) + 1;
-    rot = rot > 32 ? 32 : rot;
-    g.x = calloc((size_t)rot, sizeof(void *));
-    g.wp = calloc((size_t)rot, sizeof(void *));
-    g.wt = calloc((size_t)rot, sizeof(void *));
-    float *hx = malloc(nx * 4), *hw = malloc(nw * 4), *hp = malloc(np * 4);
-    if (!g.x || !g.wp || !g.wt || !hx || !hw || !hp)
-        abort();
-    srand(7); // NOLINT(cert-msc32-c,cert-msc51-cpp): the same inputs every run
-    for (size_t i = 0; i < nx; i++)
-        hx[i] = (float)rand() / (float)RAND_MAX - 0.5f; // NOLINT(cert-msc30-c,cert-msc50-cpp): any numbers do for benchmark inputs
-    for (size_t i = 0; i < nw; i++)
-        hw[i] = (float)rand() / (float)RAND_MAX - 0.5f; // NOLINT(cert-msc30-c,cert-msc50-cpp): any numbers do for benchmark inputs
-    kcuda_linear_pack(&g.p, hw, hp);
-    for (int r = 0; r < rot; r++) {
-        g.x[r] = upload_half(hx, nx);
-        g.wp[r] = upload_half(hp, np);
-        g.wt[r] = upload_half(hw, nw);
-    }
-    CHECK(cudaMalloc(&g.y, (size_t)s->m * s->n * 2));
-    double flop = 2.0 * s->m * s->n * s->k;
-    int iters = (int)(2e11 / flop);   /* about 200 GFLOP per timed loop, 10 to 2000 calls */
-    iters = iters < 10 ? 10 : iters > 2000 ? 2000 : iters;
-    double err = compare_outputs(&g, (size_t)s->m * s->n);
-    double ours = time_ms(run_ours, &g, rot, iters, st), theirs = time_ms(run_cublas, &g, rot, iters, st);
-    double r = theirs / ours;
-    *ours_tflops = flop / ours * 1e-9;
-    printf("%-22s %6d %6d %6d %9.1f %9.1f %7.2f   %.1e\n", s->name, s->m, s->n, s->k, flop / ours * 1e-9,
-           flop / theirs * 1e-9, r, err);
-    for (int i = 0; i < rot; i++) {
-        CHECK(cudaFree(g.x[i]));
-        CHECK(cudaFree(g.wp[i]));
-        CHECK(cudaFree(g.wt[i]));
-    }
-    CHECK(cudaFree(g.y));
-    free(g.x), free(g.wp), free(g.wt), free(hx), free(hw), free(hp);
-    return r;
-}
-
-/* ------------------------------------------------------------------ INT8 GEMM */
-
-struct q8_ctx {
-    struct k_linear p;
-    void **x, **wp, **wt;           /* per rotation: int8 input, packed weights, plain weights (cuBLAS) */
-    void *y;                        /* int32 [p.n, p.m] */
-    struct k_q8_epilogue e;         /* out_i32 with zero bias: y holds the accumulators */
-    cudaStream_t st;
-    cublasHandle_t h;
-};
-
-static cudaError_t run_q8_mma(void *c, int r)
-{
-    struct q8_ctx *g = c;
-    return kcuda_linear_q8_mma(&g->p, g->x[r], g->wp[r], &g->e, NULL, g->y, g->st);
-}
-
-static cudaError_t run_q8_dp4a(void *c, int r)
-{
-    struct q8_ctx *g = c;
-    return kcuda_linear_q8(&g->p, g->x[r], g->wp[r], &g->e, NULL, g->y, g->st);
-}
-
-static cudaError_t run_cublas_q8(void *c, int r)
-{
-    struct q8_ctx *g = c;
-    const int32_t one = 1, zero = 0;
-    cublasStatus_t s = blas.gemm(g->h, CUBLAS_OP_T, CUBLAS_OP_N, g->p.m, g->p.n, g->p.k, &one, g->wt[r], CUDA_R_8I,
-                                 g->p.k, g->x[r], CUDA_R_8I, g->p.k, &zero, g->y, CUDA_R_32I, g->p.m,
-                                 CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
-    return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorNotSupported;
-}
-
-static void *upload_bytes(const void *h, size_t n)
-{
-    void *d;
-    CHECK(cudaMalloc(&d, n + 16));
-    CHECK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
-    return d;
-}
-
-/* y of f(ctx, 0) into host out (n int32); false when f fails (cuBLAS: the
- * shape unsupported). */
-static bool q8_output(gemm_fn f, struct q8_ctx *g, int32_t *out, size_t n)
-{
-    CHECK(cudaMemsetAsync(g->y, 0xa5, n * 4, g->st));
-    if (f(g, 0) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return false;
-    }
-    CHECK(cudaStreamSynchronize(g->st));
-    CHECK(cudaMemcpy(out, g->y, n * 4, cudaMemcpyDeviceToHost));
-    return true;
-}
-
-/* One row of the INT8 table; fp16_tflops is our FP16 GEMM's at the shape (0: not measured). */
-static void bench_q8(const struct gemm_shape *s, size_t l2_bytes, bool mma, cudaStream_t st, cublasHandle_t h,
-                     double fp16_tflops)
-{
-    struct q8_ctx g = {.p = {s->m, s->k, s->n, K_ACT_NONE}, .st = st, .h = h, .e = {.out_i32 = 1}};
-    size_t nx = (size_t)s->m * s->k, nw = (size_t)s->n * s->k, np = kcuda_q8_packed_bytes(s->n, s->k);
-    size_t ny = (size_t)s->m * s->n, set_bytes = nx + nw + np;
-    int rot = (int)((2 * l2_bytes) / set_bytes) + 1;
-    rot = rot > 32 ? 32 : rot;
-    g.x = calloc((size_t)rot, sizeof(void *));
-    g.wp = calloc((size_t)rot, sizeof(void *));
-    g.wt = calloc((size_t)rot, sizeof(void *));
-    int8_t *hx = malloc(nx), *hw = malloc(nw), *hp = malloc(np);
-    int32_t *bias = calloc((size_t)s->n, sizeof(int32_t));
-    struct k_q8_mult *mult = calloc((size_t)s->n, sizeof(*mult));
-    int32_t *y_mma = malloc(ny * 4), *y_dp4a = malloc(ny * 4), *y_blas = malloc(ny * 4);
-    if (!g.x || !g.wp || !g.wt || !hx || !hw || !hp || !bias || !mult || !y_mma || !y_dp4a || !y_blas)
-        abort();
-    srand(11); // NOLINT(cert-msc32-c,cert-msc51-cpp): the same inputs every run
-    for (size_t i = 0; i < nx; i++)
-        hx[i] = (int8_t)(rand() % 255 - 127); // NOLINT(cert-msc30-c,cert-msc50-cpp): any numbers do for benchmark inputs
-    for (size_t i = 0; i < nw; i++)
-        hw[i] = (int8_t)(rand() % 255 - 127); // NOLINT(cert-msc30-c,cert-msc50-cpp): any numbers do for benchmark inputs
-    kcuda_q8_pack(s->n, s->k, hw, hp);
-    for (int r = 0; r < rot; r++) {
-        g.x[r] = upload_bytes(hx, nx);
-        g.wp[r] = upload_bytes(hp, np);
-        g.wt[r] = upload_bytes(hw, nw);
-    }
-    g.e.bias = upload_bytes(bias, (size_t)s->n * sizeof(int32_t));
-    g.e.mult = upload_bytes(mult, (size_t)s->n * sizeof(*mult));
-    CHECK(cudaMalloc(&g.y, ny * 4));
-
-    double ops = 2.0 * s->m * s->n * s->k;
-    int iters = (int)(2e11 / ops);
-    iters = iters < 10 ? 10 : iters > 2000 ? 2000 : iters;
-    bool have_blas = q8_output(run_cublas_q8, &g, y_blas, ny);
-    bool have_mma = mma && q8_output(run_q8_mma, &g, y_mma, ny);
-    if (!q8_output(run_q8_dp4a, &g, y_dp4a, ny)) {
-        fprintf(stderr, "%s: the dp4a kernel failed\n", s->name);
-        exit(1);
-    }
-    const char *same = "same";
-    if (have_mma && memcmp(y_mma, y_dp4a, ny * 4) != 0)
-        same = "DIFFER (imma vs dp4a)";
-    else if (have_blas && memcmp(y_blas, y_dp4a, ny * 4) != 0)
-        same = "DIFFER (cuBLAS vs dp4a)";
-    double t_dp4a = time_ms(run_q8_dp4a, &g, rot, iters, st);
-    double t_mma = have_mma ? time_ms(run_q8_mma, &g, rot, iters, st) : 0;
-    double t_blas = have_blas ? time_ms(run_cublas_q8, &g, rot, iters, st) : 0;
-    double top_mma = t_mma > 0 ? ops / t_mma * 1e-9 : 0, top_dp4a = ops / t_dp4a * 1e-9;
-    double top_blas = t_blas > 0 ? ops / t_blas * 1e-9 : 0;
-    printf("%-22s %9.1f %9.1f %9.1f %9.1f %8.2f %8.2f %8.2f   %s\n", s->name, top_mma, top_dp4a, top_blas, fp16_tflops,
-           top_dp4a > 0 ? top_mma / top_dp4a : 0, top_blas > 0 ? top_mma / top_blas : 0,
-           fp16_tflops > 0 ? top_mma / fp16_tflops : 0, same);
-    for (int i = 0; i < rot; i++) {
-        CHECK(cudaFree(g.x[i]));
-        CHECK(cudaFree(g.wp[i]));
-        CHECK(cudaFree(g.wt[i]));
-    }
-    CHECK(cudaFree((void *)g.e.bias));
-    CHECK(cudaFree((void *)g.e.mult));
-    CHECK(cudaFree(g.y));
-    free(g.x), free(g.wp), free(g.wt), free(hx), free(hw), free(hp), free(bias), free(mult);
-    free(y_mma), free(y_dp4a), free(y_blas);
+    int drv = 0, rtv = 0;
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rtv);
+    char release[32], date[32];
+    time_t now = time(NULL);
+    strftime(date, sizeof(date), "%Y-%m-%d %H:%M", gmtime(&now));
+    printf("device: %s (sm_%d%d, %d SMs, %.0f MiB L2, %.0f GiB)\n", prop->name, prop->major, prop->minor,
+           prop->multiProcessorCount, prop->l2CacheSize / 1048576.0, (double)prop->totalGlobalMem / 1073741824.0);
+    printf("driver: %s (CUDA %d.%d), runtime: CUDA %d.%d, date: %s UTC, repeats: %d\n",
+           driver_release(release, sizeof(release)), drv / 1000, drv % 1000 / 10, rtv / 1000, rtv % 1000 / 10, date,
+           repeats);
+    printf("command:");
+    for (int i = 0; i < argc; i++)
+        printf(" %s", argv[i]);
+    printf("\n");
 }
 
 /* ------------------------------------------------------------------ models */
 
-static const char *const MODELS[] = {"lenet5", "resnet-mini"};
-static const int BATCHES[] = {1, 8, 64, 256, 1024};
-#define N_BATCHES 5
+enum { LENET5, RESNET_MINI, RESNET50, MOBILENET_V2, N_MODELS };
+static const char *const MODELS[N_MODELS] = {"lenet5", "resnet-mini", "resnet50", "mobilenet_v2"};
+static const int BATCHES[] = {1, 8, 64, 256};
+enum { N_BATCHES = sizeof(BATCHES) / sizeof(BATCHES[0]), MAX_BATCH = 256 };
+enum { B1 = 0, B256 = N_BATCHES - 1 };   /* the goals' batches: BATCHES' first and last */
 
-/* [model][fp16][cudnn][batch]: images/s and ms per call */
-static double rate[2][2][2][N_BATCHES], latency[2][2][2][N_BATCHES];
+/* What runs a model: FP32 or FP16 on our convolutions or cuDNN's, or the
+ * INT8 copy on our kernels. */
+enum variant { FP32_OURS, FP32_CUDNN, FP16_OURS, FP16_CUDNN, INT8_OURS, N_VARIANTS };
+static const struct {
+    const char *prec, *conv;           /* as the tables print them */
+    const char *precision, *engine;    /* the model.json values set (JSON text) */
+    const char *folder;                /* appended to the model's folder name */
+} VARIANTS[N_VARIANTS] = {
+    [FP32_OURS] = {"fp32", "ours", "\"fp32\"", "\"custom\"", ""},
+    [FP32_CUDNN] = {"fp32", "cudnn", "\"fp32\"", "\"cudnn\"", ""},
+    [FP16_OURS] = {"fp16", "ours", "\"fp16\"", "\"custom\"", ""},
+    [FP16_CUDNN] = {"fp16", "cudnn", "\"fp16\"", "\"cudnn\"", ""},
+    [INT8_OURS] = {"int8", "ours", "\"int8\"", "\"custom\"", "-int8"},
+};
 
-/* images/s and seconds per call: median over repeats of 0.2 s windows. */
-static void measure(struct rt_session *s, int batch, int64_t in_elems, int64_t out_elems, double *ips, double *lat)
+/* One row of figures; 0 where not measured. */
+struct figures {
+    double ips;                /* images/s, host to host */
+    double latency_s;          /* per call, host to host */
+    double device_s;           /* per call, on the device */
+};
+
+static struct figures ours[N_MODELS][N_VARIANTS][N_BATCHES];
+
+/* One model's inputs at MAX_BATCH, filled once for all its variants, and
+ * room for its outputs. */
+struct model_io {
+    float *x, *y;
+    int64_t in_elems, out_elems;       /* per sample */
+};
+
+/* Whether folder src holds a model; if not, the line saying so. */
+static bool generated(const char *src)
 {
-    float *x = malloc(sizeof(float) * (size_t)(batch * in_elems)), *y = malloc(sizeof(float) * (size_t)(batch * out_elems));
-    if (!x || !y)
-        abort();
-    for (int64_t i = 0; i < batch * in_elems; i++)
-        x[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f; // NOLINT(cert-msc30-c,cert-msc50-cpp): any numbers do for benchmark inputs
-    const float *in[1] = {x};
-    float *out[1] = {y};
-    struct rt_error err;
-    for (int i = 0; i < 3; i++) {   /* warm-up; the first run captures the graph */
-        if (rt_session_run(s, batch, in, out, &err) != RT_OK) {
-            fprintf(stderr, "run failed: %s\n", err.msg);
-            exit(1);
-        }
+    char path[192];
+    snprintf(path, sizeof(path), "%s/model.json", src);
+    if (access(path, R_OK) == 0)
+        return true;
+    printf("%-12s (not generated: %s is missing)\n", strrchr(src, '/') + 1, path);
+    return false;
+}
+
+/* A session on model folder src with variant v's fields set and max batch
+ * MAX_BATCH; NULL (the message on stderr) when it cannot be had. *m
+ * receives the model, which the caller frees after the session. */
+static struct rt_session *variant_open(struct rt_backend *b, const char *src, enum variant v, struct rt_model **m)
+{
+    char dir[64];
+    struct rt_error err = {0};
+    struct rt_session *s = NULL;
+    *m = NULL;
+    if (!model_variant_make(src, dir, sizeof(dir), VARIANTS[v].precision, VARIANTS[v].engine, MAX_BATCH)) {
+        fprintf(stderr, "%s: %s: cannot write a model variant under /tmp\n", PROG, src);
+        return NULL;
     }
-    double rates[MAX_REPEATS] = {0}, lats[MAX_REPEATS] = {0};
+    if (rt_model_load(dir, b, m, &err) != RT_OK || rt_session_create(*m, &s, &err) != RT_OK) {
+        fprintf(stderr, "%s: %s %s %s: %s\n", PROG, src, VARIANTS[v].prec, VARIANTS[v].conv, err.msg);
+        rt_model_free(*m);
+        *m = NULL;
+    }
+    model_variant_remove(dir);
+    return s;
+}
+
+/* Sizes (on first use) and fills io for cfg; false when cfg is not one
+ * input and one output of the sizes io already has. */
+static bool io_ready(struct model_io *io, const struct rt_model_config *cfg, const char *what)
+{
+    if (cfg->n_inputs != 1 || cfg->n_outputs != 1) {
+        fprintf(stderr, "%s: %s: one input and one output expected\n", PROG, what);
+        return false;
+    }
+    if (!io->x) {
+        io->in_elems = cfg->inputs[0].sample_elems;
+        io->out_elems = cfg->outputs[0].sample_elems;
+        io->x = bench_alloc(PROG, sizeof(float) * (size_t)(MAX_BATCH * io->in_elems));
+        io->y = bench_alloc(PROG, sizeof(float) * (size_t)(MAX_BATCH * io->out_elems));
+        bench_fill_uniform(io->x, (size_t)(MAX_BATCH * io->in_elems), 1, -1.0f, 1.0f);
+    }
+    if (io->in_elems != cfg->inputs[0].sample_elems || io->out_elems != cfg->outputs[0].sample_elems) {
+        fprintf(stderr, "%s: %s: input or output size differs from the model's other variants\n", PROG, what);
+        return false;
+    }
+    return true;
+}
+
+static bool run_once(struct rt_session *s, int batch, const struct model_io *io, const char *what)
+{
+    const float *in[1] = {io->x};
+    float *out[1] = {io->y};
+    struct rt_error err = {0};
+    if (rt_session_run(s, batch, in, out, &err) == RT_OK)
+        return true;
+    fprintf(stderr, "%s: %s batch %d: %s\n", PROG, what, batch, err.msg);
+    return false;
+}
+
+/* Host-to-host images/s and seconds per call: median of repeats windows of
+ * WINDOW_S after a warm-up (eager, captured, replayed). */
+static bool host_to_host(struct rt_session *s, int batch, const struct model_io *io, const char *what,
+                         struct figures *f)
+{
+    for (int i = 0; i < 3; i++) {
+        if (!run_once(s, batch, io, what))
+            return false;
+    }
+    double rates[GPU_MAX_REPEATS] = {0}, lats[GPU_MAX_REPEATS] = {0};
     for (int r = 0; r < repeats; r++) {
         int calls = 0;
         double t0 = bench_now_s(), t;
         do {
-            rt_session_run(s, batch, in, out, &err);
+            if (!run_once(s, batch, io, what))
+                return false;
             calls++;
-        } while ((t = bench_now_s() - t0) < 0.2);
+        } while ((t = bench_now_s() - t0) < WINDOW_S);
         rates[r] = calls * batch / t;
         lats[r] = t / calls;
     }
-    *ips = bench_median(rates, repeats);
-    *lat = bench_median(lats, repeats);
-    free(x), free(y);
+    f->ips = bench_median(rates, repeats);
+    f->latency_s = bench_median(lats, repeats);
+    return true;
 }
 
-static void bench_models(void)
+/* Device seconds per call: median of repeats calls with device timing on,
+ * after one that recaptures the graph with the timing events. */
+static bool device_time(struct rt_session *s, int batch, const struct model_io *io, const char *what,
+                        struct figures *f)
 {
-    printf("\n%-12s %-5s %-7s %6s %12s %11s\n", "model", "prec", "conv", "batch", "images/s", "latency ms");
-    for (int mi = 0; mi < 2; mi++)
-        for (int f16 = 0; f16 < 2; f16++)
-            for (int dnn = 0; dnn < 2; dnn++) {
-                char src[128], dir[64];
-                snprintf(src, sizeof(src), "model_repository/%s", MODELS[mi]);
-                if (!model_variant_make(src, dir, sizeof(dir), f16 ? "\"fp16\"" : "\"fp32\"",
-                                        dnn ? "\"cudnn\"" : "\"custom\"", 1024)) {
-                    printf("%-12s (not available)\n", MODELS[mi]);
-                    break;
-                }
-                struct rt_error err;
-                struct rt_backend *b;
-                struct rt_model *m;
-                struct rt_session *s;
-                bool loaded = rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, &b,
-                                                &err) == RT_OK &&
-                              rt_model_load(dir, b, &m, &err) == RT_OK && rt_session_create(m, &s, &err) == RT_OK;
-                model_variant_remove(dir);
-                if (!loaded) {
-                    fprintf(stderr, "%s: %s\n", src, err.msg);
-                    exit(1);
-                }
-                const struct rt_model_config *cfg = rt_model_config(m);
-                for (int bi = 0; bi < N_BATCHES; bi++) {
-                    double *r = &rate[mi][f16][dnn][bi], *l = &latency[mi][f16][dnn][bi];
-                    measure(s, BATCHES[bi], cfg->inputs[0].sample_elems, cfg->outputs[0].sample_elems, r, l);
-                    printf("%-12s %-5s %-7s %6d %12.0f %11.4f\n", MODELS[mi], f16 ? "fp16" : "fp32", dnn ? "cudnn" : "custom",
-                           BATCHES[bi], *r, *l * 1e3);
-                }
-                rt_session_free(s);
-                rt_model_free(m);
-                rt_backend_free(b);
-            }
+    struct rt_error err = {0};
+    double t[GPU_MAX_REPEATS] = {0};
+    bool ok = rt_session_time_device(s, true, &err) == RT_OK && run_once(s, batch, io, what);
+    for (int r = 0; ok && r < repeats; r++) {
+        int64_t ns = 0;
+        ok = run_once(s, batch, io, what) && rt_session_device_ns(s, &ns, &err) == RT_OK;
+        t[r] = (double)ns * 1e-9;
+    }
+    if (err.status != RT_OK)
+        fprintf(stderr, "%s: %s batch %d: device time: %s\n", PROG, what, batch, err.msg);
+    rt_session_time_device(s, false, &err);
+    if (ok)
+        f->device_s = bench_median(t, repeats);
+    return ok;
+}
+
+/* Every batch of one variant, a table row each; false when a run failed. */
+static bool bench_variant(int mi, enum variant v, struct rt_session *s, const struct model_io *io)
+{
+    char what[64];
+    snprintf(what, sizeof(what), "%s %s %s", MODELS[mi], VARIANTS[v].prec, VARIANTS[v].conv);
+    for (int bi = 0; bi < N_BATCHES; bi++) {
+        struct figures *f = &ours[mi][v][bi];
+        if (!host_to_host(s, BATCHES[bi], io, what, f) || !device_time(s, BATCHES[bi], io, what, f))
+            return false;
+        printf("%-12s %-5s %-6s %6d %12.0f %11.4f %10.4f\n", MODELS[mi], VARIANTS[v].prec, VARIANTS[v].conv,
+               BATCHES[bi], f->ips, f->latency_s * 1e3, f->device_s * 1e3);
+        fflush(stdout);
+    }
+    return true;
+}
+
+/* Every variant of model mi; false when one failed to load or run. */
+static bool bench_model(struct rt_backend *b, int mi)
+{
+    char src[160];
+    snprintf(src, sizeof(src), "model_repository/%s", MODELS[mi]);
+    if (!generated(src))
+        return true;
+    struct model_io io = {0};
+    bool ok = true;
+    for (int v = 0; v < N_VARIANTS; v++) {
+        snprintf(src, sizeof(src), "model_repository/%s%s", MODELS[mi], VARIANTS[v].folder);
+        if (v == INT8_OURS && !generated(src))
+            continue;
+        progress("%s %s %s", MODELS[mi], VARIANTS[v].prec, VARIANTS[v].conv);
+        struct rt_model *m;
+        struct rt_session *s = variant_open(b, src, (enum variant)v, &m);
+        bool ran = s && io_ready(&io, rt_model_config(m), src) && bench_variant(mi, (enum variant)v, s, &io);
+        ok = ok && ran;
+        rt_session_free(s);
+        rt_model_free(m);
+    }
+    free(io.x);
+    free(io.y);
+    return ok;
+}
+
+static bool bench_models(void)
+{
+    struct rt_error err = {0};
+    struct rt_backend *b;
+    if (rt_backend_create(RT_BACKEND_CUDA, &(struct rt_backend_options){.device = -1}, &b, &err) != RT_OK) {
+        fprintf(stderr, "%s: the CUDA backend: %s\n", PROG, err.msg);
+        return false;
+    }
+    printf("\nmodels through the CUDA backend: host to host (images/s, latency per call) and on the device "
+           "(CUDA events first and last in the replayed graph)\n%-12s %-5s %-6s %6s %12s %11s %10s\n",
+           "model", "prec", "conv", "batch", "images/s", "latency ms", "device ms");
+    bool ok = true;
+    for (int mi = 0; mi < N_MODELS; mi++)
+        ok = bench_model(b, mi) && ok;
+    rt_backend_free(b);
+    return ok;
 }
 
 /* ------------------------------------------------------------------ PyTorch */
 
-/* [model][fp16][mode: eager, graph][batch] */
-static double torch_rate[2][2][2][N_BATCHES], torch_lat[2][2][2][N_BATCHES];
+enum { EAGER, GRAPH, COMPILE, N_MODES };
+static const char *const MODES[N_MODES] = {"eager", "graph", "compile"};
 
-static void bench_torch(const char *python)
+/* [model][fp16][mode][batch]; device_s unused */
+static struct figures theirs[N_MODELS][2][N_MODES][N_BATCHES];
+
+static int index_of(const char *name, const char *const *names, int n)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "%s models/bench_torch_gpu.py --repeats %d --batches 1,8,64,256,1024", python, repeats);
-    fprintf(stderr, "running: %s\n", cmd);
-    FILE *p = popen(cmd, "r"); // NOLINT(cert-env33-c): our own script, with our own arguments
-    char line[256], model[64], prec[16], mode[16];
+    for (int i = 0; i < n; i++) {
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* Keeps one line of the script's output when it is a measurement. */
+static void torch_line(const char *line)
+{
+    char model[64], prec[16], mode[16];
     int batch;
     double ips, ms;
-    while (p && fgets(line, sizeof(line), p)) {
-        if (sscanf(line, "%63s %15s %15s %d %lf %lf", model, prec, mode, &batch, &ips, &ms) != 6) // NOLINT(cert-err34-c): the output of our own script
-            continue;
-        int mi = strcmp(model, MODELS[0]) == 0 ? 0 : strcmp(model, MODELS[1]) == 0 ? 1 : -1;
-        int md = strcmp(mode, "eager") == 0 ? 0 : strcmp(mode, "graph") == 0 ? 1 : -1;
-        int f16 = strcmp(prec, "fp16") == 0;
-        for (int bi = 0; bi < N_BATCHES && mi >= 0 && md >= 0; bi++) {
-            if (BATCHES[bi] == batch) {
-                torch_rate[mi][f16][md][bi] = ips;
-                torch_lat[mi][f16][md][bi] = ms * 1e-3;
-            }
-        }
+    if (sscanf(line, "%63s %15s %15s %d %lf %lf", model, prec, mode, &batch, &ips, &ms) != 6) // NOLINT(cert-err34-c): the output of our own script
+        return;
+    int mi = index_of(model, MODELS, N_MODELS), md = index_of(mode, MODES, N_MODES);
+    int f16 = strcmp(prec, "fp16") == 0;
+    for (int bi = 0; bi < N_BATCHES && mi >= 0 && md >= 0; bi++) {
+        if (BATCHES[bi] == batch)
+            theirs[mi][f16][md][bi] = (struct figures){.ips = ips, .latency_s = ms * 1e-3};
     }
-    if (!p || pclose(p) != 0)
-        fprintf(stderr, "the PyTorch benchmark failed; ratios against it are missing\n");
-    printf("\n%-12s %-5s %6s %10s %10s %10s %10s\n", "model", "prec", "batch", "ours/eager", "ours/graph",
-           "cudnn/eager", "torch img/s");
-    for (int mi = 0; mi < 2; mi++)
-        for (int f16 = 0; f16 < 2; f16++)
+}
+
+/* Whether one of our variants ran model mi. */
+static bool measured(int mi)
+{
+    for (int v = 0; v < N_VARIANTS; v++) {
+        if (ours[mi][v][B1].ips > 0)
+            return true;
+    }
+    return false;
+}
+
+/* Runs models/bench_torch_gpu.py on the models we measured (its progress
+ * on stderr) and keeps its figures; says so when it failed or was killed
+ * (the figures it printed before stand). */
+static void bench_torch(const char *python, bool compile)
+{
+    char models[128] = "", batches[64] = "", cmd[640];
+    for (int mi = 0; mi < N_MODELS; mi++) {
+        size_t at = strlen(models);
+        if (measured(mi))
+            snprintf(models + at, sizeof(models) - at, "%s%s", at ? "," : "", MODELS[mi]);
+    }
+    for (int bi = 0; bi < N_BATCHES; bi++)
+        snprintf(batches + strlen(batches), sizeof(batches) - strlen(batches), "%s%d", bi ? "," : "", BATCHES[bi]);
+    if (!models[0]) {
+        printf("\nPyTorch: not run, none of our models ran\n");
+        return;
+    }
+    snprintf(cmd, sizeof(cmd),
+             "timeout -k 5 %d %s models/bench_torch_gpu.py --models %s --batches %s --repeats %d --window %g "
+             "--budget %d%s",
+             TORCH_KILL_S, python, models, batches, repeats, WINDOW_S, TORCH_BUDGET_S, compile ? "" : " --no-compile");
+    progress("PyTorch: %s", cmd);
+    FILE *p = popen(cmd, "r"); // NOLINT(cert-env33-c): our own script, with our own arguments
+    char line[256];
+    while (p && fgets(line, sizeof(line), p))
+        torch_line(line);
+    int status = p ? pclose(p) : -1;
+    if (status != 0)
+        printf("\nthe PyTorch benchmark failed or ran out of time (status %d; its messages are on stderr): "
+               "ratios against it are missing where it printed nothing\n", status);
+}
+
+/* " %12.2f" of a / b, or "-" when either is missing. */
+static void put_ratio(double a, double b)
+{
+    if (a > 0 && b > 0)
+        printf(" %12.2f", a / b);
+    else
+        printf(" %12s", "-");
+}
+
+/* Ours over PyTorch's, per model, precision and batch: FP32 and FP16 rows
+ * set our convolutions (and cuDNN's) against PyTorch in the same precision,
+ * INT8 rows our INT8 against PyTorch FP16 and against our FP16. */
+static void print_comparison(void)
+{
+    static const struct { const char *name; enum variant mine; int cudnn, torch_f16; } ROWS[] = {
+        {"fp32", FP32_OURS, FP32_CUDNN, 0}, {"fp16", FP16_OURS, FP16_CUDNN, 1}, {"int8", INT8_OURS, -1, 1}};
+    printf("\nagainst PyTorch, host to host, images/s ours over theirs (int8 rows: against PyTorch FP16, "
+           "and against our FP16)\n%-12s %-5s %6s %12s %12s %12s %12s %12s %12s\n",
+           "model", "prec", "batch", "ours/eager", "ours/graph", "ours/compile", "cudnn/eager", "int8/fp16",
+           "eager img/s");
+    for (int mi = 0; mi < N_MODELS; mi++)
+        for (size_t r = 0; r < sizeof(ROWS) / sizeof(ROWS[0]); r++)
             for (int bi = 0; bi < N_BATCHES; bi++) {
-                double e = torch_rate[mi][f16][0][bi], g = torch_rate[mi][f16][1][bi];
-                if (e <= 0)
+                double mine = ours[mi][ROWS[r].mine][bi].ips;
+                const struct figures(*t)[N_BATCHES] = theirs[mi][ROWS[r].torch_f16];   /* [mode][batch] */
+                if (mine <= 0)
                     continue;
-                printf("%-12s %-5s %6d %10.2f %10.2f %10.2f %10.0f\n", MODELS[mi], f16 ? "fp16" : "fp32", BATCHES[bi],
-                       rate[mi][f16][0][bi] / e, g > 0 ? rate[mi][f16][0][bi] / g : 0.0, rate[mi][f16][1][bi] / e, e);
+                printf("%-12s %-5s %6d", MODELS[mi], ROWS[r].name, BATCHES[bi]);
+                for (int md = 0; md < N_MODES; md++)
+                    put_ratio(mine, t[md][bi].ips);
+                put_ratio(ROWS[r].cudnn >= 0 ? ours[mi][ROWS[r].cudnn][bi].ips : 0, t[EAGER][bi].ips);
+                put_ratio(ROWS[r].mine == INT8_OURS ? mine : 0, ours[mi][FP16_OURS][bi].ips);
+                if (t[EAGER][bi].ips > 0)
+                    printf(" %12.0f\n", t[EAGER][bi].ips);
+                else
+                    printf(" %12s\n", "-");
             }
 }
 
+/* ------------------------------------------------------------------ goals */
+
+/* One goal's line: what, the figures (NULL: not measured), met or MISSED. */
+static void goal(const char *what, const char *figures, bool met)
+{
+    printf("  %-52s %s  %s\n", what, figures ? figures : "-", !figures ? "not measured" : met ? "met" : "MISSED");
+}
+
+/* The four goals of issue 19, last; at most 6 lines after the header
+ * (tests/gpu_check.sh shows them with grep -A6). */
+static void print_goals(const char *device, double gemm_ratio)
+{
+    char text[160];
+    printf("\ngoals (issue 19):\n");
+    snprintf(text, sizeof(text), "%.2f", gemm_ratio);
+    goal("FP16 GEMM 4096^3 >= 0.85 x cuBLAS", gemm_ratio > 0 ? text : NULL, gemm_ratio >= 0.85);
+
+    double mine = ours[RESNET_MINI][FP16_OURS][B256].ips, eager = theirs[RESNET_MINI][1][EAGER][B256].ips;
+    snprintf(text, sizeof(text), "%.2f", mine > 0 && eager > 0 ? mine / eager : 0);
+    goal("resnet-mini FP16 b256 >= 1.5 x PyTorch eager FP16", mine > 0 && eager > 0 ? text : NULL,
+         mine >= 1.5 * eager);
+
+    double d32 = ours[LENET5][FP32_OURS][B1].device_s * 1e6, d16 = ours[LENET5][FP16_OURS][B1].device_s * 1e6;
+    snprintf(text, sizeof(text), "%.1f, %.1f us (replayed graph, copies included)", d32, d16);
+    goal("lenet5 b1 device time <= 20 us (FP32, FP16)", d32 > 0 && d16 > 0 ? text : NULL, d32 <= 20 && d16 <= 20);
+
+    const struct figures *q8 = &ours[RESNET50][INT8_OURS][B256];
+    double on_device = q8->device_s > 0 ? BATCHES[B256] / q8->device_s : 0;
+    snprintf(text, sizeof(text), "%.0f on the device, %.0f host to host (here: %s)", on_device, q8->ips, device);
+    goal("ResNet-50 INT8 b256 >= 45000 images/s (H100 goal)", on_device > 0 ? text : NULL, on_device >= 45000);
+}
+
+/* ------------------------------------------------------------------ main */
+
 int main(int argc, char **argv)
 {
+    t_start = bench_now_s();
     const char *python = getenv("INFERD_PYTHON") ? getenv("INFERD_PYTHON") : "python3";
-    bool torch = true, models = true;
+    bool gemm = true, models = true, torch = true, compile = true;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--repeats") == 0 && i + 1 < argc)
-            repeats = (int)strtol(argv[++i], NULL, 10);
+        if (strcmp(argv[i], "--repeats") == 0)
+            repeats = bench_arg_int(PROG, argc, argv, &i, 1, GPU_MAX_REPEATS);
         else if (strcmp(argv[i], "--python") == 0 && i + 1 < argc)
             python = argv[++i];
+        else if (strcmp(argv[i], "--no-gemm") == 0)
+            gemm = false;
+        else if (strcmp(argv[i], "--no-models") == 0)
+            models = false;
         else if (strcmp(argv[i], "--no-torch") == 0)
             torch = false;
-        else if (strcmp(argv[i], "--skip-models") == 0)
-            models = false;
+        else if (strcmp(argv[i], "--no-compile") == 0)
+            compile = false;
         else {
-            fprintf(stderr, "usage: %s [--repeats R] [--no-torch] [--python PYTHON] [--skip-models]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--repeats R] [--python PYTHON] [--no-gemm] [--no-models] [--no-torch] "
+                            "[--no-compile]\n", argv[0]);
             return 2;
         }
     }
-    if (repeats < 1 || repeats > MAX_REPEATS) {
-        fprintf(stderr, "--repeats must be 1..%d\n", MAX_REPEATS);
-        return 2;
-    }
-    int dev = 0;
-    struct cudaDeviceProp prop;
-    cudaError_t e = cudaGetDeviceCount(&dev);
-    if (e != cudaSuccess || dev < 1) {
+    int devices = 0;
+    cudaError_t e = cudaGetDeviceCount(&devices);
+    if (e != cudaSuccess || devices < 1) {
         printf("no usable CUDA device (%s): nothing to measure\n", e != cudaSuccess ? cudaGetErrorString(e) : "none");
         return 1;
     }
-    CHECK(cudaSetDevice(0));
-    CHECK(cudaGetDeviceProperties(&prop, 0));
-    CHECK(kcuda_init());
-    device_sms = prop.multiProcessorCount;
-    time_t t = time(NULL);
-    char date[32];
-    strftime(date, sizeof(date), "%Y-%m-%d %H:%M", gmtime(&t));
-    printf("device: %s (sm_%d%d, %d SMs, %.0f MiB L2), %s UTC, repeats %d\n", prop.name, prop.major, prop.minor,
-           prop.multiProcessorCount, prop.l2CacheSize / 1048576.0, date, repeats);
+    struct cudaDeviceProp prop;
+    GPU_CHECK(cudaSetDevice(0));
+    GPU_CHECK(cudaGetDeviceProperties(&prop, 0));
+    GPU_CHECK(kcuda_init());
+    print_header(&prop, argc, argv);
 
-    double gemm_ratio = 0;
-    if (!blas_load()) {
-        printf("cuBLAS not found: GEMM comparison skipped\n");
-    } else {
-        cudaStream_t st;
-        cublasHandle_t h;
-        CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-        if (blas.create(&h) != CUBLAS_STATUS_SUCCESS || blas.set_stream(h, st) != CUBLAS_STATUS_SUCCESS) {
-            fprintf(stderr, "cublasCreate failed\n");
-            return 1;
-        }
-        static const struct gemm_shape SHAPES[] = {
-            {"square 4096", 4096, 4096, 4096},      {"lenet5 conv1 b256", 256 * 784, 6, 25},
-            {"lenet5 conv2 b256", 256 * 100, 16, 150}, {"lenet5 fc1 b256", 256, 120, 400},
-            {"resnet stem b256", 256 * 784, 16, 9},  {"resnet l1 conv b256", 256 * 784, 16, 144},
-            {"resnet l2 conv b256", 256 * 196, 32, 288}, {"resnet l3 conv b256", 256 * 49, 64, 576},
-            {"resnet fc b256", 256, 10, 64}};
-        printf("\nFP16 GEMM (y[m,n] = x[m,k] w[n,k]^T), TFLOP/s\n%-22s %6s %6s %6s %9s %9s %7s   %s\n", "shape", "m",
-               "n", "k", "ours", "cuBLAS", "ratio", "rel diff");
-        enum { N_SHAPES = sizeof(SHAPES) / sizeof(SHAPES[0]) };
-        double fp16[N_SHAPES];
-        for (size_t i = 0; i < N_SHAPES; i++) {
-            double r = bench_gemm(&SHAPES[i], (size_t)prop.l2CacheSize, st, h, &fp16[i]);
-            if (i == 0)
-                gemm_ratio = r;
-        }
-        bool mma = kcuda_q8_mma_takes(prop.major * 10 + prop.minor, NULL);
-        printf("\nINT8 GEMM (int32 out), TOP/s: ours on tensor cores (imma%s), our dp4a baseline, cuBLAS INT8 "
-               "(0: shape unsupported); our FP16 (TFLOP/s) from above\n%-22s %9s %9s %9s %9s %8s %8s %8s   %s\n",
-               mma ? "" : ": not on this sm", "shape", "imma", "dp4a", "cuBLAS", "fp16", "/dp4a", "/cuBLAS", "/fp16",
-               "outputs");
-        for (size_t i = 0; i < N_SHAPES; i++)
-            bench_q8(&SHAPES[i], (size_t)prop.l2CacheSize, mma, st, h, fp16[i]);
+    double t0 = bench_now_s(), gemm_ratio = 0;
+    if (gemm) {
+        progress("GEMM tables");
+        gemm_ratio = gpu_gemm_tables(&prop, repeats);
     }
-    if (models)
-        bench_models();
-    if (models && torch)
-        bench_torch(python);
-
-    printf("\ngoals (issue 5):\n");
-    if (gemm_ratio > 0)
-        printf("  FP16 GEMM 4096^3 >= 0.50 x cuBLAS:               %.2f  %s\n", gemm_ratio,
-               gemm_ratio >= 0.5 ? "met" : "MISSED");
-    double r256 = torch_rate[1][1][0][3] > 0 ? rate[1][1][0][3] / torch_rate[1][1][0][3] : 0;
-    double l1 = latency[0][0][0][0] > 0 && torch_lat[0][0][0][0] > 0 ? latency[0][0][0][0] / torch_lat[0][0][0][0] : 0;
-    if (r256 > 0)
-        printf("  resnet-mini FP16 b256 >= 1.0 x PyTorch eager:    %.2f  %s\n", r256, r256 >= 1.0 ? "met" : "MISSED");
-    if (l1 > 0)
-        printf("  lenet5 b1 latency <= 0.5 x PyTorch eager (FP32): %.2f  %s\n", l1, l1 <= 0.5 ? "met" : "MISSED");
-    return 0;
+    double t1 = bench_now_s();
+    bool ok = !models || bench_models();
+    double t2 = bench_now_s();
+    if (models && torch) {
+        bench_torch(python, compile);
+        print_comparison();
+    }
+    double t3 = bench_now_s();
+    printf("\ntime: GEMM %.0f s, models %.0f s, PyTorch %.0f s, in all %.0f s\n", t1 - t0, t2 - t1, t3 - t2,
+           t3 - t_start);
+    print_goals(prop.name, gemm_ratio);
+    return ok ? 0 : 1;
 }

@@ -1,13 +1,15 @@
 /*
  * bench_util.h - what the benchmark programs share: a monotonic clock, the
  * median of a set of times, an integer option, an allocation that exits on
- * failure, and the load average they print under their tables.
+ * failure, seeded uniform inputs, and the load average they print under
+ * their tables.
  * Header-only: each benchmark is a program of one file or two
  * (mk/build.mk's bench_% rules).
  */
 #ifndef BENCH_UTIL_H
 #define BENCH_UTIL_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +63,19 @@ static inline void *bench_alloc(const char *prog, size_t bytes)
         exit(1);
     }
     return p;
+}
+
+/* v[0 .. n) uniform in [lo, hi), the same for the same seed (a xorshift
+ * generator: fast enough for inputs of hundreds of megabytes). */
+static inline void bench_fill_uniform(float *v, size_t n, uint32_t seed, float lo, float hi)
+{
+    uint32_t s = seed ? seed : 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 17;
+        s ^= s << 5;
+        v[i] = lo + (hi - lo) * (float)(s >> 8) * (1.0f / 16777216.0f);
+    }
 }
 
 /* /proc/loadavg's line (without its newline) in buf, or "unknown". */
