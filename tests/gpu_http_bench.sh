@@ -16,6 +16,8 @@
 # daemon that does not say "backend cuda" is stopped and the run skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=tests/gpu_daemon.sh
+. tests/gpu_daemon.sh
 export LC_ALL=C   # printf reads the CSV's decimal points
 bin=${1:-build}
 inferd=${INFERD_BIN:-$bin/inferd}
@@ -38,35 +40,13 @@ mkdir "$work/repo" "$work/images"
 cp -r model_repository/lenet5 "$work/repo/"
 cp tests/data/images/gray1.png tests/data/images/gray2.png "$work/images/"
 
-"$inferd" --backend cuda --model-repository "$work/repo" --http-port 0 --port-file "$work/port" \
-  > "$work/inferd.log" 2>&1 &
-pid=$!
-for _ in $(seq 300); do   # up to 30 s: the CUDA context on a cold GPU
-  [ -s "$work/port" ] && grep -qE ' INFO +ready$' "$work/inferd.log" && break
-  if ! kill -0 "$pid" 2>/dev/null; then
-    rc=0; wait "$pid" || rc=$?; pid=
-    cat "$work/inferd.log"
-    if grep -qiE 'cudaGetDeviceCount|no CUDA device|no usable CUDA|driver version is insufficient|sm_[0-9]+; this build' "$work/inferd.log"; then
-      echo "skip: inferd --backend cuda found no usable GPU: $(grep -m1 -iE 'backend|cuda' "$work/inferd.log")"
-      exit 77
-    fi
-    echo "FAIL: inferd --backend cuda exited with status $rc before it was ready"
-    exit 1
-  fi
-  sleep 0.1
-done
-if ! grep -qE ' INFO +ready$' "$work/inferd.log"; then
-  cat "$work/inferd.log"
-  echo "FAIL: inferd was not ready within 30 s"
-  exit 1
-fi
+start_gpu_inferd "$inferd" "$work/repo"
 backend=$(grep -m1 -E ' INFO +backend ' "$work/inferd.log" | sed 's/.* INFO  *//' || true)
 if [[ $backend != "backend cuda"* ]]; then
   cat "$work/inferd.log"
   echo "skip: the daemon is not on the GPU (${backend:-no backend line}); no CPU figures are reported as GPU ones"
   exit 77
 fi
-url="http://127.0.0.1:$(cat "$work/port")"
 
 echo "inferd over HTTP, $backend"
 echo "lenet5, infer-binary (binary tensors both ways), 1 image per request, closed loop;" \

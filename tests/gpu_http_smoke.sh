@@ -9,36 +9,24 @@
 # Exit 0: every model answered like the CPU. 77: skipped, inferd found no
 # usable GPU (the reason is the last line). Anything else: failed.
 set -uo pipefail
+# shellcheck source=tests/gpu_daemon.sh
+. "$(dirname "$0")/gpu_daemon.sh"
 bin=${1:-build}
 image=tests/data/images/gray1.png
 models=(lenet5 lenet5-int8 resnet-mini resnet-mini-int8)
 work=$(mktemp -d)
 pid=
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
   [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-"$bin/inferd" --backend cuda --model-repository model_repository --http-port 0 \
-  --port-file "$work/port" > "$work/inferd.log" 2>&1 &
-pid=$!
-for _ in $(seq 600); do   # up to 60 s: model load on a cold GPU
-  [ -s "$work/port" ] && grep -qE ' INFO +ready$' "$work/inferd.log" && break
-  if ! kill -0 "$pid" 2>/dev/null; then
-    wait "$pid"; rc=$?; pid=
-    cat "$work/inferd.log"
-    if grep -qiE 'cudaGetDeviceCount|no CUDA device|no usable CUDA|driver version is insufficient|sm_[0-9]+; this build' "$work/inferd.log"; then
-      echo "skip: inferd --backend cuda found no usable GPU: $(grep -m1 -iE 'backend|cuda' "$work/inferd.log")"
-      exit 77
-    fi
-    echo "FAIL: inferd --backend cuda exited with status $rc before it was ready"
-    exit 1
-  fi
-  sleep 0.1
-done
-grep -qE ' INFO +ready$' "$work/inferd.log" || { cat "$work/inferd.log"; echo "FAIL: inferd was not ready within 60 s"; exit 1; }
-url="http://127.0.0.1:$(cat "$work/port")"
+# the shipped models alone (generated ones, ResNet-50 say, may sit beside them)
+mkdir "$work/repo"
+for m in "${models[@]}"; do cp -r "model_repository/$m" "$work/repo/"; done
+start_gpu_inferd "$bin/inferd" "$work/repo"
 grep -m1 'backend' "$work/inferd.log"
 failed=0
 for m in "${models[@]}"; do

@@ -19,6 +19,43 @@
 #define IMAGE 784      /* resnet-mini's input: 1 x 28 x 28 */
 #define CLASSES 10
 
+/* resnet-mini on a CUDA backend with graphs on, one session, random
+ * inputs, and y_first: the outputs of three untimed runs (eager, captured,
+ * replayed) that every later run must repeat bit for bit. */
+struct fixture {
+    struct rt_backend *b;
+    struct rt_model *m;
+    struct rt_session *s;
+};
+static float x[BATCH * IMAGE], y_first[BATCH * CLASSES], y[BATCH * CLASSES];
+static const float *in[1] = {x};
+static float *out[1] = {y};
+
+static enum test_result fixture_open(struct fixture *f)
+{
+    struct rt_error err = {0};
+    const struct rt_backend_options opt = {.device = -1, .cuda_graphs = RT_CUDA_GRAPHS_ON};
+    *f = (struct fixture){0};
+    TEST_FAIL_IF(rt_backend_create(RT_BACKEND_CUDA, &opt, &f->b, &err) != RT_OK, "%s", err.msg);
+    TEST_FAIL_IF(rt_model_load(RESNET, f->b, &f->m, &err) != RT_OK, "%s", err.msg);
+    ASSERT_EQ_INT(rt_session_create(f->m, &f->s, &err), RT_OK);
+    const struct rt_model_config *cfg = rt_model_config(f->m);
+    ASSERT_EQ_INT(cfg->inputs[0].sample_elems, IMAGE);
+    ASSERT_EQ_INT(cfg->outputs[0].sample_elems, CLASSES);
+    test_rand_fill(x, (int64_t)BATCH * IMAGE, 0, 1);
+    float *out0[1] = {y_first};
+    for (int i = 0; i < 3; i++)   /* eager, captured, replayed */
+        ASSERT_EQ_INT(rt_session_run(f->s, BATCH, in, out0, &err), RT_OK);
+    return TEST_PASS;
+}
+
+static void fixture_close(struct fixture *f)
+{
+    rt_session_free(f->s);
+    rt_model_free(f->m);
+    rt_backend_free(f->b);
+}
+
 struct seen {
     int n_steps, calls, next_step;
     int64_t sum_ns, first_begin_ns, last_end_ns;
@@ -40,24 +77,13 @@ static void on_step(void *user, const struct rt_step_timing *t)
 TEST(cuda_session_profile)
 {
     CUDA_REQUIRE();
+    struct fixture f;
+    enum test_result r = fixture_open(&f);
+    if (r != TEST_PASS)
+        return r;
     struct rt_error err = {0};
-    struct rt_backend *b = NULL;
-    struct rt_model *m = NULL;
-    struct rt_session *s = NULL;
-    const struct rt_backend_options opt = {.device = -1, .cuda_graphs = RT_CUDA_GRAPHS_ON};
-    TEST_FAIL_IF(rt_backend_create(RT_BACKEND_CUDA, &opt, &b, &err) != RT_OK, "%s", err.msg);
-    TEST_FAIL_IF(rt_model_load(RESNET, b, &m, &err) != RT_OK, "%s", err.msg);
-    ASSERT_EQ_INT(rt_session_create(m, &s, &err), RT_OK);
-    const struct rt_model_config *cfg = rt_model_config(m);
-    ASSERT_EQ_INT(cfg->inputs[0].sample_elems, IMAGE);
-    ASSERT_EQ_INT(cfg->outputs[0].sample_elems, CLASSES);
-    static float x[BATCH * IMAGE], y0[BATCH * CLASSES], y[BATCH * CLASSES];
-    test_rand_fill(x, (int64_t)BATCH * IMAGE, 0, 1);
-    const float *in[1] = {x};
-    float *out0[1] = {y0}, *out[1] = {y};
-    for (int i = 0; i < 3; i++)   /* eager, captured, replayed */
-        ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out0, &err), RT_OK);
-
+    struct rt_session *s = f.s;
+    struct rt_model *m = f.m;
     struct seen seen = {.n_steps = rt_model_plan_steps(m)};
     ASSERT_EQ_INT(rt_session_profile(s, on_step, &seen, &err), RT_OK);
     for (int i = 0; i < 5; i++) {
@@ -74,42 +100,31 @@ TEST(cuda_session_profile)
         ASSERT_GE(seen.first_begin_ns, t0);
         printf("  timed run %d: steps %.1f us on the device, %.1f us around the call\n", i,
                (double)seen.sum_ns / 1e3, (double)wall / 1e3);
-        ASSERT_TRUE(test_same_bits(y, y0, sizeof(y)));
+        ASSERT_TRUE(test_same_bits(y, y_first, sizeof(y)));
     }
     ASSERT_EQ_INT(rt_session_profile(s, NULL, NULL, &err), RT_OK);
     seen.calls = 0;
     ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out, &err), RT_OK);   /* back to the graph */
     ASSERT_EQ_INT(seen.calls, 0);
-    ASSERT_TRUE(test_same_bits(y, y0, sizeof(y)));
+    ASSERT_TRUE(test_same_bits(y, y_first, sizeof(y)));
 
     struct rt_step_desc d;
     ASSERT_EQ_INT(rt_model_step_desc(m, 0, BATCH, &d, &err), RT_OK);
     printf("  step 0 (%s): kernel \"%s\"\n", d.name, d.kernel);
     ASSERT_STR_CONTAINS(d.kernel, "gemm");
-    rt_session_free(s);
-    rt_model_free(m);
-    rt_backend_free(b);
+    fixture_close(&f);
     return TEST_PASS;
 }
 
 TEST(cuda_session_device_time)
 {
     CUDA_REQUIRE();
+    struct fixture f;
+    enum test_result r = fixture_open(&f);
+    if (r != TEST_PASS)
+        return r;
     struct rt_error err = {0};
-    struct rt_backend *b = NULL;
-    struct rt_model *m = NULL;
-    struct rt_session *s = NULL;
-    const struct rt_backend_options opt = {.device = -1, .cuda_graphs = RT_CUDA_GRAPHS_ON};
-    TEST_FAIL_IF(rt_backend_create(RT_BACKEND_CUDA, &opt, &b, &err) != RT_OK, "%s", err.msg);
-    TEST_FAIL_IF(rt_model_load(RESNET, b, &m, &err) != RT_OK, "%s", err.msg);
-    ASSERT_EQ_INT(rt_session_create(m, &s, &err), RT_OK);
-    static float x[BATCH * IMAGE], y0[BATCH * CLASSES], y[BATCH * CLASSES];
-    test_rand_fill(x, (int64_t)BATCH * IMAGE, 0, 1);
-    const float *in[1] = {x};
-    float *out0[1] = {y0}, *out[1] = {y};
-    for (int i = 0; i < 3; i++)   /* eager, captured, replayed */
-        ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out0, &err), RT_OK);
-
+    struct rt_session *s = f.s;
     int64_t ns = 0;
     ASSERT_EQ_INT(rt_session_device_ns(s, &ns, &err), RT_ERR_INVALID);   /* off */
     ASSERT_EQ_INT(rt_session_time_device(s, true, &err), RT_OK);
@@ -123,20 +138,18 @@ TEST(cuda_session_device_time)
                (double)wall / 1e3);
         ASSERT_TRUE(ns > 0);
         ASSERT_LE(ns, wall);
-        ASSERT_TRUE(test_same_bits(y, y0, sizeof(y)));
+        ASSERT_TRUE(test_same_bits(y, y_first, sizeof(y)));
     }
     ASSERT_EQ_INT(rt_session_time_device(s, false, &err), RT_OK);
     ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out, &err), RT_OK);   /* recaptured without them */
     ASSERT_EQ_INT(rt_session_device_ns(s, &ns, &err), RT_ERR_INVALID);
-    ASSERT_TRUE(test_same_bits(y, y0, sizeof(y)));
+    ASSERT_TRUE(test_same_bits(y, y_first, sizeof(y)));
     ASSERT_EQ_INT(rt_session_time_device(s, true, &err), RT_OK);       /* on again: the same events */
     for (int i = 0; i < 2; i++)
         ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out, &err), RT_OK);
     ASSERT_EQ_INT(rt_session_device_ns(s, &ns, &err), RT_OK);
     ASSERT_TRUE(ns > 0);
-    rt_session_free(s);
-    rt_model_free(m);
-    rt_backend_free(b);
+    fixture_close(&f);
     return TEST_PASS;
 }
 
