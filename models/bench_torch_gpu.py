@@ -234,7 +234,8 @@ def compile_phase(loaded, args, dev, deadline):
             if left < MIN_COMPILE_S:
                 note(f"compile: {name} and the models after it skipped: {max(left, 0):.0f} s of the budget left")
                 return False
-            signal.setitimer(signal.ITIMER_REAL, left)
+            # repeating: an alarm raised inside a finaliser is dropped by Python
+            signal.setitimer(signal.ITIMER_REAL, left, 2.0)
             try:
                 compile_model(name, model, args, dev)
             except Exception as e:   # one model inductor cannot compile; the next may
@@ -252,6 +253,9 @@ def compile_phase(loaded, args, dev, deadline):
 
 def main(argv=None):
     start = time.monotonic()
+    # bench_gpu gone (its step killed): end at the next write, not carry on
+    # compiling with nobody reading
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(INPUTS))
     ap.add_argument("--batches", default="1,8,64,256")

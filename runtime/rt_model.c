@@ -41,6 +41,7 @@ struct rt_session {
     struct rt_step_timing *times;
     rt_step_timing_fn on_step;
     void *on_step_user;
+    bool last_run_ok;   /* rt_session_device_time reads only a run that succeeded */
 };
 
 static enum rt_status load_labels(const char *path, const char *label, struct rt_model_config *cfg,
@@ -363,12 +364,14 @@ enum rt_status rt_session_time_device(struct rt_session *s, bool on, struct rt_e
     return be->device_time_set(s->ctx, on, err);
 }
 
-enum rt_status rt_session_device_ns(struct rt_session *s, int64_t *ns, struct rt_error *err)
+enum rt_status rt_session_device_time(struct rt_session *s, struct rt_device_time *t, struct rt_error *err)
 {
     const struct rt_backend_iface *be = s->m->backend->iface;
     if (!be->device_time_read)
         return rt_error_set(err, RT_ERR_UNSUPPORTED, "the %s backend has no device clock", be->name);
-    return be->device_time_read(s->ctx, ns, err);
+    if (!s->last_run_ok)
+        return rt_error_set(err, RT_ERR_INVALID, "the last run failed: it has no device time");
+    return be->device_time_read(s->ctx, t, err);
 }
 
 /* After a timed pass: each step's times to the session's callback. */
@@ -456,6 +459,7 @@ enum rt_status rt_session_run(struct rt_session *s, int batch, const float *cons
                               struct rt_error *err)
 {
     const struct rt_model *m = s->m;
+    s->last_run_ok = false;
     if (batch < 1 || batch > m->cfg.max_batch_size)
         return rt_error_set(err, RT_ERR_INVALID, "batch size %d outside [1, %d]", batch, m->cfg.max_batch_size);
     const float *in[RT_MAX_IO];
@@ -470,12 +474,14 @@ enum rt_status rt_session_run(struct rt_session *s, int batch, const float *cons
         if (st != RT_OK)
             return st;
     }
+    s->last_run_ok = true;
     return RT_OK;
 }
 
 enum rt_status rt_session_run_observed(struct rt_session *s, int batch, const float *const *inputs,
                                        float *const *outputs, rt_observe_fn fn, void *user, struct rt_error *err)
 {
+    s->last_run_ok = false;   /* an observed run is never timed on the device */
     const struct rt_graph *g = &s->m->g;
     int64_t most = 0;
     for (int t = 0; t < g->n_tensors; t++) {

@@ -250,19 +250,22 @@ enum rt_status rt_session_profile(struct rt_session *s, rt_step_timing_fn fn, vo
  *
  *     rt_session_time_device(s, true, &err);   // later runs are timed
  *     rt_session_run(s, batch, in, out, &err);
- *     rt_session_device_ns(s, &ns, &err);      // that run, on the device
+ *     rt_session_device_time(s, &t, &err);     // that run, on the device
  *
- * From the start of the run's first device operation to the end of its last
- * (input copies, every step, output copies), on the device's clock: CUDA
- * events recorded first and last on the session's stream, inside the CUDA
- * graph when the run replays one. The host's part (staging, the launch, the
- * wait) is outside it. Unlike step timing it keeps CUDA graphs on; turning
- * it on or off recaptures them. Off by default. RT_ERR_UNSUPPORTED when s's
- * backend has no device clock (the CPU). */
+ * On the device's clock: CUDA events recorded on the session's stream,
+ * inside the CUDA graph when the run replays one. The host's part (staging,
+ * the launch, the wait) is outside both figures. Unlike step timing it keeps
+ * CUDA graphs on; turning it on or off recaptures them. Off by default.
+ * RT_ERR_UNSUPPORTED when s's backend has no device clock (the CPU). */
+struct rt_device_time {
+    int64_t run_ns;     /* the run's first device operation to its last: input copies, steps, output copies */
+    int64_t steps_ns;   /* the steps alone: after the input copies (FP16 models: and their conversion), before
+                         * the output copies */
+};
 enum rt_status rt_session_time_device(struct rt_session *s, bool on, struct rt_error *err);
-/* The device time of s's last run, in nanoseconds (about 0.5 us resolution);
- * RT_ERR_INVALID when no run has been timed since timing went on. */
-enum rt_status rt_session_device_ns(struct rt_session *s, int64_t *ns, struct rt_error *err);
+/* The device times of s's last run (about 0.5 us resolution); RT_ERR_INVALID
+ * when that run was not timed (timing off, or the run failed). */
+enum rt_status rt_session_device_time(struct rt_session *s, struct rt_device_time *t, struct rt_error *err);
 
 #define RT_STEP_TEXT 64
 #define RT_STEP_SHAPES 4

@@ -9,7 +9,7 @@
 #
 #   quick   under 3 minutes: is the rest worth the time?
 #           device, bundle, unit, ops, models-quick (300 test images), http-smoke
-#   lease   the first call of a 15-minute device lease (--budget 500): quick,
+#   lease   the first call of a 15-minute device lease (--budget 480): quick,
 #           then the ImageNet models (generated there: imagenet-export,
 #           imagenet), bench and http-bench; what does not fit is NOTRUN
 #   lease2  the second call, if the lease has time left: the full model
@@ -136,7 +136,7 @@ STEPS=(
   "http|240|1|env INFERD_TEST_BACKEND=cuda $tests http_"
   "racecheck|600|1|sanitize racecheck $GEMM_TESTS"
   "memcheck|540|1|sanitize memcheck $KERNEL_TESTS"
-  "bench|570|1|$bin/bench_gpu"
+  "bench|570|1|$bin/bench_gpu --time-limit @LIMIT@"
   "http-bench|60|1|tests/gpu_http_bench.sh $bin"
 )
 declare -A GROUP=(
@@ -189,6 +189,7 @@ for name in "${want[@]}"; do
       fi
       [ $left -lt "$limit" ] && limit=$left
     fi
+    cmd=${cmd//@LIMIT@/$limit}   # a program that fits itself into its step's limit
     current=$name
     log="$logs/$name.log"
     echo "== $name (limit ${limit}s): $cmd" | tee "$log"

@@ -125,30 +125,33 @@ TEST(cuda_session_device_time)
         return r;
     struct rt_error err = {0};
     struct rt_session *s = f.s;
-    int64_t ns = 0;
-    ASSERT_EQ_INT(rt_session_device_ns(s, &ns, &err), RT_ERR_INVALID);   /* off */
+    struct rt_device_time t = {0};
+    ASSERT_EQ_INT(rt_session_device_time(s, &t, &err), RT_ERR_INVALID);   /* off */
     ASSERT_EQ_INT(rt_session_time_device(s, true, &err), RT_OK);
-    ASSERT_EQ_INT(rt_session_device_ns(s, &ns, &err), RT_ERR_INVALID);   /* on, nothing timed yet */
+    ASSERT_EQ_INT(rt_session_device_time(s, &t, &err), RT_ERR_INVALID);   /* on, nothing timed yet */
     for (int i = 0; i < 4; i++) {   /* recaptured with the events, then replayed */
         int64_t t0 = rt_clock_ns();
         ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out, &err), RT_OK);
         int64_t wall = rt_clock_ns() - t0;
-        TEST_FAIL_IF(rt_session_device_ns(s, &ns, &err) != RT_OK, "%s", err.msg);
-        printf("  timed run %d: %.1f us on the device, %.1f us around the call\n", i, (double)ns / 1e3,
-               (double)wall / 1e3);
-        ASSERT_TRUE(ns > 0);
-        ASSERT_LE(ns, wall);
+        TEST_FAIL_IF(rt_session_device_time(s, &t, &err) != RT_OK, "%s", err.msg);
+        printf("  timed run %d: %.1f us on the device (steps %.1f us), %.1f us around the call\n", i,
+               (double)t.run_ns / 1e3, (double)t.steps_ns / 1e3, (double)wall / 1e3);
+        ASSERT_TRUE(t.steps_ns > 0);
+        ASSERT_LE(t.steps_ns, t.run_ns);
+        ASSERT_LE(t.run_ns, wall);
         ASSERT_TRUE(test_same_bits(y, y_first, sizeof(y)));
     }
+    ASSERT_EQ_INT(rt_session_run(s, 0, in, out, &err), RT_ERR_INVALID);    /* a failed run is not timed */
+    ASSERT_EQ_INT(rt_session_device_time(s, &t, &err), RT_ERR_INVALID);
     ASSERT_EQ_INT(rt_session_time_device(s, false, &err), RT_OK);
     ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out, &err), RT_OK);   /* recaptured without them */
-    ASSERT_EQ_INT(rt_session_device_ns(s, &ns, &err), RT_ERR_INVALID);
+    ASSERT_EQ_INT(rt_session_device_time(s, &t, &err), RT_ERR_INVALID);
     ASSERT_TRUE(test_same_bits(y, y_first, sizeof(y)));
     ASSERT_EQ_INT(rt_session_time_device(s, true, &err), RT_OK);       /* on again: the same events */
     for (int i = 0; i < 2; i++)
         ASSERT_EQ_INT(rt_session_run(s, BATCH, in, out, &err), RT_OK);
-    ASSERT_EQ_INT(rt_session_device_ns(s, &ns, &err), RT_OK);
-    ASSERT_TRUE(ns > 0);
+    ASSERT_EQ_INT(rt_session_device_time(s, &t, &err), RT_OK);
+    ASSERT_TRUE(t.run_ns > 0);
     fixture_close(&f);
     return TEST_PASS;
 }

@@ -85,10 +85,10 @@ struct rt_backend_iface {
     enum rt_status (*profile_mark)(void *ctx, int step, bool end, struct rt_step_timing *slot, struct rt_error *err);
     enum rt_status (*profile_read)(void *ctx, struct rt_step_timing *times, int n_steps, struct rt_error *err);
     /* Optional (NULL: no device clock): rt_session_time_device.
-     * device_time_set(ctx, on) times each later sync's work as a whole on
-     * the device; device_time_read(ctx, ns) reads the last one's. */
+     * device_time_set(ctx, on) times each later sync's work on the device;
+     * device_time_read(ctx, t) reads the last one's. */
     enum rt_status (*device_time_set)(void *ctx, bool on, struct rt_error *err);
-    enum rt_status (*device_time_read)(void *ctx, int64_t *ns, struct rt_error *err);
+    enum rt_status (*device_time_read)(void *ctx, struct rt_device_time *t, struct rt_error *err);
     /* Optional: the kernel step s runs at batch, in a few words ("" when NULL). */
     void (*describe_step)(struct rt_backend *b, const struct rt_plan *p, const struct rt_step *s, int batch, char *out,
                           size_t cap);

@@ -308,16 +308,38 @@ static enum rt_status enqueue_step(struct cuda_session *cs, const struct rt_step
     return e == cudaSuccess ? RT_OK : cuda_fail(cs->cb, e, rt_op_name(s->op), err);
 }
 
+/* While the run's device time is taken, records the span's events that
+ * are due before an op of kind `kind` (-1: the run's end), from *next on:
+ * the first event before anything, the steps' first before the first op
+ * that is not an input copy, the steps' last before the first output copy,
+ * the last at the end. */
+static enum rt_status span_due(struct cuda_session *cs, int kind, int *next, struct rt_error *err)
+{
+    enum rt_status r = RT_OK;
+    while (r == RT_OK && cs->span.on && *next < CUDA_SPAN_EVENTS) {
+        bool due = *next == CUDA_SPAN_BEGIN || kind < 0 ||
+                   (*next == CUDA_SPAN_STEPS_BEGIN && kind != CUDA_OP_IN) ||
+                   (*next == CUDA_SPAN_STEPS_END && kind == CUDA_OP_OUT);
+        if (!due)
+            break;
+        r = cuda_span_enqueue(cs, (enum cuda_span_event)(*next)++, err);
+    }
+    return r;
+}
+
 /* Enqueues the recorded run: uploads (+ conversion to FP16), steps,
- * (conversion to FP32 +) downloads into pinned memory; between the span's
- * two events while the run's device time is taken. */
+ * (conversion to FP32 +) downloads into pinned memory, and the span's
+ * events between them while the run's device time is taken. */
 static enum rt_status enqueue_all(struct cuda_session *cs, struct rt_error *err)
 {
     cudaStream_t st = cs->stream;
     bool f16 = cs->dt == KCUDA_F16;
-    enum rt_status r = cs->span.on ? cuda_span_enqueue(cs, false, err) : RT_OK;
+    int next = 0;
+    enum rt_status r = RT_OK;
     for (int i = 0; i < cs->n_ops && r == RT_OK; i++) {
         const struct cuda_op *op = &cs->ops[i];
+        if ((r = span_due(cs, (int)op->kind, &next, err)) != RT_OK)
+            break;
         char *pinned = cs->pinned + op->stage, *dstage = f16 ? cs->dstage + op->stage : NULL;
         int64_t elems = (int64_t)(op->bytes / sizeof(float));
         switch (op->kind) {
@@ -339,7 +361,7 @@ static enum rt_status enqueue_all(struct cuda_session *cs, struct rt_error *err)
             break;
         }
     }
-    return r == RT_OK && cs->span.on ? cuda_span_enqueue(cs, true, err) : r;
+    return r == RT_OK ? span_due(cs, -1, &next, err) : r;
 }
 
 /* ------------------------------------------------------------------ graphs */

@@ -25,7 +25,8 @@
  * While rt_session_profile is on, the executor's profile marks are recorded
  * too (an event, and an NVTX range, around each step) and sync launches the
  * run eagerly, never through a graph. While rt_session_time_device is on,
- * an event is recorded first and last in the run, captured into its graph.
+ * four events are recorded in the run (first, after the input copies,
+ * before the output copies, last), captured into its graph.
  */
 #ifndef BACKEND_CUDA_IMPL_H
 #define BACKEND_CUDA_IMPL_H
@@ -111,10 +112,11 @@ struct cuda_profile {
 /* A session's device time of whole runs (rt_session_time_device). The
  * events, made when first turned on, live as long as the session: graphs
  * captured with them refer to them. */
+enum cuda_span_event { CUDA_SPAN_BEGIN, CUDA_SPAN_STEPS_BEGIN, CUDA_SPAN_STEPS_END, CUDA_SPAN_END, CUDA_SPAN_EVENTS };
 struct cuda_span {
     bool on;
-    bool timed;                     /* a run was timed since timing went on */
-    cudaEvent_t begin, end;         /* recorded first and last in the run */
+    bool timed;                     /* the last run was timed, and succeeded */
+    cudaEvent_t ev[CUDA_SPAN_EVENTS];
 };
 
 struct cuda_session {
@@ -204,10 +206,10 @@ enum rt_status cuda_measure_rates(struct rt_backend *b, enum rt_precision prec, 
 enum rt_status cuda_profile_enqueue_mark(struct cuda_session *cs, const struct cuda_op *op, struct rt_error *err);
 /* The backend's device_time_set and device_time_read (backend.h). */
 enum rt_status cuda_span_set(void *ctx, bool on, struct rt_error *err);
-enum rt_status cuda_span_read(void *ctx, int64_t *ns, struct rt_error *err);
-/* Records the run's first (end false) or last event on the session's
- * stream: an event node of the graph when the stream is capturing. */
-enum rt_status cuda_span_enqueue(struct cuda_session *cs, bool end, struct rt_error *err);
+enum rt_status cuda_span_read(void *ctx, struct rt_device_time *t, struct rt_error *err);
+/* Records one of the span's events on the session's stream: an event node
+ * of the graph when the stream is capturing. */
+enum rt_status cuda_span_enqueue(struct cuda_session *cs, enum cuda_span_event which, struct rt_error *err);
 /* Destroys the span's events (after the graphs that record them). */
 void cuda_span_release(struct cuda_session *cs);
 

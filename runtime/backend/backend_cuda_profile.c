@@ -9,9 +9,10 @@
  * range named after the step's node. After sync, profile_read turns the
  * events into durations (cudaEventElapsedTime, about 0.5 us resolution).
  *
- * A run's device time (rt_session_time_device): one event pair, recorded
- * first and last in the run, eager or captured into its graph, so that a
- * replay is timed from its first node to its last.
+ * A run's device time (rt_session_time_device): four events, recorded
+ * first, after the input copies, before the output copies and last in the
+ * run, eager or captured into its graph, so that a replay is timed from
+ * its first node to its last, and its steps alone.
  *
  * Also the kernel a step runs (describe_step) and the rates of a large GEMM
  * and a streaming kernel on the first device (measure_rates), timed with
@@ -88,39 +89,46 @@ enum rt_status cuda_profile_read(void *ctx, struct rt_step_timing *times, int n_
     return RT_OK;
 }
 
-/* ---- a whole run's device time: two events, first and last on the stream */
+/* ---- a run's device time: four events on the stream (cuda_span_event) */
 
 enum rt_status cuda_span_set(void *ctx, bool on, struct rt_error *err)
 {
     struct cuda_session *cs = ctx;
     struct cuda_span *sp = &cs->span;
     sp->timed = false;
-    if (on && !sp->begin) {
+    if (on && !sp->ev[0]) {
         CUDA_CHECK(cs->cb, cudaSetDevice(cs->device), err);
-        CUDA_CHECK(cs->cb, cudaEventCreate(&sp->begin), err);
-        cudaError_t e = cudaEventCreate(&sp->end);
-        if (e != cudaSuccess) {
-            cudaEventDestroy(sp->begin);
-            sp->begin = NULL;
-            return cuda_fail(cs->cb, e, "cudaEventCreate", err);
+        for (int i = 0; i < CUDA_SPAN_EVENTS; i++) {
+            cudaError_t e = cudaEventCreate(&sp->ev[i]);
+            if (e != cudaSuccess) {
+                cuda_span_release(cs);
+                return cuda_fail(cs->cb, e, "cudaEventCreate", err);
+            }
         }
     }
     sp->on = on;   /* part of the graphs' signature: a change recaptures */
     return RT_OK;
 }
 
-enum rt_status cuda_span_read(void *ctx, int64_t *ns, struct rt_error *err)
+static enum rt_status span_ns(struct cuda_session *cs, enum cuda_span_event a, enum cuda_span_event b, int64_t *ns,
+                              struct rt_error *err)
 {
-    struct cuda_session *cs = ctx;
-    if (!cs->span.on || !cs->span.timed)
-        return rt_error_set(err, RT_ERR_INVALID, "no run was timed on the device since device timing went on");
     float ms = 0;
-    CUDA_CHECK(cs->cb, cudaEventElapsedTime(&ms, cs->span.begin, cs->span.end), err);
+    CUDA_CHECK(cs->cb, cudaEventElapsedTime(&ms, cs->span.ev[a], cs->span.ev[b]), err);
     *ns = (int64_t)((double)ms * 1e6);
     return RT_OK;
 }
 
-enum rt_status cuda_span_enqueue(struct cuda_session *cs, bool end, struct rt_error *err)
+enum rt_status cuda_span_read(void *ctx, struct rt_device_time *t, struct rt_error *err)
+{
+    struct cuda_session *cs = ctx;
+    if (!cs->span.on || !cs->span.timed)
+        return rt_error_set(err, RT_ERR_INVALID, "the last run was not timed on the device (timing off, or it failed)");
+    enum rt_status r = span_ns(cs, CUDA_SPAN_BEGIN, CUDA_SPAN_END, &t->run_ns, err);
+    return r != RT_OK ? r : span_ns(cs, CUDA_SPAN_STEPS_BEGIN, CUDA_SPAN_STEPS_END, &t->steps_ns, err);
+}
+
+enum rt_status cuda_span_enqueue(struct cuda_session *cs, enum cuda_span_event which, struct rt_error *err)
 {
     enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     CUDA_CHECK(cs->cb, cudaStreamIsCapturing(cs->stream, &capture), err);
@@ -128,16 +136,15 @@ enum rt_status cuda_span_enqueue(struct cuda_session *cs, bool end, struct rt_er
      * graph (a plain one merely orders the graph's nodes); outside one the
      * flag is an error. */
     unsigned flags = capture == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : cudaEventRecordDefault;
-    CUDA_CHECK(cs->cb, cudaEventRecordWithFlags(end ? cs->span.end : cs->span.begin, cs->stream, flags), err);
+    CUDA_CHECK(cs->cb, cudaEventRecordWithFlags(cs->span.ev[which], cs->stream, flags), err);
     return RT_OK;
 }
 
 void cuda_span_release(struct cuda_session *cs)
 {
-    if (cs->span.begin)
-        cudaEventDestroy(cs->span.begin);
-    if (cs->span.end)
-        cudaEventDestroy(cs->span.end);
+    for (int i = 0; i < CUDA_SPAN_EVENTS; i++)
+        if (cs->span.ev[i])
+            cudaEventDestroy(cs->span.ev[i]);
     cs->span = (struct cuda_span){0};
 }
 

@@ -2,9 +2,12 @@
  * gpu_gemm.c - bench_gpu's GEMM tables (see gpu_gemm.h).
  *
  * Every figure: CUDA events around a loop of calls (about 200 GFLOP, 10 to
- * 2000 calls), median of `repeats` loops after 3 warm-up calls; operands
- * rotated through sets that together hold twice the L2 (at most 32 sets),
- * so that each call reads its operands from memory as a model's layer does.
+ * 2000 calls) captured as one CUDA graph and replayed, so that a small
+ * GEMM's time is its kernel's and not the host's launch (GPU.md); median of
+ * `repeats` replays after 3 warm-up calls. Where a loop cannot be captured
+ * it is timed as plain launches, and the table's note counts those. Operands
+ * rotate through sets that together hold twice the L2 (at most 32 sets), so
+ * that each call reads its operands from memory as a model's layer does.
  */
 #include "gpu_gemm.h"
 
@@ -53,6 +56,7 @@ enum { N_SHAPES = sizeof(SHAPES) / sizeof(SHAPES[0]) };
 struct gemm_bench {
     cudaStream_t st;
     cublasHandle_t h;
+    void *blas_workspace;   /* set explicitly, so that cuBLAS allocates nothing inside a capture */
     size_t l2_bytes;
     int sms;          /* our GEMM's tile choice weighs it (kcuda_gemm_plan) */
     int repeats;
@@ -71,8 +75,11 @@ static struct {
     __typeof__(cublasCreate_v2) *create;
     __typeof__(cublasDestroy_v2) *destroy;
     __typeof__(cublasSetStream_v2) *set_stream;
+    __typeof__(cublasSetWorkspace_v2) *set_workspace;
     __typeof__(cublasGemmEx) *gemm;
 } blas;
+
+static int plain_loops;   /* loops that could not be captured, timed as plain launches */
 
 static bool blas_load(void)
 {
@@ -85,13 +92,47 @@ static bool blas_load(void)
     *(void **)&blas.create = dlsym(lib, "cublasCreate_v2");
     *(void **)&blas.destroy = dlsym(lib, "cublasDestroy_v2");
     *(void **)&blas.set_stream = dlsym(lib, "cublasSetStream_v2");
+    *(void **)&blas.set_workspace = dlsym(lib, "cublasSetWorkspace_v2");
     *(void **)&blas.gemm = dlsym(lib, "cublasGemmEx");
-    return blas.create && blas.destroy && blas.set_stream && blas.gemm;
+    return blas.create && blas.destroy && blas.set_stream && blas.set_workspace && blas.gemm;
 }
 
 /* ------------------------------------------------------------------ timing */
 
 typedef cudaError_t (*gemm_fn)(void *ctx, int rot);
+
+/* The loop of iters calls of f as one instantiated CUDA graph (the
+ * backend's capture mode); NULL, with the error cleared, where a call
+ * cannot be captured. */
+static cudaGraphExec_t capture_loop(const struct gemm_bench *b, gemm_fn f, void *ctx, int rot, int iters)
+{
+    if (cudaStreamBeginCapture(b->st, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    bool ok = true;
+    for (int i = 0; i < iters && ok; i++)
+        ok = f(ctx, i % rot) == cudaSuccess;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    ok = cudaStreamEndCapture(b->st, &graph) == cudaSuccess && ok;
+    ok = ok && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+    if (graph)
+        cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    return ok ? exec : NULL;
+}
+
+/* The loop once: the graph replayed, or the calls launched one by one. */
+static void run_loop(const struct gemm_bench *b, cudaGraphExec_t exec, gemm_fn f, void *ctx, int rot, int iters)
+{
+    if (exec) {
+        GPU_CHECK(cudaGraphLaunch(exec, b->st));
+        return;
+    }
+    for (int i = 0; i < iters; i++)
+        GPU_CHECK(f(ctx, i % rot));
+}
 
 /* Milliseconds per call of f: median over repeats of a loop of iters calls
  * cycling through rot operand sets, after a warm-up. */
@@ -102,11 +143,12 @@ static double time_ms(const struct gemm_bench *b, gemm_fn f, void *ctx, int rot,
     GPU_CHECK(cudaEventCreate(&stop));
     for (int i = 0; i < 3; i++)
         GPU_CHECK(f(ctx, i % rot));
+    cudaGraphExec_t exec = capture_loop(b, f, ctx, rot, iters);
+    plain_loops += !exec;
     double ms[GPU_MAX_REPEATS] = {0};
     for (int r = 0; r < b->repeats; r++) {
         GPU_CHECK(cudaEventRecord(start, b->st));
-        for (int i = 0; i < iters; i++)
-            GPU_CHECK(f(ctx, i % rot));
+        run_loop(b, exec, f, ctx, rot, iters);
         GPU_CHECK(cudaEventRecord(stop, b->st));
         GPU_CHECK(cudaEventSynchronize(stop));
         float t;
@@ -115,6 +157,8 @@ static double time_ms(const struct gemm_bench *b, gemm_fn f, void *ctx, int rot,
     }
     GPU_CHECK(cudaEventDestroy(start));
     GPU_CHECK(cudaEventDestroy(stop));
+    if (exec)
+        GPU_CHECK(cudaGraphExecDestroy(exec));
     return bench_median(ms, b->repeats);
 }
 
@@ -395,7 +439,10 @@ double gpu_gemm_tables(const struct cudaDeviceProp *prop, int repeats)
     struct gemm_bench b = {.l2_bytes = (size_t)prop->l2CacheSize, .sms = prop->multiProcessorCount,
                            .repeats = repeats, .mma = kcuda_q8_mma_takes(sm, NULL)};
     GPU_CHECK(cudaStreamCreateWithFlags(&b.st, cudaStreamNonBlocking));
-    if (blas.create(&b.h) != CUBLAS_STATUS_SUCCESS || blas.set_stream(b.h, b.st) != CUBLAS_STATUS_SUCCESS) {
+    enum { BLAS_WORKSPACE = 64 << 20 };   /* what cuBLAS asks for on Hopper, with room */
+    GPU_CHECK(cudaMalloc(&b.blas_workspace, BLAS_WORKSPACE));
+    if (blas.create(&b.h) != CUBLAS_STATUS_SUCCESS || blas.set_stream(b.h, b.st) != CUBLAS_STATUS_SUCCESS ||
+        blas.set_workspace(b.h, b.blas_workspace, BLAS_WORKSPACE) != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "%s: cublasCreate failed\n", PROG);
         exit(1);
     }
@@ -413,7 +460,13 @@ double gpu_gemm_tables(const struct cudaDeviceProp *prop, int repeats)
            "outputs");
     for (int i = 0; i < N_SHAPES; i++)
         bench_q8(&b, &SHAPES[i], fp16[i]);
+    if (plain_loops)
+        printf("%d timed loops could not be captured as CUDA graphs: timed as plain launches (a small shape's "
+               "figure is then launch-bound)\n", plain_loops);
+    else
+        printf("every timed loop of calls ran as one captured CUDA graph\n");
     blas.destroy(b.h);
+    GPU_CHECK(cudaFree(b.blas_workspace));
     GPU_CHECK(cudaStreamDestroy(b.st));
     return square;
 }
