@@ -12,8 +12,9 @@
 #   lease   the first call of a 15-minute device lease (--budget 480): quick,
 #           then the ImageNet models (generated there: imagenet-export,
 #           imagenet), bench and http-bench; what does not fit is NOTRUN
-#   lease2  the second call, if the lease has time left: the full model
-#           checks, onnx, sticky, the HTTP suite, the sanitizers
+#   lease2  the second call, if the lease has time left: profile (each
+#           step against its floor), the full model checks, onnx, sticky,
+#           the HTTP suite, the sanitizers
 #   full    everything but bench; longer than one 10-minute command, so on
 #           the device run it as `models onnx sticky`, `http racecheck` and
 #           `memcheck` (docs/performance.md, "Running the GPU checks")
@@ -111,6 +112,20 @@ imagenet_export() {
   done
 }
 
+# Each step's time, its FLOPs and bytes, and its share of the backend's
+# measured GEMM and stream rates (inferctl profile's table), for the three
+# goals the benchmark judges on models (issue 19, item 4: the gaps' floors):
+# lenet5 FP32 at batch 1, resnet-mini FP16 at 256, ResNet-50 INT8 at 256
+# (when generated).
+profile_gaps() {
+  "$bin/inferctl" profile model_repository/lenet5 --backend cuda --batch 1 --runs 200 --warmup 20 || return 1
+  "$bin/inferctl" profile model_repository/resnet-mini --backend cuda --precision fp16 --batch 256 --runs 50 \
+    --warmup 5 || return 1
+  if [ -f model_repository/resnet50-int8/model.json ]; then
+    "$bin/inferctl" profile model_repository/resnet50-int8 --backend cuda --batch 256 --runs 20 --warmup 3 || return 1
+  fi
+}
+
 device() {
   if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
@@ -138,13 +153,14 @@ STEPS=(
   "memcheck|540|1|sanitize memcheck $KERNEL_TESTS"
   "bench|570|1|$bin/bench_gpu --time-limit @LIMIT@"
   "http-bench|60|1|tests/gpu_http_bench.sh $bin"
+  "profile|120|1|profile_gaps"
 )
 declare -A GROUP=(
   [quick]="device bundle unit ops models-quick http-smoke"
   [lease]="device bundle unit ops models-quick http-smoke imagenet-export imagenet bench http-bench"
-  [lease2]="models onnx sticky http racecheck memcheck"
+  [lease2]="profile models onnx sticky http racecheck memcheck"
   [full]="device bundle unit ops http-smoke models imagenet-export imagenet onnx sticky http racecheck memcheck"
-  [bench]="device imagenet-export bench http-bench"
+  [bench]="device imagenet-export bench http-bench profile"
 )
 
 gpu_present=0
@@ -198,7 +214,7 @@ for name in "${want[@]}"; do
       echo "skip: $nodev" >> "$log"; rc=77
     elif declare -F "${cmd%% *}" >/dev/null; then
       # shellcheck disable=SC2086
-      (timeout -k 10 "$limit" bash -c "$(declare -f device sanitize bundle_check imagenet_export); tests=$tests bin=$bin sanitizer=$sanitizer logs=$logs current=$current; $cmd") >> "$log" 2>&1
+      (timeout -k 10 "$limit" bash -c "$(declare -f device sanitize bundle_check imagenet_export profile_gaps); tests=$tests bin=$bin sanitizer=$sanitizer logs=$logs current=$current; $cmd") >> "$log" 2>&1
       rc=$?
     else
       # shellcheck disable=SC2086
