@@ -200,14 +200,23 @@ static cudaError_t run_ours(void *c, int r)
     return kcuda_linear(&g->p, g->b->sms, KCUDA_F16, g->o.x[r], g->o.wp[r], NULL, NULL, g->y, g->b->st);
 }
 
+/* cuBLAS's y = x . w^T for linear p, operands of type in, y of type out:
+ * in its column-major view y^T[m, n] = w[m, k] . x^T[k, n] (p's names).
+ * one and zero are alpha and beta in the compute type's scalar type. */
+static cublasStatus_t cublas_linear(const struct gemm_bench *b, const struct k_linear *p, const void *w,
+                                    const void *x, void *y, cudaDataType in, cudaDataType out,
+                                    cublasComputeType_t compute, const void *one, const void *zero)
+{
+    return blas.gemm(b->h, CUBLAS_OP_T, CUBLAS_OP_N, p->m, p->n, p->k, one, w, in, p->k, x, in, p->k, zero, y, out,
+                     p->m, compute, CUBLAS_GEMM_DEFAULT);
+}
+
 static cudaError_t run_cublas(void *c, int r)
 {
     struct f16_ctx *g = c;
     const float one = 1.0f, zero = 0.0f;
-    /* column-major view: y^T[m, n] = w[m, k] . x^T[k, n] (p's names) */
-    cublasStatus_t s = blas.gemm(g->b->h, CUBLAS_OP_T, CUBLAS_OP_N, g->p.m, g->p.n, g->p.k, &one, g->o.wt[r],
-                                 CUDA_R_16F, g->p.k, g->o.x[r], CUDA_R_16F, g->p.k, &zero, g->y, CUDA_R_16F, g->p.m,
-                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    cublasStatus_t s = cublas_linear(g->b, &g->p, g->o.wt[r], g->o.x[r], g->y, CUDA_R_16F, CUDA_R_16F,
+                                     CUBLAS_COMPUTE_32F, &one, &zero);
     return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
 }
 
@@ -312,9 +321,8 @@ static cudaError_t run_cublas_q8(void *c, int r)
 {
     struct q8_ctx *g = c;
     const int32_t one = 1, zero = 0;
-    cublasStatus_t s = blas.gemm(g->b->h, CUBLAS_OP_T, CUBLAS_OP_N, g->p.m, g->p.n, g->p.k, &one, g->o.wt[r],
-                                 CUDA_R_8I, g->p.k, g->o.x[r], CUDA_R_8I, g->p.k, &zero, g->y, CUDA_R_32I, g->p.m,
-                                 CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
+    cublasStatus_t s = cublas_linear(g->b, &g->p, g->o.wt[r], g->o.x[r], g->y, CUDA_R_8I, CUDA_R_32I,
+                                     CUBLAS_COMPUTE_32I, &one, &zero);
     return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorNotSupported;
 }
 
