@@ -70,12 +70,13 @@ lint: deps deps-lint
 # A 10-minute soak at 80% of the rate the shipped model sustains here: zero
 # errors and RSS growth under 1% (tests/soak.sh prints the figures).
 SOAK_SECONDS ?= 600
-soak: deps all
+soak: deps deps-client all
 	BUILD=$(BUILD) SOAK_SECONDS=$(SOAK_SECONDS) tests/soak.sh
 
 # Open-loop Poisson load at twice the rate resnet-mini sustains here: excess
 # refused with 503, the queue bounded, accepted latency not growing
-# (tests/overload.sh prints the figures). A minute or so; not in `make test`.
+# (tests/overload.sh prints the figures; the load generator draws its sweep
+# with gnuplot, deps-client). A minute or so; not in `make test`.
 OVERLOAD_SECONDS ?= 30
-overload: deps all
+overload: deps deps-client all
 	BUILD=$(BUILD) OVERLOAD_SECONDS=$(OVERLOAD_SECONDS) tests/overload.sh

@@ -16,8 +16,8 @@
 # daemon that does not say "backend cuda" is stopped and the run skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=tests/gpu_daemon.sh
-. tests/gpu_daemon.sh
+# shellcheck source=tests/inferd_daemon.sh
+. tests/inferd_daemon.sh
 export LC_ALL=C   # printf reads the CSV's decimal points
 bin=${1:-build}
 inferd=${INFERD_BIN:-$bin/inferd}

@@ -9,8 +9,8 @@
 # Exit 0: every model answered like the CPU. 77: skipped, inferd found no
 # usable GPU (the reason is the last line). Anything else: failed.
 set -uo pipefail
-# shellcheck source=tests/gpu_daemon.sh
-. "$(dirname "$0")/gpu_daemon.sh"
+# shellcheck source=tests/inferd_daemon.sh
+. "$(dirname "$0")/inferd_daemon.sh"
 bin=${1:-build}
 image=tests/data/images/gray1.png
 models=(lenet5 lenet5-int8 resnet-mini resnet-mini-int8)

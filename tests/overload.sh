@@ -14,6 +14,7 @@ BUILD=${BUILD:-build}
 OVERLOAD_SECONDS=${OVERLOAD_SECONDS:-30}
 QUEUE=64
 dir=$(mktemp -d /tmp/inferd-overload-XXXXXX)
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
 # shellcheck source=tests/inferd_daemon.sh
@@ -31,7 +32,7 @@ m["dynamic_batching"]["max_queue_size"] = queue
 json.dump(m, open(path, "w"), indent=1)
 EOF
 
-start_inferd "$dir/repo"
+start_inferd "$BUILD/inferd" "$dir/repo" "$dir" --log-level warn
 
 "$BUILD/inferd-loadgen" --url "$url" --model resnet-mini --kind infer-binary --mode closed \
   --concurrency 32 --duration 10 --warmup 2 --no-progress --out "$dir/peak" >/dev/null

@@ -13,7 +13,7 @@ trap cleanup EXIT
 # shellcheck source=tests/inferd_daemon.sh
 . "$(dirname "$0")/inferd_daemon.sh"
 
-start_inferd model_repository
+start_inferd "$BUILD/inferd" model_repository "$dir" --log-level warn
 
 "$BUILD/inferd-loadgen" --url "$url" --model lenet5 --kind infer-json --mode closed \
   --concurrency 16 --duration 10 --warmup 2 --no-progress --out "$dir/peak" >/dev/null
