@@ -137,9 +137,9 @@ TEST(kernels_dw_depthwise_random)
 }
 
 /* Channel multipliers and several input channels per group: blocks of up
- * to KCPU_DW_MAX_MO output channels, a partial one when mg is not a
- * multiple; one group of one input channel too (a dense convolution of a
- * grayscale image's first layer). */
+ * to KCPU_DW_MAX_MO output channels, of unequal sizes when the group's
+ * channels do not split evenly (7 as 4 + 3); one group of one input channel
+ * too (a dense convolution of a grayscale image's first layer). */
 TEST(kernels_dw_grouped_random)
 {
     struct pools ps;

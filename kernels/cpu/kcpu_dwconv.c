@@ -193,11 +193,12 @@ static void dw_task(void *arg, int64_t task, int thread)
             continue;
         }
         fill_grid(p, d, j->x + (n * p->c + g * d->cg) * plane_in, grid);
-        for (int64_t o0 = 0; o0 < d->mg; o0 += KCPU_DW_MAX_MO) {
+        int64_t blocks = kcpu_ceil_div(d->mg, KCPU_DW_MAX_MO), mo = kcpu_ceil_div(d->mg, blocks);
+        for (int64_t o0 = 0; o0 < d->mg; o0 += mo) {
             int64_t oc = g * d->mg + o0;
             int64_t out = (n * p->oc + oc) * plane_out;
             struct kcpu_dw_block b = {
-                .mo = (int)kcpu_min64(KCPU_DW_MAX_MO, d->mg - o0), .ntaps = d->ntaps, .off = j->off,
+                .mo = (int)kcpu_min64(mo, d->mg - o0), .ntaps = d->ntaps, .off = j->off,
                 .grid = grid, .w = j->w + oc * d->ntaps, .bias = j->bias ? j->bias + oc : NULL,
                 .count = d->count, .acc = grid + d->cg * d->chan, .oh = p->oh, .ow = p->ow,
                 .row_len = d->row_len, .res = j->residual ? j->residual + out : NULL, .y = j->y + out,

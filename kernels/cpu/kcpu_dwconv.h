@@ -31,7 +31,10 @@ void kcpu_dwconv_f32(struct kcpu_threads *th, const struct k_conv2d *p, const fl
                      const float *packed_w, const float *bias, const float *residual, float *y,
                      void *scratch);
 
-#define KCPU_DW_MAX_MO 4   /* output channels one block computes together */
+/* Output channels one block computes together: 6 x 2 vectors of
+ * accumulators are 12 of AVX2's 16 registers, 6 x 4 are 24 of AVX-512's 32.
+ * A group's channels are split into equal blocks (8 as 4 + 4, not 6 + 2). */
+#define KCPU_DW_MAX_MO 6
 
 /* mo output channels of one image from their group's padded grid:
  *     acc[o][t] = bias[o] + sum_k w[o * ntaps + k] * grid[off[k] + t],  t < count

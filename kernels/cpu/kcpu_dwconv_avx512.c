@@ -4,9 +4,8 @@
  *
  * Accumulators for mo output channels times 4 vectors (64 positions) stay
  * in registers across all taps: per tap, 4 grid loads and mo weight
- * broadcasts feed 4 * mo multiply-adds (16 independent chains at mo = 4,
- * enough to hide the FMA latency; 4 at mo = 1, which the loads bound
- * anyway). The epilogue then drops each output row's extra columns, adds
+ * broadcasts feed 4 * mo multiply-adds (24 independent chains at mo = 6,
+ * 24 of the 32 registers; 4 at mo = 1, which the loads bound anyway). The epilogue then drops each output row's extra columns, adds
  * the residual and applies the activation row by row.
  *
  * kcpu_dw3x3_avx512, at the end, is the direct depthwise 3x3 path.
@@ -22,7 +21,7 @@ static inline __attribute__((always_inline)) void accumulate(const struct kcpu_d
                                                              const int mo, const int nv)
 {
     __m512 acc[KCPU_DW_MAX_MO][4];
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int o = 0; o < mo; o++) {
         __m512 init = _mm512_set1_ps(b->bias ? b->bias[o] : 0.0f);
 #pragma GCC unroll 4
@@ -36,7 +35,7 @@ static inline __attribute__((always_inline)) void accumulate(const struct kcpu_d
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
             x[v] = _mm512_loadu_ps(src + (int64_t)16 * v);
-#pragma GCC unroll 4
+#pragma GCC unroll 6
         for (int o = 0; o < mo; o++) {
             __m512 wk = _mm512_set1_ps(b->w[o * b->ntaps + k]);
 #pragma GCC unroll 4
@@ -44,7 +43,7 @@ static inline __attribute__((always_inline)) void accumulate(const struct kcpu_d
                 acc[o][v] = _mm512_fmadd_ps(wk, x[v], acc[o][v]);
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int o = 0; o < mo; o++)
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
@@ -96,7 +95,9 @@ void kcpu_dw_block_avx512(const struct kcpu_dw_block *b)
     case 1: sweep(b, 1); break;
     case 2: sweep(b, 2); break;
     case 3: sweep(b, 3); break;
-    default: sweep(b, 4); break;
+    case 4: sweep(b, 4); break;
+    case 5: sweep(b, 5); break;
+    default: sweep(b, 6); break;
     }
     switch (b->act) {
     case K_ACT_NONE: store_rows(b, K_ACT_NONE); break;
