@@ -5,8 +5,9 @@
  * Accumulators for mo output channels times 4 vectors (64 positions) stay
  * in registers across all taps: per tap, 4 grid loads and mo weight
  * broadcasts feed 4 * mo multiply-adds (24 independent chains at mo = 6,
- * 24 of the 32 registers; 4 at mo = 1, which the loads bound anyway). The epilogue then drops each output row's extra columns, adds
- * the residual and applies the activation row by row.
+ * 24 of the 32 registers; 4 at mo = 1, which the loads bound anyway).
+ * The epilogue then drops each output row's extra columns, adds the
+ * residual and applies the activation row by row.
  *
  * kcpu_dw3x3_avx512, at the end, is the direct depthwise 3x3 path.
  */
