@@ -33,6 +33,7 @@
 
 struct dw_plan {
     int64_t cg, mg, ntaps;
+    int64_t mo;                /* output channels a block takes: mg split evenly, at most KCPU_DW_MAX_MO */
     int64_t rows, row_len;     /* one phase: rows of row_len floats */
     int64_t phase, chan;       /* floats per phase (slack included), per input channel */
     int64_t count;             /* positions computed per output channel (multiple of 16) */
@@ -46,6 +47,7 @@ static struct dw_plan plan(const struct k_conv2d *p)
     d.cg = p->c / p->groups;
     d.mg = p->oc / p->groups;
     d.ntaps = d.cg * p->kh * p->kw;
+    d.mo = d.mg > 0 ? kcpu_ceil_div(d.mg, kcpu_ceil_div(d.mg, KCPU_DW_MAX_MO)) : 1;
     d.rows = p->oh + (int64_t)(p->kh - 1) * p->dil_h / p->stride_h;
     d.row_len = p->ow + (int64_t)(p->kw - 1) * p->dil_w / p->stride_w;
     d.count = kcpu_ceil_div((int64_t)(p->oh - 1) * d.row_len + p->ow, 16) * 16;
@@ -193,12 +195,11 @@ static void dw_task(void *arg, int64_t task, int thread)
             continue;
         }
         fill_grid(p, d, j->x + (n * p->c + g * d->cg) * plane_in, grid);
-        int64_t blocks = kcpu_ceil_div(d->mg, KCPU_DW_MAX_MO), mo = kcpu_ceil_div(d->mg, blocks);
-        for (int64_t o0 = 0; o0 < d->mg; o0 += mo) {
+        for (int64_t o0 = 0; o0 < d->mg; o0 += d->mo) {
             int64_t oc = g * d->mg + o0;
             int64_t out = (n * p->oc + oc) * plane_out;
             struct kcpu_dw_block b = {
-                .mo = (int)kcpu_min64(mo, d->mg - o0), .ntaps = d->ntaps, .off = j->off,
+                .mo = (int)kcpu_min64(d->mo, d->mg - o0), .ntaps = d->ntaps, .off = j->off,
                 .grid = grid, .w = j->w + oc * d->ntaps, .bias = j->bias ? j->bias + oc : NULL,
                 .count = d->count, .acc = grid + d->cg * d->chan, .oh = p->oh, .ow = p->ow,
                 .row_len = d->row_len, .res = j->residual ? j->residual + out : NULL, .y = j->y + out,
