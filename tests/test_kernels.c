@@ -526,6 +526,43 @@ TEST(kernels_linear_random)
     return TEST_PASS;
 }
 
+/* GEMM strips of KCPU_NR columns whose last columns end inside a vector
+ * (a 7x7 map's 49 leave 17 in the second strip, a 14x14 map's 196 leave
+ * 4): the AVX2 kernel copies those columns into whole vectors, for the
+ * whole depth at once up to a depth of 2048, a pass at a time past it.
+ * Every B the GEMM reads (a 1x1 layer's input as it is, the implicit
+ * path's grid, im2col strips, linear's weights) at depths of one pass,
+ * several, and past 2048. */
+TEST(kernels_gemm_strip_tails)
+{
+    static const int DEPTHS[] = {37, 500, 2100};
+    static const int MAPS[][2] = {{7, 7}, {14, 14}, {1, 3}};
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (size_t d = 0; d < sizeof(DEPTHS) / sizeof(DEPTHS[0]) && r == TEST_PASS; d++)
+        for (size_t m = 0; m < sizeof(MAPS) / sizeof(MAPS[0]) && r == TEST_PASS; m++) {
+            const int h = MAPS[m][0], w = MAPS[m][1];
+            struct k_conv2d pw = {.n = 1, .c = DEPTHS[d], .h = h, .w = w, .oc = 20, .oh = h, .ow = w,
+                                  .kh = 1, .kw = 1, .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1,
+                                  .groups = 1, .act = K_ACT_RELU6};
+            r = check_conv(&ps, &pw, 1, m == 1);
+            struct k_conv2d k3 = pw;   /* 3x3, padded: implicit or im2col */
+            k3.c = DEPTHS[d] / 9 + 1;
+            k3.oc = 12;
+            k3.kh = k3.kw = 3;
+            k3.pad_t = k3.pad_l = 1;
+            for (k3.n = 1; k3.n <= 9 && r == TEST_PASS; k3.n += 8)
+                r = check_conv(&ps, &k3, 1, 0);
+            struct k_linear fc = {.n = 3, .k = DEPTHS[d], .m = h * w, .act = K_ACT_NONE};
+            if (r == TEST_PASS)
+                r = check_linear(&ps, &fc, 1, 1);
+        }
+    pools_close(&ps);
+    TEST_FAIL_IF(r != TEST_PASS, "mismatch (case above)");
+    return TEST_PASS;
+}
+
 /* ---------------------------------------------------------------- pooling */
 
 static enum test_result check_pool(const struct pools *ps, int max_pool)
