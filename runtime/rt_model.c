@@ -134,7 +134,8 @@ static enum rt_status build(struct rt_model *m, const char *label, struct rt_err
         m->input_tensor[i] = rt_graph_tensor(&m->g, m->cfg.inputs[i].name, false);
     for (int i = 0; i < m->cfg.n_outputs; i++)
         m->output_tensor[i] = rt_graph_tensor(&m->g, m->cfg.outputs[i].name, false);
-    s = m->unfused ? rt_plan_build_unfused(&m->g, &m->plan, err) : rt_plan_build(&m->g, &m->plan, err);
+    rt_chain_rule chains = m->cfg.precision == RT_PRECISION_FP16 ? NULL : m->backend->iface->chains;
+    s = m->unfused ? rt_plan_build_unfused(&m->g, &m->plan, err) : rt_plan_build(&m->g, chains, &m->plan, err);
     if (s != RT_OK)
         return s;
     m->plan.cfg = &m->cfg;

@@ -28,7 +28,7 @@ static void epilogue(const struct rt_step *s, char *out, size_t cap)
     out[0] = '\0';
     if (!rt_op_has(s->op, RT_T_GEMM))
         return;
-    const char *parts[4];
+    const char *parts[5];
     int n = 0;
     if (s->node->w[RT_W_BIAS].data)
         parts[n++] = "bias";
@@ -38,6 +38,8 @@ static void epilogue(const struct rt_step *s, char *out, size_t cap)
         parts[n++] = act_name(s->act);
     if (s->q8)
         parts[n++] = "requant";
+    if (s->chain)
+        parts[n++] = "dw3x3";
     for (int i = 0; i < n; i++)
         snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? "+" : "", parts[i]);
 }

@@ -468,6 +468,27 @@ static void build_nhwc_chain(struct gb *b, const struct op_case *c)
         gb_output(b, gb_conv(b, m, 5, 1));
 }
 
+/* A 1x1 conv2d of x [a0, a1, a2] to a3 channels, then a depthwise 3x3
+ * at stride a4, padding a5 (MobileNetV2's expansion and depthwise pair),
+ * each followed by relu6 when a6: the CPU runs the pair as one chained
+ * step in FP32, which the "chain:" cases check. */
+static void build_expand_dw(struct gb *b, const struct op_case *c)
+{
+    const int *a = c->a;
+    int x = gb_input(b, 4, (int64_t[]){a[0], a[1], a[2]});
+    int t = gb_conv(b, x, a[3], 1);
+    if (a[6])
+        t = gb_done(b, gb_node(b, RT_OP_RELU6, 1, &t));
+    struct rt_node *n = gb_node(b, RT_OP_CONV2D, 1, &t);
+    n->a.conv = (struct rt_conv_attrs){{a[4], a[4]}, {a[5], a[5], a[5], a[5]}, {1, 1}, a[3]};
+    gb_weight(b, n, RT_W_WEIGHT, 4, (int64_t[]){a[3], 1, 3, 3}, -0.5f, 0.5f);
+    gb_weight(b, n, RT_W_BIAS, 1, (int64_t[]){a[3]}, -0.5f, 0.5f);
+    t = gb_done(b, n);
+    if (a[6])
+        t = gb_done(b, gb_node(b, RT_OP_RELU6, 1, &t));
+    gb_output(b, t);
+}
+
 static const struct op_case CASES[] = {
     {"conv2d 1x1 on 1x1", P_ALL, -1, 1, build_conv, {3, 1, 1, 5, 1, 1, 0, 1}},
     {"conv2d 3x3 s1 p1 odd", P_ALL, -1, 1, build_conv, {4, 7, 9, 6, 3, 1, 1, 1}},
@@ -523,6 +544,8 @@ static const struct op_case CASES[] = {
     {"nhwc: concat along channels", P_FLOAT, -1, 1, build_nhwc_chain, {1, 6, 9, 4, 16}},
     {"nhwc: global_avg_pool", P_FLOAT, -1, 1, build_nhwc_chain, {3, 9, 9, 5, 32}},
     {"nhwc: 4x4 map (split-k)", P_FLOAT, -1, 1, build_nhwc_chain, {8, 4, 4, 3, 64}},
+    {"chain: 1x1 + relu6, depthwise s2 + relu6", P_ALL, -1, 1, build_expand_dw, {5, 13, 11, 20, 2, 1, 1}},
+    {"chain: 1x1, depthwise s1 unpadded", P_ALL, -1, 1, build_expand_dw, {3, 9, 9, 12, 1, 0, 0}},
     {"conv2d_dyn", P_FLOAT, -1, 1, build_conv2d_dyn, {1}},
     {"conv2d_dyn groups 2", P_FLOAT, -1, 1, build_conv2d_dyn, {2}},
     {"batch_norm_dyn", P_FLOAT, 0.25f, 2, build_batch_norm_dyn, {0}},
@@ -767,6 +790,16 @@ static int nhwc_steps(const struct loaded *l, struct rt_backend *be)
     return n;
 }
 
+/* Steps of a loaded case that run a chain (core/plan.h). */
+static int chained_steps(const struct loaded *l)
+{
+    const struct rt_plan *p = rt_model_plan(l->m);
+    int n = 0;
+    for (int i = 0; i < p->n_steps; i++)
+        n += p->steps[i].chain != NULL;
+    return n;
+}
+
 /* One case at one precision through every backend; false on a mismatch or a
  * case the CPU backend cannot run. The reference runs once at the largest
  * batch: samples are independent, so a smaller batch's outputs are the
@@ -815,6 +848,13 @@ static bool check_case(const struct op_case *c, enum rt_precision prec, const st
         if (st == RT_OK && be[k].nhwc >= 0 && strncmp(c->name, "nhwc:", 5) == 0 &&
             (nhwc_steps(&l, be[k].b) > 0) != (be[k].nhwc == 1)) {
             printf("%s\n  %s runs %d steps channels last\n", line, be[k].name, nhwc_steps(&l, be[k].b));
+            ok = false;
+        }
+        /* The CPU chains the "chain:" cases in FP32 only (INT8 runs them
+         * as INT8 steps, FP16 rounds every step's output); the rest never. */
+        if (st == RT_OK && strncmp(c->name, "chain:", 6) == 0 &&
+            chained_steps(&l) != (be[k].isa >= 0 && prec == RT_PRECISION_FP32)) {
+            printf("%s\n  %s runs %d chained steps\n", line, be[k].name, chained_steps(&l));
             ok = false;
         }
         for (int bi = 0; ok && st == RT_OK && bi < N_BATCHES; bi++) {

@@ -563,6 +563,122 @@ TEST(kernels_gemm_strip_tails)
     return TEST_PASS;
 }
 
+/* A 1x1 layer and the depthwise 3x3 after it as one kernel
+ * (kcpu_expand_dw.c): against the reference layers apart, and, where the
+ * 1x1 alone takes the same GEMM (the AVX2 and plain-C builds), bit for bit
+ * the optimised layers apart. Shapes with partial panels and strips,
+ * both strides, padded or not, bands of one panel (large maps) and many
+ * (small ones), batches of several images. */
+static enum test_result check_expand_dw(const struct pools *ps, const struct k_conv2d *pw,
+                                        const struct k_conv2d *dw)
+{
+    int64_t xn = (int64_t)pw->n * pw->c * pw->h * pw->w, mn = (int64_t)pw->n * pw->oc * pw->oh * pw->ow;
+    int64_t yn = (int64_t)dw->n * dw->oc * dw->oh * dw->ow;
+    float *x = rand_buf(xn), *w1 = rand_buf((int64_t)pw->oc * pw->c), *b1 = rand_buf(pw->oc);
+    float *w2 = rand_buf((int64_t)dw->oc * 9), *b2 = test_rand_int(0, 1) ? rand_buf(dw->oc) : NULL;
+    float *mid = malloc((size_t)mn * sizeof(float)), *want = malloc((size_t)yn * sizeof(float));
+    float *apart = malloc((size_t)yn * sizeof(float));
+    kref_conv2d_f32(pw, x, w1, b1, NULL, mid);
+    kref_conv2d_f32(dw, mid, w2, b2, NULL, want);
+    float *packed = aligned_alloc(64, (kcpu_expand_dw_packed_floats(pw) * sizeof(float) + 63) / 64 * 64);
+    float *pw_packed = aligned_alloc(64, (kcpu_conv2d_packed_floats(pw) * sizeof(float) + 63) / 64 * 64);
+    float *dw_packed = aligned_alloc(64, (kcpu_conv2d_packed_floats(dw) * sizeof(float) + 63) / 64 * 64);
+    kcpu_expand_dw_pack(pw, w1, packed);
+    kcpu_conv2d_pack(pw, w1, pw_packed);
+    kcpu_conv2d_pack(dw, w2, dw_packed);
+    enum test_result r = TEST_PASS;
+    FOR_EACH_ISA(isa) {
+        struct kcpu_threads *pool = pick_pool(ps);
+        int threads = kcpu_threads_count(pool);
+        void *scratch = malloc(kcpu_expand_dw_scratch_bytes(pw, dw, threads));
+        float *y = poisoned(yn);
+        kcpu_expand_dw_f32(pool, pw, dw, x, packed, b1, w2, b2, y, scratch);
+        char what[256];
+        snprintf(what, sizeof(what), "1x1 + depthwise n%d c%d -> %d %dx%d s%d p%d acts %s, %s%s isa %s threads %d",
+                 pw->n, pw->c, pw->oc, pw->h, pw->w, dw->stride_h, dw->pad_t, act_name(pw->act),
+                 act_name(dw->act), b2 ? " dw bias" : "", kcpu_isa_name((enum kcpu_isa)isa), threads);
+        if (!output_ok(what, y, want, want, yn))
+            r = TEST_FAIL;
+        if (r == TEST_PASS && isa != KCPU_ISA_AVX512) {
+            size_t a = kcpu_conv2d_scratch_bytes(pw, threads), b = kcpu_conv2d_scratch_bytes(dw, threads);
+            void *apart_scratch = malloc(a > b ? a : b);
+            kcpu_conv2d_f32(pool, pw, x, pw_packed, b1, NULL, mid, apart_scratch);
+            kcpu_conv2d_f32(pool, dw, mid, dw_packed, b2, NULL, apart, apart_scratch);
+            if (memcmp(y, apart, (size_t)yn * sizeof(float)) != 0) {
+                printf("  %s: not bit-identical to the two layers apart\n", what);
+                r = TEST_FAIL;
+            }
+            free(apart_scratch);
+        }
+        free(y);
+        free(scratch);
+    }
+    free(x), free(w1), free(b1), free(w2), free(b2), free(mid), free(want), free(apart);
+    free(packed), free(pw_packed), free(dw_packed);
+    return r;
+}
+
+TEST(kernels_expand_dw)
+{
+    static const enum k_act ACTS[] = {K_ACT_NONE, K_ACT_RELU, K_ACT_RELU6};
+    struct pools ps;
+    pools_open(&ps);
+    enum test_result r = TEST_PASS;
+    for (int i = 0; i < 60 && r == TEST_PASS; i++) {
+        int hw = i < 2 ? 112 - 56 * i : test_rand_int(1, 30), s = test_rand_int(1, 2), pad = test_rand_int(0, 1);
+        if (hw + 2 * pad < 3)
+            hw = 3;
+        int oh = (hw + 2 * pad - 3) / s + 1;
+        struct k_conv2d pw = {.n = test_rand_int(1, 3), .c = test_rand_int(1, 40), .h = hw, .w = hw,
+                              .oc = test_rand_int(1, 70), .oh = hw, .ow = hw, .kh = 1, .kw = 1,
+                              .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .groups = 1,
+                              .act = ACTS[test_rand_int(0, 2)]};
+        struct k_conv2d dw = {.n = pw.n, .c = pw.oc, .h = hw, .w = hw, .oc = pw.oc, .oh = oh, .ow = oh,
+                              .kh = 3, .kw = 3, .stride_h = s, .stride_w = s, .pad_t = pad, .pad_l = pad,
+                              .dil_h = 1, .dil_w = 1, .groups = pw.oc, .act = ACTS[test_rand_int(0, 2)]};
+        ASSERT_TRUE(kcpu_expand_dw_applies(&pw, &dw));
+        r = check_expand_dw(&ps, &pw, &dw);
+    }
+    pools_close(&ps);
+    TEST_FAIL_IF(r != TEST_PASS, "mismatch (case above)");
+    return TEST_PASS;
+}
+
+/* What kcpu_expand_dw_applies takes: a plain 1x1 (any channels), a 3x3
+ * depthwise of its output at stride 1 or 2, clamps for activations. */
+TEST(kernels_expand_dw_applies)
+{
+    const struct k_conv2d pw = {.n = 2, .c = 16, .h = 56, .w = 56, .oc = 96, .oh = 56, .ow = 56, .kh = 1, .kw = 1,
+                                .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .groups = 1,
+                                .act = K_ACT_RELU6};
+    const struct k_conv2d dw = {.n = 2, .c = 96, .h = 56, .w = 56, .oc = 96, .oh = 28, .ow = 28, .kh = 3,
+                                .kw = 3, .stride_h = 2, .stride_w = 2, .pad_t = 1, .pad_l = 1, .dil_h = 1,
+                                .dil_w = 1, .groups = 96, .act = K_ACT_RELU6};
+    ASSERT_TRUE(kcpu_expand_dw_applies(&pw, &dw));
+    struct k_conv2d a = pw, b = dw;
+    a.act = K_ACT_SIGMOID;                  /* not a clamp */
+    ASSERT_FALSE(kcpu_expand_dw_applies(&a, &b));
+    a = pw, b.act = K_ACT_GELU;
+    ASSERT_FALSE(kcpu_expand_dw_applies(&a, &b));
+    b = dw, a.kh = a.kw = 3, a.pad_t = a.pad_l = 1;   /* not a 1x1 */
+    ASSERT_FALSE(kcpu_expand_dw_applies(&a, &b));
+    a = pw, a.groups = 2;
+    ASSERT_FALSE(kcpu_expand_dw_applies(&a, &b));
+    a = pw, b.groups = 48;                  /* grouped, not depthwise */
+    ASSERT_FALSE(kcpu_expand_dw_applies(&a, &b));
+    b = dw, b.kh = b.kw = 5;
+    ASSERT_FALSE(kcpu_expand_dw_applies(&a, &b));
+    b = dw, b.stride_h = b.stride_w = 3;
+    ASSERT_FALSE(kcpu_expand_dw_applies(&a, &b));
+    b = dw, b.stride_w = 1;
+    ASSERT_FALSE(kcpu_expand_dw_applies(&a, &b));
+    b = dw, b.dil_h = b.dil_w = 2;
+    ASSERT_FALSE(kcpu_expand_dw_applies(&a, &b));
+    b = dw, b.c = b.oc = b.groups = 64;     /* not the 1x1's output */
+    ASSERT_FALSE(kcpu_expand_dw_applies(&a, &b));
+    return TEST_PASS;
+}
+
 /* ---------------------------------------------------------------- pooling */
 
 static enum test_result check_pool(const struct pools *ps, int max_pool)

@@ -55,6 +55,20 @@ void kcpu_conv2d_f32(struct kcpu_threads *th, const struct k_conv2d *p,
  * "depthwise direct". */
 const char *kcpu_conv2d_method(const struct k_conv2d *p);
 
+/* A 1x1 convolution pw (stride 1, unpadded, one group) and the depthwise
+ * 3x3 dw that reads its output (dilation 1, stride 1 or 2 both ways),
+ * both with at most a clamp (ReLU, ReLU6) for activation, run as one:
+ * y = dw(pw(x)), the expanded tensor kept in cache a band of channels at
+ * a time (kcpu_expand_dw.c). pw's weights packed by kcpu_expand_dw_pack;
+ * dw's are PyTorch's [c][1][3][3] as they are. */
+bool kcpu_expand_dw_applies(const struct k_conv2d *pw, const struct k_conv2d *dw);
+size_t kcpu_expand_dw_packed_floats(const struct k_conv2d *pw);
+void kcpu_expand_dw_pack(const struct k_conv2d *pw, const float *w, float *packed);
+size_t kcpu_expand_dw_scratch_bytes(const struct k_conv2d *pw, const struct k_conv2d *dw, int threads);
+void kcpu_expand_dw_f32(struct kcpu_threads *th, const struct k_conv2d *pw, const struct k_conv2d *dw,
+                        const float *x, const float *packed, const float *pw_bias, const float *dw_w,
+                        const float *dw_bias, float *y, void *scratch);
+
 size_t kcpu_linear_packed_floats(const struct k_linear *p);
 void kcpu_linear_pack(const struct k_linear *p, const float *w, float *packed);
 size_t kcpu_linear_scratch_bytes(const struct k_linear *p, int threads);

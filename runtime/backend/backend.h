@@ -64,6 +64,11 @@ struct rt_backend_iface {
     /* Waits for all queued work; copy_out data is valid afterwards. */
     enum rt_status (*sync)(void *ctx, struct rt_error *err);
 
+    /* Optional (NULL: none): the conv2d chains the backend runs, a 1x1
+     * and the depthwise 3x3 after it as one step (core/plan.h). Asked
+     * only of FP32 and INT8 models: FP16 rounds every step's output. */
+    rt_chain_rule chains;
+
     /* Optional: the largest batch one pass should run; the executor splits
      * bigger batches into passes of this size. NULL: the whole batch at once.
      * (The CPU keeps each pass's activations in cache this way.) */

@@ -57,22 +57,38 @@ static void *alloc_aligned(size_t bytes)
 
 static const float *bias_of(const struct rt_step *s) { return s->node->w[RT_W_BIAS].data; }
 
+/* A chain (a 1x1 and the depthwise after it, core/plan.h) runs as one
+ * kernel; k->chain.dw has n 0 without one. */
 static void conv2d_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
                        const struct rt_step_io *io)
 {
-    kcpu_conv2d_f32(cs->threads, &k->conv, io->in[0], s->prep, bias_of(s), io->residual, io->out, cs->scratch);
+    if (s->chain)
+        kcpu_expand_dw_f32(cs->threads, &k->chain.conv, &k->chain.dw, io->in[0], s->prep, bias_of(s),
+                           s->chain->w[RT_W_WEIGHT].data, s->chain->w[RT_W_BIAS].data, io->out,
+                           cs->scratch);
+    else
+        kcpu_conv2d_f32(cs->threads, &k->conv, io->in[0], s->prep, bias_of(s), io->residual, io->out, cs->scratch);
 }
 
 static void *conv2d_pack(const struct rt_step *s, const union rt_step_params *k)
 {
+    const float *w = s->node->w[RT_W_WEIGHT].data;
+    if (s->chain) {
+        float *packed = alloc_aligned(kcpu_expand_dw_packed_floats(&k->conv) * sizeof(float));
+        if (packed)
+            kcpu_expand_dw_pack(&k->conv, w, packed);
+        return packed;
+    }
     float *packed = alloc_aligned(kcpu_conv2d_packed_floats(&k->conv) * sizeof(float));
     if (packed)
-        kcpu_conv2d_pack(&k->conv, s->node->w[RT_W_WEIGHT].data, packed);
+        kcpu_conv2d_pack(&k->conv, w, packed);
     return packed;
 }
 
 static size_t conv2d_scratch(const union rt_step_params *k, int threads)
 {
+    if (k->chain.dw.n > 0)
+        return kcpu_expand_dw_scratch_bytes(&k->chain.conv, &k->chain.dw, threads);
     return kcpu_conv2d_scratch_bytes(&k->conv, threads);
 }
 
@@ -372,6 +388,7 @@ static enum rt_status cpu_measure_rates(struct rt_backend *b, enum rt_precision 
 
 static const struct rt_backend_iface CPU_IFACE = {
     .batch_chunk = cpu_batch_chunk,
+    .chains = kcpu_expand_dw_applies,
     .name = "cpu",
     .device_kind = RT_DEVICE_CPU,
     .free = cpu_free,

@@ -16,7 +16,9 @@ void rt_cpu_describe_step(struct rt_backend *b, const struct rt_plan *p, const s
 {
     const char *isa = kcpu_isa_name(kcpu_isa());
     union rt_step_params k = rt_step_params(s, batch);
-    if (s->op == RT_OP_CONV2D && !s->q8)
+    if (s->chain)
+        snprintf(out, cap, "1x1+depthwise in bands, %s", isa);
+    else if (s->op == RT_OP_CONV2D && !s->q8)
         snprintf(out, cap, "%s, %s", kcpu_conv2d_method(&k.conv), isa);
     else if (s->op == RT_OP_CONV2D && rt_cpu_q8_layouts(s)[0])
         snprintf(out, cap, "int8 channels-last direct, %s%s", kcpu_conv2d_q8_nhwc_on_amx(&k.conv) ? "amx" : isa,

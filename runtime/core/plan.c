@@ -80,6 +80,41 @@ static int build_steps(const struct rt_graph *g, struct rt_plan *p, bool fuse, b
     return n;
 }
 
+/* Whether step s is a conv2d whose epilogue at most clamps: a chain's
+ * part. */
+static bool plain_f32_conv(const struct rt_graph *g, const struct rt_step *s)
+{
+    return s->op == RT_OP_CONV2D && !s->q8 && s->residual < 0 && g->tensors[s->out].dtype == RT_DTYPE_F32 &&
+           (s->act == K_ACT_NONE || s->act == K_ACT_RELU || s->act == K_ACT_RELU6);
+}
+
+/* Joins each conv2d step to the next where that one alone reads its
+ * output (not a model output, nor a view's storage) and the backend's rule
+ * takes the pair; returns the steps left. Runs once the steps have their
+ * parameters. */
+static int chain_steps(const struct rt_graph *g, struct rt_plan *p, rt_chain_rule chains)
+{
+    int n = 0;
+    for (int i = 0; i < p->n_steps; i++) {
+        struct rt_step *s = &p->steps[n++];
+        if (s != &p->steps[i])
+            *s = p->steps[i];
+        if (i + 1 >= p->n_steps)
+            continue;
+        const struct rt_step *next = &p->steps[i + 1];
+        const struct rt_tensor *mid = &g->tensors[s->out];
+        if (!plain_f32_conv(g, s) || !plain_f32_conv(g, next) || next->n_in != 1 || next->in[0] != s->out ||
+            mid->n_consumers != 1 || mid->output_index >= 0 || p->root[s->out] != s->out ||
+            !chains(&s->k.conv, &next->k.conv))
+            continue;
+        s->chain = next->node;
+        s->k.chain.dw = next->k.conv;
+        s->out = next->out;
+        i++;
+    }
+    return n;
+}
+
 struct block {
     size_t offset, size;
     int last_use;
@@ -155,7 +190,8 @@ static enum rt_status layout_arena(const struct rt_graph *g, struct rt_plan *p, 
     return status;
 }
 
-static enum rt_status build(const struct rt_graph *g, bool fuse, struct rt_plan *out, struct rt_error *err)
+static enum rt_status build(const struct rt_graph *g, bool fuse, rt_chain_rule chains, struct rt_plan *out,
+                            struct rt_error *err)
 {
     memset(out, 0, sizeof(*out));
     out->g = g;
@@ -178,20 +214,23 @@ static enum rt_status build(const struct rt_graph *g, bool fuse, struct rt_plan 
         if (f->params)
             f->params(g, st, &st->k);
     }
+    if (chains)
+        out->n_steps = chain_steps(g, out, chains);
     enum rt_status s = layout_arena(g, out, err);
     if (s != RT_OK)
         rt_plan_free(out);
     return s;
 }
 
-enum rt_status rt_plan_build(const struct rt_graph *g, struct rt_plan *out, struct rt_error *err)
+enum rt_status rt_plan_build(const struct rt_graph *g, rt_chain_rule chains, struct rt_plan *out,
+                             struct rt_error *err)
 {
-    return build(g, true, out, err);
+    return build(g, true, chains, out, err);
 }
 
 enum rt_status rt_plan_build_unfused(const struct rt_graph *g, struct rt_plan *out, struct rt_error *err)
 {
-    return build(g, false, out, err);
+    return build(g, false, NULL, out, err);
 }
 
 void rt_plan_free(struct rt_plan *p)
@@ -206,15 +245,17 @@ double rt_step_weight_bytes(const struct rt_plan *p, const struct rt_step *s)
 {
     const bool fp16 = p->cfg && p->cfg->precision == RT_PRECISION_FP16;
     double total = 0;
-    for (int r = 0; r < RT_W_COUNT; r++) {
-        const struct rt_weight *w = &s->node->w[r];
-        if (!w->data && !w->q)
-            continue;
-        double elems = 1;
-        for (int d = 0; d < w->shape.rank; d++)
-            elems *= (double)w->shape.dims[d];
-        total += elems * (r == RT_W_WEIGHT && w->q ? 1.0 : r == RT_W_WEIGHT && fp16 ? 2.0 : 4.0);
-    }
+    const struct rt_node *nodes[2] = {s->node, s->chain};
+    for (int i = 0; i < 2 && nodes[i]; i++)
+        for (int r = 0; r < RT_W_COUNT; r++) {
+            const struct rt_weight *w = &nodes[i]->w[r];
+            if (!w->data && !w->q)
+                continue;
+            double elems = 1;
+            for (int d = 0; d < w->shape.rank; d++)
+                elems *= (double)w->shape.dims[d];
+            total += elems * (r == RT_W_WEIGHT && w->q ? 1.0 : r == RT_W_WEIGHT && fp16 ? 2.0 : 4.0);
+        }
     return total;
 }
 

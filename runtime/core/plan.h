@@ -4,8 +4,11 @@
  * Built once per model from the finished graph. Steps are the graph's nodes
  * in order, with conv2d / linear absorbing a following residual add and
  * activation (the fused epilogue), and flatten / reshape turned into views
- * that share their input's storage. Every activation tensor gets an offset
- * in one arena, reusing space by liveness.
+ * that share their input's storage. Where the backend asks for it (the
+ * CPU, for float steps), a 1x1 conv2d also absorbs the depthwise 3x3 conv2d that
+ * reads its output (a chain; MobileNetV2's expansion and depthwise
+ * layers), whose input then never exists whole. Every activation tensor
+ * gets an offset in one arena, reusing space by liveness.
  *
  * All tensors are [batch, ...], so the plan is made per sample: a tensor of
  * root r lives at offset[r] * batch in an arena of sample_bytes * batch.
@@ -32,6 +35,12 @@ struct rt_concat_params {
     int64_t lens[RT_NODE_MAX_INPUTS];   /* each input's length along the axis */
 };
 
+/* conv2d with a chained depthwise convolution: the 1x1 (conv, the first
+ * member, as for any conv2d), then the depthwise. */
+struct rt_conv_chain_params {
+    struct k_conv2d conv, dw;
+};
+
 /* conv2d_dyn: one sample's convolution (never scaled; backends loop over
  * the batch) and each operand's elements per sample. */
 struct rt_conv_dyn_params {
@@ -41,6 +50,7 @@ struct rt_conv_dyn_params {
 
 union rt_step_params {
     struct k_conv2d conv;           /* conv2d */
+    struct rt_conv_chain_params chain;   /* conv2d with a chained depthwise */
     struct rt_conv_dyn_params conv_dyn;
     struct k_linear linear;
     struct k_pool2d pool;           /* max_pool2d, avg_pool2d */
@@ -63,6 +73,8 @@ struct rt_step {
     int residual;                 /* tensor id added before the activation, or -1 */
     enum k_act act;               /* fused (conv2d, linear) or the op's own */
     bool q8;                      /* INT8 kernels: input I8, or a quantize / dequantize */
+    const struct rt_node *chain;  /* conv2d only: the depthwise conv2d run on this 1x1's output in the
+                                     same step (out is then its output; core/plan.c), or NULL */
     union rt_step_params k;       /* for one sample */
     void *prep;                   /* backend-prepared data (packed weights...) */
 };
@@ -77,7 +89,13 @@ struct rt_plan {
     size_t sample_bytes;          /* arena bytes per sample */
 };
 
-enum rt_status rt_plan_build(const struct rt_graph *g, struct rt_plan *out, struct rt_error *err);
+/* Which chains a backend runs: the 1x1's and the depthwise's parameters
+ * for one sample. */
+typedef bool (*rt_chain_rule)(const struct k_conv2d *pw, const struct k_conv2d *dw);
+
+/* chains: the backend's rule, or NULL to form none. */
+enum rt_status rt_plan_build(const struct rt_graph *g, rt_chain_rule chains, struct rt_plan *out,
+                             struct rt_error *err);
 /* The same without fusion: every node is a step and every tensor lives in
  * the arena (the calibration run observes them all). */
 enum rt_status rt_plan_build_unfused(const struct rt_graph *g, struct rt_plan *out, struct rt_error *err);

@@ -54,7 +54,12 @@ static void conv2d_params(const struct rt_graph *g, const struct rt_step *s, uni
                           s->node->w[RT_W_WEIGHT].shape.dims, &s->node->a.conv, s->act);
 }
 
-static void conv2d_at_batch(union rt_step_params *k, int batch) { k->conv.n *= batch; }
+/* A chain's depthwise grows with the batch too (zeros without a chain). */
+static void conv2d_at_batch(union rt_step_params *k, int batch)
+{
+    k->conv.n *= batch;
+    k->chain.dw.n *= batch;
+}
 
 static bool conv2d_read_attrs(struct rt_attrs *at, struct rt_node *n)
 {
@@ -91,7 +96,7 @@ static double conv_flops(const struct k_conv2d *c)
 
 static double conv2d_flops(const struct rt_step *s, const union rt_step_params *k, int batch)
 {
-    return conv_flops(&k->conv);
+    return conv_flops(&k->conv) + (s->chain ? conv_flops(&k->chain.dw) : 0.0);
 }
 
 const struct rt_op_family rt_family_conv2d = {
