@@ -60,7 +60,9 @@ const char *kcpu_conv2d_method(const struct k_conv2d *p);
  * both with at most a clamp (ReLU, ReLU6) for activation, run as one:
  * y = dw(pw(x)), the expanded tensor kept in cache a band of channels at
  * a time (kcpu_expand_dw.c). pw's weights packed by kcpu_expand_dw_pack;
- * dw's are PyTorch's [c][1][3][3] as they are. */
+ * dw's are PyTorch's [c][1][3][3] as they are. kcpu_expand_dw_applies
+ * says where the runtime chains them (it also depends on kcpu_isa());
+ * kcpu_expand_dw_f32 computes any pair of those shapes. */
 bool kcpu_expand_dw_applies(const struct k_conv2d *pw, const struct k_conv2d *dw);
 size_t kcpu_expand_dw_packed_floats(const struct k_conv2d *pw);
 void kcpu_expand_dw_pack(const struct k_conv2d *pw, const float *w, float *packed);
