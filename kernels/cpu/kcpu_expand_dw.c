@@ -12,8 +12,6 @@
  * the narrow end of an inverted residual block). The sums are those of
  * the two layers apart, in the same order.
  */
-#include <string.h>
-
 #include "kcpu_convpix.h"
 #include "kcpu_dwconv.h"
 #include "kcpu_impl.h"
@@ -31,8 +29,9 @@ static int is_clamp(enum k_act act) { return act == K_ACT_NONE || act == K_ACT_R
  * against each other (no AVX-512 on the machine that built this). */
 bool kcpu_expand_dw_applies(const struct k_conv2d *pw, const struct k_conv2d *dw)
 {
-    return !kcpu_convpix_applies(pw) && pw->kh == 1 && pw->kw == 1 && pw->stride_h == 1 && pw->stride_w == 1 && pw->pad_t == 0 &&
-           pw->pad_l == 0 && pw->groups == 1 && pw->oh == pw->h && pw->ow == pw->w && is_clamp(pw->act) &&
+    return !kcpu_convpix_applies(pw) && pw->kh == 1 && pw->kw == 1 && pw->stride_h == 1 && pw->stride_w == 1 &&
+           pw->pad_t == 0 && pw->pad_l == 0 && pw->groups == 1 && pw->oh == pw->h && pw->ow == pw->w &&
+           is_clamp(pw->act) &&
            dw->n == pw->n && dw->c == pw->oc && dw->oc == dw->c && dw->groups == dw->c && dw->h == pw->oh &&
            dw->w == pw->ow && dw->kh == 3 && dw->kw == 3 && dw->dil_h == 1 && dw->dil_w == 1 &&
            dw->stride_h == dw->stride_w && (dw->stride_h == 1 || dw->stride_h == 2) && is_clamp(dw->act);
