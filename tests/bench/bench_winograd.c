@@ -73,7 +73,7 @@ static void layer_init(struct layer *l, const struct shape *s, int batch, int th
                              .kh = 3, .kw = 3, .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1,
                              .dil_h = 1, .dil_w = 1, .groups = 1, .act = K_ACT_RELU};
     const int64_t xn = (int64_t)batch * s->c * s->hw * s->hw, yn = (int64_t)batch * s->oc * s->hw * s->hw;
-    const int64_t kg = (int64_t)s->c * 9, panels = (s->oc + KCPU_MR - 1) / KCPU_MR;
+    const int64_t kg = (int64_t)s->c * 9;
     l->x = bench_alloc(PROG, (size_t)xn * sizeof(float));
     l->bias = bench_alloc(PROG, (size_t)s->oc * sizeof(float));
     l->y_pix = bench_alloc(PROG, (size_t)yn * sizeof(float));
@@ -86,15 +86,13 @@ static void layer_init(struct layer *l, const struct shape *s, int batch, int th
         w[i] = next_float(&rs) * 0.1f;
     for (int o = 0; o < s->oc; o++)
         l->bias[o] = next_float(&rs);
-    /* The pixel tile reads the GEMM's KCPU_MR-row panels (kcpu_conv2d_pack's
-     * layout for the shapes Winograd does not take). */
-    l->panels = bench_alloc(PROG, (size_t)(panels * KCPU_MR * kg) * sizeof(float));
-    for (int64_t pn = 0; pn < panels; pn++)
+    /* The pixel tile reads the GEMM's panels in pairs (kcpu_impl.h: 16
+     * channels a depth step; every shape here has a multiple of 16). */
+    l->panels = bench_alloc(PROG, (size_t)(s->oc * kg) * sizeof(float));
+    for (int64_t q = 0; q < s->oc / KCPU_PAIR; q++)
         for (int64_t kk = 0; kk < kg; kk++)
-            for (int i = 0; i < KCPU_MR; i++) {
-                int64_t o = pn * KCPU_MR + i;
-                l->panels[(pn * kg + kk) * KCPU_MR + i] = o < s->oc ? w[o * kg + kk] : 0.0f;
-            }
+            for (int64_t i = 0; i < KCPU_PAIR; i++)
+                l->panels[(q * kg + kk) * KCPU_PAIR + i] = w[(q * KCPU_PAIR + i) * kg + kk];
     l->u = bench_alloc(PROG, kcpu_wino_packed_floats(&l->p) * sizeof(float));
     kcpu_wino_pack(&l->p, w, l->u);
     free(w);
