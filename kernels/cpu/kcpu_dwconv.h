@@ -66,20 +66,27 @@ void kcpu_dw_block_avx512(const struct kcpu_dw_block *b);
  * any padding), from its input plane x [h][w] into y [oh][ow]:
  * y = act(bias + sum w9[ki * 3 + kj] * x[..] (+ res)); res [oh][ow] or
  * NULL; y overlaps neither. AVX-512 reads x directly with masked loads;
- * AVX2 first copies it into scratch, zero-padded to what the outputs'
- * taps read and, at stride 2, split into even and odd columns: stride
- * phases of kcpu_dw3_padded_rows rows of kcpu_dw3_padded_row floats, each
- * followed by KCPU_DW3_SLACK zeros that the last row's vectors read past
- * (kcpu_dw3_scratch_floats in all). */
+ * AVX2 reads it directly at stride 1 with "same" padding
+ * (kcpu_dw3_reads_plane), else first copies it into scratch, zero-padded
+ * to what the outputs' taps read and, at stride 2, split into even and
+ * odd columns: stride phases of kcpu_dw3_padded_rows rows of
+ * kcpu_dw3_padded_row floats, each followed by KCPU_DW3_SLACK zeros that
+ * the last row's vectors read past (kcpu_dw3_scratch_floats in all). */
 void kcpu_dw3x3_avx512(const struct k_conv2d *p, const float *x, const float *w9, float bias,
                        const float *res, float *y);
 void kcpu_dw3x3_avx2(const struct k_conv2d *p, const float *x, const float *w9, float bias,
                      const float *res, float *y, float *scratch);
 #define KCPU_DW3_SLACK 24   /* the last row's spare lanes (up to 7), then 16 read past it */
+static inline int kcpu_dw3_reads_plane(const struct k_conv2d *p)
+{
+    return p->stride_h == 1 && p->stride_w == 1 && p->pad_t == 1 && p->pad_l == 1 && p->oh == p->h && p->ow == p->w;
+}
 static inline int64_t kcpu_dw3_padded_rows(const struct k_conv2d *p) { return (int64_t)(p->oh - 1) * p->stride_h + 3; }
 static inline int64_t kcpu_dw3_padded_row(const struct k_conv2d *p) { return p->stride_w == 1 ? p->ow + 2 : p->ow + 1; }
 static inline int64_t kcpu_dw3_scratch_floats(const struct k_conv2d *p)
 {
+    if (kcpu_dw3_reads_plane(p))
+        return 0;
     return p->stride_w * (kcpu_dw3_padded_rows(p) * kcpu_dw3_padded_row(p) + KCPU_DW3_SLACK);
 }
 

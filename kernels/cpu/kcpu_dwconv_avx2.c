@@ -271,7 +271,106 @@ DW_BAND(1, 1) DW_BAND(1, 2) DW_BAND(1, 3) DW_BAND(1, 4) DW_BAND(1, 5) DW_BAND(1,
 DW_BAND(2, 1) DW_BAND(2, 2) DW_BAND(2, 3) DW_BAND(2, 4) DW_BAND(2, 5) DW_BAND(2, 6)
 #undef DW_BAND
 
+/* ---- 3x3 depthwise, stride 1, "same" padding: straight from the plane ----
+ *
+ * No padded copy: output row r's 8 columns from c0 take input row ih's
+ * columns from c0 - 1, c0 and c0 + 1, three unaligned loads of the plane
+ * itself, masked where they meet column -1 or column w (lanes past a row
+ * read the next row; their outputs are never kept). An input row is
+ * loaded once per band of up to 4 output rows and feeds the up to three
+ * rows that read it, in the padded path's order of taps: the same sums.
+ * Only loads that would leave the plane (its first and last rows) take
+ * the lane-moving path of kcpu_pad_avx2.h. On Zen 1, one thread: 0.66-0.69x
+ * the padded path's time on 7x7 maps, 0.73-0.75x on 14x14, 0.85-0.89x on
+ * 28x28 and 56x56 (docs/performance.md, also for two threads). Bands of
+ * 4 rows: 3, 5, 7 or 8 were no faster, and from 5 the weights spill. */
+#define DW_DIRECT_ROWS 4
+
+/* Input row ih's three taps for 8 outputs from column c0 (at = ih * w + c0). */
+static inline __attribute__((always_inline)) void taps_s1(const float *x, int64_t plane, int64_t at, __m256 lmask,
+                                                          __m256 rmask, __m256 *l, __m256 *c, __m256 *r)
+{
+    if (at >= 1 && at + 9 <= plane) {
+        *l = _mm256_and_ps(_mm256_loadu_ps(x + at - 1), lmask);
+        *c = _mm256_loadu_ps(x + at);
+        *r = _mm256_and_ps(_mm256_loadu_ps(x + at + 1), rmask);
+    } else {
+        *l = _mm256_and_ps(kv8_load_cols(x, at - 1, plane), lmask);
+        *c = kv8_load_cols(x, at, plane);
+        *r = _mm256_and_ps(kv8_load_cols(x, at + 1, plane), rmask);
+    }
+}
+
+/* Output rows r0 .. r0+R-1 (R <= DW_DIRECT_ROWS) of one channel, every
+ * column chunk, from the h x ow plane x. */
+static inline __attribute__((always_inline)) void band_s1_direct(const struct dw_geo *g, const float *x, int64_t h,
+                                                                 const float *w9, float bias, int64_t r0, const int R)
+{
+    const __m256 w00 = _mm256_set1_ps(w9[0]), w01 = _mm256_set1_ps(w9[1]), w02 = _mm256_set1_ps(w9[2]);
+    const __m256 w10 = _mm256_set1_ps(w9[3]), w11 = _mm256_set1_ps(w9[4]), w12 = _mm256_set1_ps(w9[5]);
+    const __m256 w20 = _mm256_set1_ps(w9[6]), w21 = _mm256_set1_ps(w9[7]), w22 = _mm256_set1_ps(w9[8]);
+    const int64_t w = g->ow, plane = h * w;
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int64_t c0 = 0;; c0 += 8) {
+        if (c0 + 8 > w)
+            c0 = kcpu_max64(0, w - 8);
+        /* lane l of the left taps is column c0 + l - 1, of the right ones c0 + l + 1 */
+        const __m256 lmask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(iota, _mm256_set1_epi32((int)-c0)));
+        const __m256 rmask = _mm256_castsi256_ps(
+            _mm256_xor_si256(_mm256_cmpeq_epi32(iota, _mm256_set1_epi32((int)(w - 1 - c0))), _mm256_set1_epi32(-1)));
+        __m256 acc[DW_DIRECT_ROWS];
+#pragma GCC unroll 8
+        for (int i = 0; i < R; i++)
+            acc[i] = _mm256_set1_ps(bias);
+#pragma GCC unroll 8
+        for (int i = -1; i <= R; i++) {   /* input row r0 + i */
+            if (r0 + i < 0 || r0 + i >= h)
+                continue;
+            __m256 tl, tc, tr;
+            taps_s1(x, plane, (r0 + i) * w + c0, lmask, rmask, &tl, &tc, &tr);
+            if (i + 1 < R) {   /* the top row of output row i + 1 */
+                acc[i + 1] = _mm256_fmadd_ps(w00, tl, acc[i + 1]);
+                acc[i + 1] = _mm256_fmadd_ps(w01, tc, acc[i + 1]);
+                acc[i + 1] = _mm256_fmadd_ps(w02, tr, acc[i + 1]);
+            }
+            if (i >= 0 && i < R) {
+                acc[i] = _mm256_fmadd_ps(w10, tl, acc[i]);
+                acc[i] = _mm256_fmadd_ps(w11, tc, acc[i]);
+                acc[i] = _mm256_fmadd_ps(w12, tr, acc[i]);
+            }
+            if (i >= 1) {   /* the bottom row of output row i - 1 */
+                acc[i - 1] = _mm256_fmadd_ps(w20, tl, acc[i - 1]);
+                acc[i - 1] = _mm256_fmadd_ps(w21, tc, acc[i - 1]);
+                acc[i - 1] = _mm256_fmadd_ps(w22, tr, acc[i - 1]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < R; i++)
+            finish(g, acc[i], (r0 + i) * w + c0);
+        if (c0 + 8 >= w)
+            break;
+    }
+}
+
+#define DW_DIRECT(R)                                                                                      \
+    static __attribute__((noinline)) void direct_r##R(const struct dw_geo *g, const float *x, int64_t h,  \
+                                                      const float *w9, float bias, int64_t r0)            \
+    {                                                                                                     \
+        band_s1_direct(g, x, h, w9, bias, r0, R);                                                         \
+    }
+DW_DIRECT(1) DW_DIRECT(2) DW_DIRECT(3) DW_DIRECT(4)
+#undef DW_DIRECT
+
 typedef void (*dw_band_fn)(const struct dw_geo *, const float *, float, int64_t);
+typedef void (*dw_direct_fn)(const struct dw_geo *, const float *, int64_t, const float *, float, int64_t);
+
+/* n rows in bands of at most most rows, as even as the plane allows (14
+ * rows in sixes are 5 + 5 + 4, not 6 + 6 + 2): band b's height. */
+static int64_t band_rows(int64_t n, int64_t most, int64_t b)
+{
+    int64_t nb = kcpu_ceil_div(n, most);
+    return n / nb + (b < n % nb);
+}
 
 void kcpu_dw3x3_avx2(const struct k_conv2d *p, const float *x, const float *w9, float bias, const float *res,
                      float *y, float *scratch)
@@ -287,16 +386,20 @@ void kcpu_dw3x3_avx2(const struct k_conv2d *p, const float *x, const float *w9, 
         .lo = _mm256_set1_ps(clamp ? 0.0f : -INFINITY),
         .hi = _mm256_set1_ps(p->act == K_ACT_RELU6 ? 6.0f : INFINITY),
     };
-    g.phase = kcpu_dw3_padded_rows(p) * g.wq + KCPU_DW3_SLACK;
-    (p->stride_w == 1 ? pad_planes_s1 : pad_planes_s2)(p, x, &g, scratch);
-    /* Bands of up to 6 rows, as even as the plane allows (14 rows are
-     * 5 + 5 + 4, not 6 + 6 + 2). */
-    const dw_band_fn *band = BANDS[p->stride_h - 1];
-    int64_t nb = kcpu_ceil_div(p->oh, 6), base = p->oh / nb, taller = p->oh % nb;
-    for (int64_t b = 0, r0 = 0; b < nb; b++) {
-        int64_t rows = base + (b < taller);
-        band[rows - 1](&g, w9, bias, r0);
-        r0 += rows;
+    if (kcpu_dw3_reads_plane(p)) {
+        static const dw_direct_fn DIRECT[DW_DIRECT_ROWS] = {direct_r1, direct_r2, direct_r3, direct_r4};
+        for (int64_t b = 0, r0 = 0, rows; r0 < p->oh; b++, r0 += rows) {
+            rows = band_rows(p->oh, DW_DIRECT_ROWS, b);
+            DIRECT[rows - 1](&g, x, p->h, w9, bias, r0);
+        }
+    } else {
+        g.phase = kcpu_dw3_padded_rows(p) * g.wq + KCPU_DW3_SLACK;
+        (p->stride_w == 1 ? pad_planes_s1 : pad_planes_s2)(p, x, &g, scratch);
+        const dw_band_fn *band = BANDS[p->stride_h - 1];
+        for (int64_t b = 0, r0 = 0, rows; r0 < p->oh; b++, r0 += rows) {
+            rows = band_rows(p->oh, 6, b);
+            band[rows - 1](&g, w9, bias, r0);
+        }
     }
     if (!clamp && p->act != K_ACT_NONE)
         kcpu_act_avx2(p->act, g.plane_out, y, y);

@@ -63,7 +63,7 @@ void kcpu_expand_dw_pack(const struct k_conv2d *pw, const float *w, float *packe
 }
 
 /* Per thread: the band (band_floats), then the AVX2 depthwise kernel's
- * padded planes. */
+ * padded planes (none where it reads the plane itself). */
 static int64_t band_floats(const struct k_conv2d *pw)
 {
     return kcpu_ceil_div(band_cap(pw) * pw->oh * pw->ow, 16) * 16;
