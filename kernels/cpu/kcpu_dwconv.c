@@ -16,8 +16,8 @@
  *
  * Depthwise 3x3 layers at stride 1 or 2 (MobileNet's) skip both steps on
  * AVX-512 and AVX2: kcpu_dw3x3_avx512 reads each channel's plane directly
- * with masked loads, kcpu_dw3x3_avx2 at stride 1 with "same" padding
- * directly too, else from a zero-padded copy, and both
+ * with masked loads, kcpu_dw3x3_avx2 directly too where the padding is 1
+ * (MobileNet's), else from a zero-padded copy, and both
  * store the finished rows (the grid copy, the accumulator pass and the
  * per-row epilogue calls were more than half of their time on AVX-512; on
  * AVX2 the copy of a stride-2 grid went float by float).

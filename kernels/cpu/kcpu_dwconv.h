@@ -66,8 +66,9 @@ void kcpu_dw_block_avx512(const struct kcpu_dw_block *b);
  * any padding), from its input plane x [h][w] into y [oh][ow]:
  * y = act(bias + sum w9[ki * 3 + kj] * x[..] (+ res)); res [oh][ow] or
  * NULL; y overlaps neither. AVX-512 reads x directly with masked loads;
- * AVX2 reads it directly at stride 1 with "same" padding
- * (kcpu_dw3_reads_plane), else first copies it into scratch, zero-padded
+ * AVX2 reads it directly where the padding is 1 and the output no larger
+ * than that gives (kcpu_dw3_reads_plane: "same" at stride 1, MobileNet's
+ * at stride 2), else first copies it into scratch, zero-padded
  * to what the outputs' taps read and, at stride 2, split into even and
  * odd columns: stride phases of kcpu_dw3_padded_rows rows of
  * kcpu_dw3_padded_row floats, each followed by KCPU_DW3_SLACK zeros that
@@ -79,7 +80,8 @@ void kcpu_dw3x3_avx2(const struct k_conv2d *p, const float *x, const float *w9, 
 #define KCPU_DW3_SLACK 24   /* the last row's spare lanes (up to 7), then 16 read past it */
 static inline int kcpu_dw3_reads_plane(const struct k_conv2d *p)
 {
-    return p->stride_h == 1 && p->stride_w == 1 && p->pad_t == 1 && p->pad_l == 1 && p->oh == p->h && p->ow == p->w;
+    return p->stride_h == p->stride_w && p->pad_t == 1 && p->pad_l == 1 && p->oh == (p->h - 1) / p->stride_h + 1 &&
+           p->ow == (p->w - 1) / p->stride_w + 1;
 }
 static inline int64_t kcpu_dw3_padded_rows(const struct k_conv2d *p) { return (int64_t)(p->oh - 1) * p->stride_h + 3; }
 static inline int64_t kcpu_dw3_padded_row(const struct k_conv2d *p) { return p->stride_w == 1 ? p->ow + 2 : p->ow + 1; }

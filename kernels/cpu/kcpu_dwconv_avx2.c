@@ -121,6 +121,13 @@ void kcpu_dw_block_avx2(const struct kcpu_dw_block *b)
  * spare lanes fall on the next row, stored after them, and only a store
  * that would leave the plane goes through a copy. */
 
+/* The even (odd: 0xDD) floats of a then b, in order. */
+static inline __m256 kv8_deinterleave(__m256 a, __m256 b, const int imm)
+{
+    __m256 v = imm == 0x88 ? _mm256_shuffle_ps(a, b, 0x88) : _mm256_shuffle_ps(a, b, 0xDD);
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xD8));
+}
+
 /* acc + w * (the 8 floats at m), m read by the instruction itself: written
  * as an intrinsic, GCC loads a tap once into a register for the (up to 3)
  * rows that read it, and with 9 weights and 6 sums live that spills. */
@@ -165,12 +172,10 @@ static inline __attribute__((always_inline)) void pad_planes(const struct k_conv
             int64_t first = s * t - p->pad_l;   /* input column of the first lane */
             if (s == 1) {
                 _mm256_storeu_ps(out + t, kv8_load_cols(row, first, p->w));
-            } else {   /* even and odd columns: in-lane shuffles, then a 64-bit permute */
+            } else {   /* even and odd columns */
                 __m256 v0 = kv8_load_cols(row, first, p->w), v1 = kv8_load_cols(row, first + 8, p->w);
-                __m256 e = _mm256_shuffle_ps(v0, v1, 0x88), o = _mm256_shuffle_ps(v0, v1, 0xDD);
-                _mm256_storeu_ps(out + t, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xD8)));
-                _mm256_storeu_ps(out + g->phase + t,
-                                 _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), 0xD8)));
+                _mm256_storeu_ps(out + t, kv8_deinterleave(v0, v1, 0x88));
+                _mm256_storeu_ps(out + g->phase + t, kv8_deinterleave(v0, v1, 0xDD));
             }
         }
     }
@@ -271,98 +276,125 @@ DW_BAND(1, 1) DW_BAND(1, 2) DW_BAND(1, 3) DW_BAND(1, 4) DW_BAND(1, 5) DW_BAND(1,
 DW_BAND(2, 1) DW_BAND(2, 2) DW_BAND(2, 3) DW_BAND(2, 4) DW_BAND(2, 5) DW_BAND(2, 6)
 #undef DW_BAND
 
-/* ---- 3x3 depthwise, stride 1, "same" padding: straight from the plane ----
+/* ---- 3x3 depthwise, stride 1 or 2, padding 1: straight from the plane ----
  *
- * No padded copy: output row r's 8 columns from c0 take input row ih's
- * columns from c0 - 1, c0 and c0 + 1, three unaligned loads of the plane
- * itself, masked where they meet column -1 or column w (lanes past a row
- * read the next row; their outputs are never kept). An input row is
- * loaded once per band of up to 4 output rows and feeds the up to three
- * rows that read it, in the padded path's order of taps: the same sums.
- * Only loads that would leave the plane (its first and last rows) take
- * the lane-moving path of kcpu_pad_avx2.h. On Zen 1, one thread: 0.66-0.69x
- * the padded path's time on 7x7 maps, 0.73-0.75x on 14x14, 0.85-0.89x on
- * 28x28 and 56x56 (docs/performance.md, also for two threads). Bands of
- * 4 rows: 3, 5, 7 or 8 were no faster, and from 5 the weights spill. */
-#define DW_DIRECT_ROWS 4
+ * No padded copy (kcpu_dw3_reads_plane's shapes): output row r's 8
+ * columns from c0 take input row ih's columns s * (c0 + l) - 1, s * (c0 +
+ * l) and s * (c0 + l) + 1 for lane l. At stride 1 those are three
+ * unaligned loads of the plane itself; at stride 2 the even and odd
+ * columns of two pairs of loads, one column apart. The taps are masked
+ * where they meet column -1 or the row's end (lanes past a row read the
+ * next row; their outputs are never kept). An input row is loaded once a
+ * band of up to 7 output rows (a 7x7 map in one band, 14x14 in two) and
+ * feeds the rows that read it, in the padded path's order of taps: the
+ * same sums. Only loads that would leave the plane (its first and last
+ * rows) take the lane-moving path of kcpu_pad_avx2.h. On Zen 1, one
+ * thread, MobileNetV2's layers: 0.56-0.67x the padded path's time on
+ * 7x7 and 14x14 maps, 0.59-0.85x on the larger ones (docs/performance.md).
+ * Bands of 4 rows took 1.02-1.29x the time of bands of 7 (the weights
+ * spill to the stack in both). */
+#define DW_DIRECT_ROWS 7
 
-/* Input row ih's three taps for 8 outputs from column c0 (at = ih * w + c0). */
-static inline __attribute__((always_inline)) void taps_s1(const float *x, int64_t plane, int64_t at, __m256 lmask,
-                                                          __m256 rmask, __m256 *l, __m256 *c, __m256 *r)
+/* The 8 floats at plane offset at, zeros outside [0, plane): a plain load
+ * where inside is known (in), else only the plane's floats are read. */
+static inline __attribute__((always_inline)) __m256 load_at(const float *x, int64_t plane, int64_t at, const int in)
 {
-    if (at >= 1 && at + 9 <= plane) {
-        *l = _mm256_and_ps(_mm256_loadu_ps(x + at - 1), lmask);
-        *c = _mm256_loadu_ps(x + at);
-        *r = _mm256_and_ps(_mm256_loadu_ps(x + at + 1), rmask);
+    return in ? _mm256_loadu_ps(x + at) : kv8_load_cols(x, at, plane);
+}
+
+/* An input row's three taps for 8 outputs whose first one's centre tap is
+ * plane offset at (in: all their loads inside the plane); lmask and rmask
+ * clear the lanes at column -1 and past the row's end. */
+static inline __attribute__((always_inline)) void taps_direct(const float *x, int64_t plane, int64_t at,
+                                                              __m256 lmask, __m256 rmask, const int s,
+                                                              const int in, __m256 *l, __m256 *c, __m256 *r)
+{
+    if (s == 1) {
+        *l = load_at(x, plane, at - 1, in);
+        *c = load_at(x, plane, at, in);
+        *r = load_at(x, plane, at + 1, in);
     } else {
-        *l = _mm256_and_ps(kv8_load_cols(x, at - 1, plane), lmask);
-        *c = kv8_load_cols(x, at, plane);
-        *r = _mm256_and_ps(kv8_load_cols(x, at + 1, plane), rmask);
+        const __m256 a = load_at(x, plane, at, in), b = load_at(x, plane, at + 8, in);
+        *l = kv8_deinterleave(load_at(x, plane, at - 1, in), load_at(x, plane, at + 7, in), 0x88);
+        *c = kv8_deinterleave(a, b, 0x88);
+        *r = kv8_deinterleave(a, b, 0xDD);
     }
+    *l = _mm256_and_ps(*l, lmask);
+    *r = _mm256_and_ps(*r, rmask);
 }
 
 /* Output rows r0 .. r0+R-1 (R <= DW_DIRECT_ROWS) of one channel, every
- * column chunk, from the h x ow plane x. */
-static inline __attribute__((always_inline)) void band_s1_direct(const struct dw_geo *g, const float *x, int64_t h,
-                                                                 const float *w9, float bias, int64_t r0, const int R)
+ * column chunk, from the h x w plane x at stride s. */
+static inline __attribute__((always_inline)) void band_direct(const struct dw_geo *g, const float *x, int64_t h,
+                                                              int64_t w, const float *w9, float bias, int64_t r0,
+                                                              const int s, const int R)
 {
     const __m256 w00 = _mm256_set1_ps(w9[0]), w01 = _mm256_set1_ps(w9[1]), w02 = _mm256_set1_ps(w9[2]);
     const __m256 w10 = _mm256_set1_ps(w9[3]), w11 = _mm256_set1_ps(w9[4]), w12 = _mm256_set1_ps(w9[5]);
     const __m256 w20 = _mm256_set1_ps(w9[6]), w21 = _mm256_set1_ps(w9[7]), w22 = _mm256_set1_ps(w9[8]);
-    const int64_t w = g->ow, plane = h * w;
+    const int64_t plane = h * w, ow = g->ow;
     const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int64_t c0 = 0;; c0 += 8) {
-        if (c0 + 8 > w)
-            c0 = kcpu_max64(0, w - 8);
-        /* lane l of the left taps is column c0 + l - 1, of the right ones c0 + l + 1 */
-        const __m256 lmask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(iota, _mm256_set1_epi32((int)-c0)));
-        const __m256 rmask = _mm256_castsi256_ps(
-            _mm256_xor_si256(_mm256_cmpeq_epi32(iota, _mm256_set1_epi32((int)(w - 1 - c0))), _mm256_set1_epi32(-1)));
+        if (c0 + 8 > ow)
+            c0 = kcpu_max64(0, ow - 8);
+        /* lane l: output column c0 + l, whose left tap is column s * (c0 + l) - 1 and right one s * (c0 + l) + 1 */
+        const __m256i col = _mm256_add_epi32(_mm256_set1_epi32((int)c0), iota);
+        const __m256 lmask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(col, _mm256_setzero_si256()));
+        const __m256 rmask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+            _mm256_set1_epi32((int)w), _mm256_add_epi32(s == 1 ? col : _mm256_add_epi32(col, col), _mm256_set1_epi32(1))));
         __m256 acc[DW_DIRECT_ROWS];
 #pragma GCC unroll 8
         for (int i = 0; i < R; i++)
             acc[i] = _mm256_set1_ps(bias);
-#pragma GCC unroll 8
-        for (int i = -1; i <= R; i++) {   /* input row r0 + i */
-            if (r0 + i < 0 || r0 + i >= h)
+        /* input row s * r0 - 1 + k is tap row t of output row r0 + j where k = s * j + t */
+#pragma GCC unroll 16
+        for (int k = 0; k <= s * (R - 1) + 2; k++) {
+            const int64_t ih = s * r0 - 1 + k;
+            if (ih < 0 || ih >= h)
                 continue;
+            const int64_t at = ih * w + s * c0;
             __m256 tl, tc, tr;
-            taps_s1(x, plane, (r0 + i) * w + c0, lmask, rmask, &tl, &tc, &tr);
-            if (i + 1 < R) {   /* the top row of output row i + 1 */
-                acc[i + 1] = _mm256_fmadd_ps(w00, tl, acc[i + 1]);
-                acc[i + 1] = _mm256_fmadd_ps(w01, tc, acc[i + 1]);
-                acc[i + 1] = _mm256_fmadd_ps(w02, tr, acc[i + 1]);
+            if (at >= 1 && at + (s == 1 ? 9 : 16) <= plane)
+                taps_direct(x, plane, at, lmask, rmask, s, 1, &tl, &tc, &tr);
+            else
+                taps_direct(x, plane, at, lmask, rmask, s, 0, &tl, &tc, &tr);
+            if (k % s == 0 && k / s < R) {   /* the top row of output row k / s */
+                acc[k / s] = _mm256_fmadd_ps(w00, tl, acc[k / s]);
+                acc[k / s] = _mm256_fmadd_ps(w01, tc, acc[k / s]);
+                acc[k / s] = _mm256_fmadd_ps(w02, tr, acc[k / s]);
             }
-            if (i >= 0 && i < R) {
-                acc[i] = _mm256_fmadd_ps(w10, tl, acc[i]);
-                acc[i] = _mm256_fmadd_ps(w11, tc, acc[i]);
-                acc[i] = _mm256_fmadd_ps(w12, tr, acc[i]);
+            if (k >= 1 && (k - 1) % s == 0 && (k - 1) / s < R) {
+                acc[(k - 1) / s] = _mm256_fmadd_ps(w10, tl, acc[(k - 1) / s]);
+                acc[(k - 1) / s] = _mm256_fmadd_ps(w11, tc, acc[(k - 1) / s]);
+                acc[(k - 1) / s] = _mm256_fmadd_ps(w12, tr, acc[(k - 1) / s]);
             }
-            if (i >= 1) {   /* the bottom row of output row i - 1 */
-                acc[i - 1] = _mm256_fmadd_ps(w20, tl, acc[i - 1]);
-                acc[i - 1] = _mm256_fmadd_ps(w21, tc, acc[i - 1]);
-                acc[i - 1] = _mm256_fmadd_ps(w22, tr, acc[i - 1]);
+            if (k >= 2 && (k - 2) % s == 0) {   /* the bottom row of output row (k - 2) / s */
+                acc[(k - 2) / s] = _mm256_fmadd_ps(w20, tl, acc[(k - 2) / s]);
+                acc[(k - 2) / s] = _mm256_fmadd_ps(w21, tc, acc[(k - 2) / s]);
+                acc[(k - 2) / s] = _mm256_fmadd_ps(w22, tr, acc[(k - 2) / s]);
             }
         }
 #pragma GCC unroll 8
         for (int i = 0; i < R; i++)
-            finish(g, acc[i], (r0 + i) * w + c0);
-        if (c0 + 8 >= w)
+            finish(g, acc[i], (r0 + i) * ow + c0);
+        if (c0 + 8 >= ow)
             break;
     }
 }
 
-#define DW_DIRECT(R)                                                                                      \
-    static __attribute__((noinline)) void direct_r##R(const struct dw_geo *g, const float *x, int64_t h,  \
-                                                      const float *w9, float bias, int64_t r0)            \
+#define DW_DIRECT(S, R)                                                                                   \
+    static __attribute__((noinline)) void direct_s##S##_r##R(const struct dw_geo *g, const float *x,      \
+                                                             int64_t h, int64_t w, const float *w9,       \
+                                                             float bias, int64_t r0)                      \
     {                                                                                                     \
-        band_s1_direct(g, x, h, w9, bias, r0, R);                                                         \
+        band_direct(g, x, h, w, w9, bias, r0, S, R);                                                      \
     }
-DW_DIRECT(1) DW_DIRECT(2) DW_DIRECT(3) DW_DIRECT(4)
+DW_DIRECT(1, 1) DW_DIRECT(1, 2) DW_DIRECT(1, 3) DW_DIRECT(1, 4) DW_DIRECT(1, 5) DW_DIRECT(1, 6) DW_DIRECT(1, 7)
+DW_DIRECT(2, 1) DW_DIRECT(2, 2) DW_DIRECT(2, 3) DW_DIRECT(2, 4) DW_DIRECT(2, 5) DW_DIRECT(2, 6) DW_DIRECT(2, 7)
 #undef DW_DIRECT
 
 typedef void (*dw_band_fn)(const struct dw_geo *, const float *, float, int64_t);
-typedef void (*dw_direct_fn)(const struct dw_geo *, const float *, int64_t, const float *, float, int64_t);
+typedef void (*dw_direct_fn)(const struct dw_geo *, const float *, int64_t, int64_t, const float *, float, int64_t);
 
 /* n rows in bands of at most most rows, as even as the plane allows (14
  * rows in sixes are 5 + 5 + 4, not 6 + 6 + 2): band b's height. */
@@ -387,10 +419,13 @@ void kcpu_dw3x3_avx2(const struct k_conv2d *p, const float *x, const float *w9, 
         .hi = _mm256_set1_ps(p->act == K_ACT_RELU6 ? 6.0f : INFINITY),
     };
     if (kcpu_dw3_reads_plane(p)) {
-        static const dw_direct_fn DIRECT[DW_DIRECT_ROWS] = {direct_r1, direct_r2, direct_r3, direct_r4};
+        static const dw_direct_fn DIRECT[2][DW_DIRECT_ROWS] = {
+            {direct_s1_r1, direct_s1_r2, direct_s1_r3, direct_s1_r4, direct_s1_r5, direct_s1_r6, direct_s1_r7},
+            {direct_s2_r1, direct_s2_r2, direct_s2_r3, direct_s2_r4, direct_s2_r5, direct_s2_r6, direct_s2_r7},
+        };
         for (int64_t b = 0, r0 = 0, rows; r0 < p->oh; b++, r0 += rows) {
             rows = band_rows(p->oh, DW_DIRECT_ROWS, b);
-            DIRECT[rows - 1](&g, x, p->h, w9, bias, r0);
+            DIRECT[p->stride_h - 1][rows - 1](&g, x, p->h, p->w, w9, bias, r0);
         }
     } else {
         g.phase = kcpu_dw3_padded_rows(p) * g.wq + KCPU_DW3_SLACK;
