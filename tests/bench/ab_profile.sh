@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # A/B of two or more inferctl builds on one model: rounds that run each
 # build in turn (so a slow spell of this shared VM hits every build alike),
-# then per build its per-sample times sorted, fastest first. Read the
-# medians; a round far off the others fell in a slow spell.
+# the order reversed every other round (A B, B A, ...: so that neither
+# build always runs right after the other), then per build its
+# per-sample times sorted, fastest first. Read the medians
+# (an even number of rounds); a round far off the others fell in a slow
+# spell.
 #
 #   tests/bench/ab_profile.sh ROUNDS "PROFILE ARGS" INFERCTL...
 #   tests/bench/ab_profile.sh 5 "model_repository/resnet-mini --batch 1 --runs 2000 --threads 2" \
@@ -13,8 +16,13 @@ args=${2:?usage: ab_profile.sh ROUNDS "PROFILE ARGS" INFERCTL...}
 shift 2
 [ $# -ge 1 ] || { echo "usage: ab_profile.sh ROUNDS \"PROFILE ARGS\" INFERCTL..." >&2; exit 2; }
 declare -A times
+builds=("$@")
+reversed=()
+for ((b = $# - 1; b >= 0; b--)); do reversed+=("${builds[b]}"); done
 for ((i = 1; i <= rounds; i++)); do
-  for bin in "$@"; do
+  order=("${builds[@]}")
+  if ((i % 2 == 0)); then order=("${reversed[@]}"); fi
+  for bin in "${order[@]}"; do
     # shellcheck disable=SC2086  # the profile arguments are meant to split
     us=$("$bin" profile $args 2>&1 | awk '/^per sample:/ {print $3}')
     [ -n "$us" ] || { echo "ab_profile: $bin profile $args printed no per-sample time" >&2; exit 1; }
