@@ -103,7 +103,8 @@ void kcpu_dw_block_avx2(const struct kcpu_dw_block *b)
 
 /* ---- 3x3 depthwise, stride 1 or 2, from zero-padded copies ----
  *
- * Each channel's input plane is first copied into a zero-padded plane,
+ * (Padding 1, MobileNet's, takes the direct path further below.) Each
+ * channel's input plane is first copied into a zero-padded plane,
  * split at stride 2 into its even and odd columns, so that every tap of
  * 8 adjacent outputs is one unaligned load without a mask (the copy is a
  * load and a store per input element, against 9 multiply-adds per
@@ -337,11 +338,11 @@ static inline __attribute__((always_inline)) void band_direct(const struct dw_ge
     for (int64_t c0 = 0;; c0 += 8) {
         if (c0 + 8 > ow)
             c0 = kcpu_max64(0, ow - 8);
-        /* lane l: output column c0 + l, whose left tap is column s * (c0 + l) - 1 and right one s * (c0 + l) + 1 */
+        /* lane l: output column c0 + l, its left tap input column s * (c0 + l) - 1, its right one that + 2 */
         const __m256i col = _mm256_add_epi32(_mm256_set1_epi32((int)c0), iota);
+        const __m256i right = _mm256_add_epi32(s == 1 ? col : _mm256_add_epi32(col, col), _mm256_set1_epi32(1));
         const __m256 lmask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(col, _mm256_setzero_si256()));
-        const __m256 rmask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
-            _mm256_set1_epi32((int)w), _mm256_add_epi32(s == 1 ? col : _mm256_add_epi32(col, col), _mm256_set1_epi32(1))));
+        const __m256 rmask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)w), right));
         __m256 acc[DW_DIRECT_ROWS];
 #pragma GCC unroll 8
         for (int i = 0; i < R; i++)
