@@ -589,7 +589,7 @@ static enum test_result check_expand_dw(const struct pools *ps, const struct k_c
     FOR_EACH_ISA(isa) {
         struct kcpu_threads *pool = pick_pool(ps);
         int threads = kcpu_threads_count(pool);
-        void *scratch = malloc(kcpu_expand_dw_scratch_bytes(pw, dw, threads));
+        void *scratch = malloc(kcpu_expand_dw_scratch_bytes(pw, threads));
         float *y = poisoned(yn);
         kcpu_expand_dw_f32(pool, pw, dw, x, packed, b1, w2, b2, y, scratch);
         char what[256];
@@ -626,7 +626,7 @@ TEST(kernels_expand_dw)
     pools_open(&ps);
     enum test_result r = TEST_PASS;
     for (int i = 0; i < 60 && r == TEST_PASS; i++) {
-        int hw = i < 2 ? 112 - 56 * i : test_rand_int(1, 30), s = test_rand_int(1, 2), pad = test_rand_int(0, 1);
+        int hw = i < 2 ? 112 - 56 * i : test_rand_int(1, 30), s = test_rand_int(1, 2), pad = test_rand_int(0, 2);
         if (hw + 2 * pad < 3)
             hw = 3;
         int oh = (hw + 2 * pad - 3) / s + 1;

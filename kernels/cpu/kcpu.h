@@ -66,7 +66,7 @@ const char *kcpu_conv2d_method(const struct k_conv2d *p);
 bool kcpu_expand_dw_applies(const struct k_conv2d *pw, const struct k_conv2d *dw);
 size_t kcpu_expand_dw_packed_floats(const struct k_conv2d *pw);
 void kcpu_expand_dw_pack(const struct k_conv2d *pw, const float *w, float *packed);
-size_t kcpu_expand_dw_scratch_bytes(const struct k_conv2d *pw, const struct k_conv2d *dw, int threads);
+size_t kcpu_expand_dw_scratch_bytes(const struct k_conv2d *pw, int threads);
 void kcpu_expand_dw_f32(struct kcpu_threads *th, const struct k_conv2d *pw, const struct k_conv2d *dw,
                         const float *x, const float *packed, const float *pw_bias, const float *dw_w,
                         const float *dw_bias, float *y, void *scratch);

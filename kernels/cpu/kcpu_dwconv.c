@@ -16,9 +16,8 @@
  *
  * Depthwise 3x3 layers at stride 1 or 2 (MobileNet's) skip both steps on
  * AVX-512 and AVX2: kcpu_dw3x3_avx512 reads each channel's plane directly
- * with masked loads, kcpu_dw3x3_avx2 directly too where the padding is 1
- * (MobileNet's), else from a zero-padded copy, and both
- * store the finished rows (the grid copy, the accumulator pass and the
+ * with masked loads, kcpu_dw3x3_avx2 too for the paddings it takes
+ * (MobileNet's among them), and both store the finished rows (the grid copy, the accumulator pass and the
  * per-row epilogue calls were more than half of their time on AVX-512; on
  * AVX2 the copy of a stride-2 grid went float by float).
  */
@@ -56,9 +55,7 @@ static struct dw_plan plan(const struct k_conv2d *p)
      * rows * row_len + 14: 16 zero floats of slack cover it. */
     d.phase = kcpu_ceil_div(d.rows * d.row_len + 16, 16) * 16;
     d.chan = (int64_t)p->stride_h * p->stride_w * d.phase;
-    /* The grid and accumulators, or the AVX2 3x3 path's padded planes. */
-    d.thread_floats = kcpu_max64(d.cg * d.chan + KCPU_DW_MAX_MO * d.count,
-                                 kcpu_ceil_div(kcpu_dw3_scratch_floats(p), 16) * 16);
+    d.thread_floats = d.cg * d.chan + KCPU_DW_MAX_MO * d.count;
     d.table_floats = kcpu_ceil_div(d.ntaps * (int64_t)sizeof(int64_t), 64) * 16;
     return d;
 }
@@ -192,7 +189,7 @@ static void dw_task(void *arg, int64_t task, int thread)
             if (isa == KCPU_ISA_AVX512)
                 kcpu_dw3x3_avx512(p, x, w9, bias, res, j->y + out);
             else
-                kcpu_dw3x3_avx2(p, x, w9, bias, res, j->y + out, grid);
+                kcpu_dw3x3_avx2(p, x, w9, bias, res, j->y + out);
             continue;
         }
         fill_grid(p, d, j->x + (n * p->c + g * d->cg) * plane_in, grid);
@@ -236,9 +233,9 @@ void kcpu_dwconv_f32(struct kcpu_threads *th, const struct k_conv2d *p, const fl
                 off[k++] = ci * d->chan + phase * d->phase + dy / p->stride_h * d->row_len + dx / p->stride_w;
             }
     j.off = off;
-    j.direct3x3 = (isa == KCPU_ISA_AVX512 || isa == KCPU_ISA_AVX2) && d->cg == 1 && d->mg == 1 && p->kh == 3 &&
-                  p->kw == 3 && p->dil_h == 1 && p->dil_w == 1 && p->stride_h == p->stride_w &&
-                  (p->stride_h == 1 || p->stride_h == 2);
+    j.direct3x3 = (isa == KCPU_ISA_AVX512 || isa == KCPU_ISA_AVX2) && d->cg == 1 &&
+                  d->mg == 1 && p->kh == 3 && p->kw == 3 && p->dil_h == 1 && p->dil_w == 1 &&
+                  p->stride_h == p->stride_w && (p->stride_h == 1 || p->stride_h == 2);
     j.thread_base = (float *)base + d->table_floats;
     /* Four tasks per thread, none below KCPU_MIN_TASK_MACS (waking a
      * worker costs more than a small unit's work). */

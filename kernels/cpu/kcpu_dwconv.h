@@ -62,34 +62,14 @@ void kcpu_dw_block_scalar(const struct kcpu_dw_block *b);
 void kcpu_dw_block_avx2(const struct kcpu_dw_block *b);
 void kcpu_dw_block_avx512(const struct kcpu_dw_block *b);
 
-/* One channel of a depthwise 3x3 (dilation 1, stride 1 or 2 on both axes,
- * any padding), from its input plane x [h][w] into y [oh][ow]:
+/* One channel of a depthwise 3x3 (dilation 1, stride 1 or 2 on both axes),
+ * from its input plane x [h][w] into y [oh][ow]:
  * y = act(bias + sum w9[ki * 3 + kj] * x[..] (+ res)); res [oh][ow] or
- * NULL; y overlaps neither. AVX-512 reads x directly with masked loads;
- * AVX2 reads it directly where the padding is 1 and the output no larger
- * than that gives (kcpu_dw3_reads_plane: "same" at stride 1, MobileNet's
- * at stride 2), else first copies it into scratch, zero-padded
- * to what the outputs' taps read and, at stride 2, split into even and
- * odd columns: stride phases of kcpu_dw3_padded_rows rows of
- * kcpu_dw3_padded_row floats, each followed by KCPU_DW3_SLACK zeros that
- * the last row's vectors read past (kcpu_dw3_scratch_floats in all). */
+ * NULL; y overlaps neither. Both read x directly, any padding, without a
+ * padded copy: AVX-512 with masked loads, AVX2 with masks on its taps. */
 void kcpu_dw3x3_avx512(const struct k_conv2d *p, const float *x, const float *w9, float bias,
                        const float *res, float *y);
 void kcpu_dw3x3_avx2(const struct k_conv2d *p, const float *x, const float *w9, float bias,
-                     const float *res, float *y, float *scratch);
-#define KCPU_DW3_SLACK 24   /* the last row's spare lanes (up to 7), then 16 read past it */
-static inline int kcpu_dw3_reads_plane(const struct k_conv2d *p)
-{
-    return p->stride_h == p->stride_w && p->pad_t == 1 && p->pad_l == 1 && p->oh == (p->h - 1) / p->stride_h + 1 &&
-           p->ow == (p->w - 1) / p->stride_w + 1;
-}
-static inline int64_t kcpu_dw3_padded_rows(const struct k_conv2d *p) { return (int64_t)(p->oh - 1) * p->stride_h + 3; }
-static inline int64_t kcpu_dw3_padded_row(const struct k_conv2d *p) { return p->stride_w == 1 ? p->ow + 2 : p->ow + 1; }
-static inline int64_t kcpu_dw3_scratch_floats(const struct k_conv2d *p)
-{
-    if (kcpu_dw3_reads_plane(p))
-        return 0;
-    return p->stride_w * (kcpu_dw3_padded_rows(p) * kcpu_dw3_padded_row(p) + KCPU_DW3_SLACK);
-}
+                     const float *res, float *y);
 
 #endif /* KCPU_DWCONV_H */

@@ -101,20 +101,29 @@ void kcpu_dw_block_avx2(const struct kcpu_dw_block *b)
     }
 }
 
-/* ---- 3x3 depthwise, stride 1 or 2, from zero-padded copies ----
+/* ---- 3x3 depthwise, stride 1 or 2: straight from the plane ----
  *
- * (Padding 1, MobileNet's, takes the direct path further below.) Each
- * channel's input plane is first copied into a zero-padded plane,
- * split at stride 2 into its even and odd columns, so that every tap of
- * 8 adjacent outputs is one unaligned load without a mask (the copy is a
- * load and a store per input element, against 9 multiply-adds per
- * output). Then, for bands of up to R = 6 output rows and chunks of 8
- * columns, the 9 weights stay in registers and each multiply-add reads its
- * tap straight from memory (fma_mem below): R independent chains, R + 9
- * of the 16 registers, one load per multiply-add. The AVX-512 path's R
- * rows sharing each loaded tap vector (kcpu_dwconv_avx512.c) needs more
- * registers than AVX2 has: with them GCC spilled the taps and the
- * accumulators and ran at a fifth of this speed.
+ * No padded copy, any padding: output row r's 8 columns from c0 take
+ * input row ih's columns s * (c0 + l) - pad_l + j for lane l and tap
+ * j = 0, 1, 2. At stride 1 those are three unaligned loads of the plane
+ * itself; at stride 2 the even and odd columns of two pairs of loads, one
+ * column apart. Masks clear the lanes whose tap falls outside the row
+ * (lanes past a row read the next row; outputs past the row are never
+ * kept); rows above and below the plane are skipped. With a padding of
+ * at most 1 (MobileNet's) only the left and right taps need them, and
+ * the centre's mask is made only for rows that take the slow path: the
+ * plane's first and last rows, whose loads would leave it and take the
+ * lane-moving path of kcpu_pad_avx2.h, and chunks with a centre tap in a
+ * wider padding. An input row is loaded once a band of up to 7 output
+ * rows (a 7x7 map in one band, 14x14 in two) and feeds the rows that
+ * read it.
+ *
+ * This replaced a path that first copied each plane into a zero-padded
+ * one: on Zen 1, one thread, MobileNetV2's layers (padding 1) took
+ * 0.56-0.67x its time on 7x7 and 14x14 maps, 0.59-0.85x on the larger
+ * ones; paddings 0 and 2, 0.5-1.0x (docs/performance.md). Bands of 4 rows
+ * took 1.02-1.29x the time of bands of 7 (the weights spill to the stack
+ * in both).
  *
  * Stores are never masked (vmaskmovps stores are microcoded on AMD): a
  * row's last chunk starts at ow - 8, overlapping the one before it and
@@ -129,73 +138,15 @@ static inline __m256 kv8_deinterleave(__m256 a, __m256 b, const int imm)
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xD8));
 }
 
-/* acc + w * (the 8 floats at m), m read by the instruction itself: written
- * as an intrinsic, GCC loads a tap once into a register for the (up to 3)
- * rows that read it, and with 9 weights and 6 sums live that spills. */
-static inline __attribute__((always_inline)) __m256 fma_mem(__m256 acc, __m256 w, const float *m)
-{
-    __asm__("vfmadd231ps %2, %1, %0" : "+x"(acc) : "x"(w), "m"(*(const float(*)[8])m));
-    return acc;
-}
-
-/* The padded planes of one channel: phase k (one at stride 1, even and odd
- * columns at stride 2) at x + k * phase, rows of wq floats; output (r, c)
- * reads row r * s + ki of phase kj % s at column c + kj / s. */
+/* One channel: its input plane, its output and how that is finished. */
 struct dw_geo {
-    const float *x;
-    int64_t wq, phase;
+    const float *x;            /* [h][w] */
+    int64_t h, w, pad_t, pad_l;
     int64_t ow, plane_out;
     const float *res;          /* the channel's residual [oh][ow], or NULL */
     float *y;
     __m256 lo, hi;             /* act(v) = min(max(v, lo), hi): ReLU, ReLU6 or none */
 };
-
-/* Rows of x [h][w] into the padded phases (see kcpu_dwconv.h for their
- * size): padded row r is input row r - pad_t, padded column q is input
- * column q - pad_l, zeros outside the image. Each row is written in whole
- * vectors, whose spare lanes fall on the next row (or the slack), written
- * after it. */
-static inline __attribute__((always_inline)) void pad_planes(const struct k_conv2d *p, const float *x,
-                                                             const struct dw_geo *g, float *dst, const int s)
-{
-    int64_t hp = kcpu_dw3_padded_rows(p);
-    for (int64_t r = 0; r < hp; r++) {
-        int64_t ih = r - p->pad_t;
-        float *out = dst + r * g->wq;
-        if (ih < 0 || ih >= p->h) {
-            for (int k = 0; k < s; k++)
-                for (int64_t t = 0; t < g->wq; t += 8)
-                    _mm256_storeu_ps(out + k * g->phase + t, _mm256_setzero_ps());
-            continue;
-        }
-        const float *row = x + ih * p->w;
-        for (int64_t t = 0; t < g->wq; t += 8) {
-            int64_t first = s * t - p->pad_l;   /* input column of the first lane */
-            if (s == 1) {
-                _mm256_storeu_ps(out + t, kv8_load_cols(row, first, p->w));
-            } else {   /* even and odd columns */
-                __m256 v0 = kv8_load_cols(row, first, p->w), v1 = kv8_load_cols(row, first + 8, p->w);
-                _mm256_storeu_ps(out + t, kv8_deinterleave(v0, v1, 0x88));
-                _mm256_storeu_ps(out + g->phase + t, kv8_deinterleave(v0, v1, 0xDD));
-            }
-        }
-    }
-    for (int k = 0; k < s; k++)
-        for (int64_t t = 0; t < KCPU_DW3_SLACK; t += 8)
-            _mm256_storeu_ps(dst + k * g->phase + hp * g->wq + t, _mm256_setzero_ps());
-}
-
-static __attribute__((noinline)) void pad_planes_s1(const struct k_conv2d *p, const float *x,
-                                                    const struct dw_geo *g, float *dst)
-{
-    pad_planes(p, x, g, dst, 1);
-}
-
-static __attribute__((noinline)) void pad_planes_s2(const struct k_conv2d *p, const float *x,
-                                                    const struct dw_geo *g, float *dst)
-{
-    pad_planes(p, x, g, dst, 2);
-}
 
 /* Output row r, 8 columns from c0 (at = r * ow + c0): the residual, the
  * clamp, then the store (see the top of this section for the stores that
@@ -215,85 +166,6 @@ static inline __attribute__((always_inline)) void finish(const struct dw_geo *g,
     }
 }
 
-/* Tap (ki, kj) into the R sums of output rows r0 .. r0+R-1, columns c0 .. c0+7
- * (rs: the padded rows between two output rows' taps). */
-#define DW_TAP(ki, kj)                                                                                    \
-    {                                                                                                     \
-        const float *t = g->x + (kj) % s * g->phase + (r0 * s + (ki)) * g->wq + c0 + (kj) / s;            \
-        a0 = fma_mem(a0, w##ki##kj, t);                                                               \
-        if (R > 1)                                                                                        \
-            a1 = fma_mem(a1, w##ki##kj, t + rs);                                                      \
-        if (R > 2)                                                                                        \
-            a2 = fma_mem(a2, w##ki##kj, t + 2 * rs);                                                  \
-        if (R > 3)                                                                                        \
-            a3 = fma_mem(a3, w##ki##kj, t + 3 * rs);                                                  \
-        if (R > 4)                                                                                        \
-            a4 = fma_mem(a4, w##ki##kj, t + 4 * rs);                                                  \
-        if (R > 5)                                                                                        \
-            a5 = fma_mem(a5, w##ki##kj, t + 5 * rs);                                                  \
-    }
-
-/* Output rows r0 .. r0+R-1 (R <= 6) of one channel, every column chunk. */
-static inline __attribute__((always_inline)) void band3x3(const struct dw_geo *g, const float *w9, float bias,
-                                                          int64_t r0, const int s, const int R)
-{
-    __m256 w00 = _mm256_set1_ps(w9[0]), w01 = _mm256_set1_ps(w9[1]), w02 = _mm256_set1_ps(w9[2]);
-    __m256 w10 = _mm256_set1_ps(w9[3]), w11 = _mm256_set1_ps(w9[4]), w12 = _mm256_set1_ps(w9[5]);
-    __m256 w20 = _mm256_set1_ps(w9[6]), w21 = _mm256_set1_ps(w9[7]), w22 = _mm256_set1_ps(w9[8]);
-    const int64_t rs = (int64_t)s * g->wq;   /* from one output row's taps to the next's */
-    for (int64_t c0 = 0;; c0 += 8) {
-        if (c0 + 8 > g->ow)
-            c0 = kcpu_max64(0, g->ow - 8);
-        __m256 a0 = _mm256_set1_ps(bias), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
-        DW_TAP(0, 0) DW_TAP(0, 1) DW_TAP(0, 2)
-        DW_TAP(1, 0) DW_TAP(1, 1) DW_TAP(1, 2)
-        DW_TAP(2, 0) DW_TAP(2, 1) DW_TAP(2, 2)
-        int64_t at = r0 * g->ow + c0;
-        finish(g, a0, at);
-        if (R > 1)
-            finish(g, a1, at + g->ow);
-        if (R > 2)
-            finish(g, a2, at + 2 * g->ow);
-        if (R > 3)
-            finish(g, a3, at + 3 * g->ow);
-        if (R > 4)
-            finish(g, a4, at + 4 * g->ow);
-        if (R > 5)
-            finish(g, a5, at + 5 * g->ow);
-        if (c0 + 8 >= g->ow)
-            break;
-    }
-}
-#undef DW_TAP
-
-/* One function per stride and band height. */
-#define DW_BAND(S, R)                                                                                     \
-    static __attribute__((noinline)) void band_s##S##_r##R(const struct dw_geo *g, const float *w9,       \
-                                                           float bias, int64_t r0)                        \
-    {                                                                                                     \
-        band3x3(g, w9, bias, r0, S, R);                                                                   \
-    }
-DW_BAND(1, 1) DW_BAND(1, 2) DW_BAND(1, 3) DW_BAND(1, 4) DW_BAND(1, 5) DW_BAND(1, 6)
-DW_BAND(2, 1) DW_BAND(2, 2) DW_BAND(2, 3) DW_BAND(2, 4) DW_BAND(2, 5) DW_BAND(2, 6)
-#undef DW_BAND
-
-/* ---- 3x3 depthwise, stride 1 or 2, padding 1: straight from the plane ----
- *
- * No padded copy (kcpu_dw3_reads_plane's shapes): output row r's 8
- * columns from c0 take input row ih's columns s * (c0 + l) - 1, s * (c0 +
- * l) and s * (c0 + l) + 1 for lane l. At stride 1 those are three
- * unaligned loads of the plane itself; at stride 2 the even and odd
- * columns of two pairs of loads, one column apart. The taps are masked
- * where they meet column -1 or the row's end (lanes past a row read the
- * next row; their outputs are never kept). An input row is loaded once a
- * band of up to 7 output rows (a 7x7 map in one band, 14x14 in two) and
- * feeds the rows that read it, in the padded path's order of taps: the
- * same sums. Only loads that would leave the plane (its first and last
- * rows) take the lane-moving path of kcpu_pad_avx2.h. On Zen 1, one
- * thread, MobileNetV2's layers: 0.56-0.67x the padded path's time on
- * 7x7 and 14x14 maps, 0.59-0.85x on the larger ones (docs/performance.md).
- * Bands of 4 rows took 1.02-1.29x the time of bands of 7 (the weights
- * spill to the stack in both). */
 #define DW_DIRECT_ROWS 7
 
 /* The 8 floats at plane offset at, zeros outside [0, plane): a plain load
@@ -303,12 +175,25 @@ static inline __attribute__((always_inline)) __m256 load_at(const float *x, int6
     return in ? _mm256_loadu_ps(x + at) : kv8_load_cols(x, at, plane);
 }
 
+/* Lanes whose input column first + s * l lies in [0, w). */
+static inline __m256 cols_in_row(int64_t first, int64_t w, const int s)
+{
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i col = _mm256_add_epi32(_mm256_set1_epi32((int)first), s == 1 ? iota : _mm256_add_epi32(iota, iota));
+    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_cmpgt_epi32(col, _mm256_set1_epi32(-1)),
+                                                _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w), col)));
+}
+
 /* An input row's three taps for 8 outputs whose first one's centre tap is
- * plane offset at (in: all their loads inside the plane); lmask and rmask
- * clear the lanes at column -1 and past the row's end. */
+ * plane offset at, column centre of its row; lmask and rmask clear the
+ * lanes whose left or right tap falls outside the row. in: all the loads
+ * are inside the plane and every kept output's centre tap inside its row
+ * (the centre needs no mask; building it on this path, kept in a register,
+ * cost 5-10 % of the time at stride 1). */
 static inline __attribute__((always_inline)) void taps_direct(const float *x, int64_t plane, int64_t at,
-                                                              __m256 lmask, __m256 rmask, const int s,
-                                                              const int in, __m256 *l, __m256 *c, __m256 *r)
+                                                              int64_t centre, int64_t w, __m256 lmask,
+                                                              __m256 rmask, const int s, const int in,
+                                                              __m256 *l, __m256 *c, __m256 *r)
 {
     if (s == 1) {
         *l = load_at(x, plane, at - 1, in);
@@ -321,44 +206,45 @@ static inline __attribute__((always_inline)) void taps_direct(const float *x, in
         *r = kv8_deinterleave(a, b, 0xDD);
     }
     *l = _mm256_and_ps(*l, lmask);
+    if (!in)
+        *c = _mm256_and_ps(*c, cols_in_row(centre, w, s));
     *r = _mm256_and_ps(*r, rmask);
 }
 
-/* Output rows r0 .. r0+R-1 (R <= DW_DIRECT_ROWS) of one channel, every
- * column chunk, from the h x w plane x at stride s. */
-static inline __attribute__((always_inline)) void band_direct(const struct dw_geo *g, const float *x, int64_t h,
-                                                              int64_t w, const float *w9, float bias, int64_t r0,
-                                                              const int s, const int R)
+/* Output rows r0 .. r0+R-1 (R <= DW_DIRECT_ROWS) of one channel at
+ * stride s, every column chunk. */
+static inline __attribute__((always_inline)) void band_direct(const struct dw_geo *g, const float *w9, float bias,
+                                                              int64_t r0, const int s, const int R)
 {
     const __m256 w00 = _mm256_set1_ps(w9[0]), w01 = _mm256_set1_ps(w9[1]), w02 = _mm256_set1_ps(w9[2]);
     const __m256 w10 = _mm256_set1_ps(w9[3]), w11 = _mm256_set1_ps(w9[4]), w12 = _mm256_set1_ps(w9[5]);
     const __m256 w20 = _mm256_set1_ps(w9[6]), w21 = _mm256_set1_ps(w9[7]), w22 = _mm256_set1_ps(w9[8]);
-    const int64_t plane = h * w, ow = g->ow;
-    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const float *x = g->x;
+    const int64_t h = g->h, w = g->w, plane = h * w, ow = g->ow;
     for (int64_t c0 = 0;; c0 += 8) {
         if (c0 + 8 > ow)
             c0 = kcpu_max64(0, ow - 8);
-        /* lane l: output column c0 + l, its left tap input column s * (c0 + l) - 1, its right one that + 2 */
-        const __m256i col = _mm256_add_epi32(_mm256_set1_epi32((int)c0), iota);
-        const __m256i right = _mm256_add_epi32(s == 1 ? col : _mm256_add_epi32(col, col), _mm256_set1_epi32(1));
-        const __m256 lmask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(col, _mm256_setzero_si256()));
-        const __m256 rmask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)w), right));
+        /* lane l: output column c0 + l, its left tap input column s * (c0 + l) - pad_l, the right one that + 2;
+         * the centre taps of the kept lanes inside the row unless the padding is wider than 1 */
+        const int64_t centre = s * c0 - g->pad_l + 1;
+        const int centre_in = centre >= 0 && s * kcpu_min64(c0 + 7, ow - 1) - g->pad_l + 1 < w;
+        const __m256 lmask = cols_in_row(centre - 1, w, s), rmask = cols_in_row(centre + 1, w, s);
         __m256 acc[DW_DIRECT_ROWS];
 #pragma GCC unroll 8
         for (int i = 0; i < R; i++)
             acc[i] = _mm256_set1_ps(bias);
-        /* input row s * r0 - 1 + k is tap row t of output row r0 + j where k = s * j + t */
+        /* input row s * r0 - pad_t + k is tap row t of output row r0 + j where k = s * j + t */
 #pragma GCC unroll 16
         for (int k = 0; k <= s * (R - 1) + 2; k++) {
-            const int64_t ih = s * r0 - 1 + k;
+            const int64_t ih = s * r0 - g->pad_t + k;
             if (ih < 0 || ih >= h)
                 continue;
-            const int64_t at = ih * w + s * c0;
+            const int64_t at = ih * w + s * c0 - g->pad_l + 1;   /* lane 0's centre tap */
             __m256 tl, tc, tr;
-            if (at >= 1 && at + (s == 1 ? 9 : 16) <= plane)
-                taps_direct(x, plane, at, lmask, rmask, s, 1, &tl, &tc, &tr);
+            if (centre_in && at >= 1 && at + (s == 1 ? 9 : 16) <= plane)
+                taps_direct(x, plane, at, centre, w, lmask, rmask, s, 1, &tl, &tc, &tr);
             else
-                taps_direct(x, plane, at, lmask, rmask, s, 0, &tl, &tc, &tr);
+                taps_direct(x, plane, at, centre, w, lmask, rmask, s, 0, &tl, &tc, &tr);
             if (k % s == 0 && k / s < R) {   /* the top row of output row k / s */
                 acc[k / s] = _mm256_fmadd_ps(w00, tl, acc[k / s]);
                 acc[k / s] = _mm256_fmadd_ps(w01, tc, acc[k / s]);
@@ -383,22 +269,21 @@ static inline __attribute__((always_inline)) void band_direct(const struct dw_ge
     }
 }
 
+/* One function per stride and band height. */
 #define DW_DIRECT(S, R)                                                                                   \
-    static __attribute__((noinline)) void direct_s##S##_r##R(const struct dw_geo *g, const float *x,      \
-                                                             int64_t h, int64_t w, const float *w9,       \
+    static __attribute__((noinline)) void direct_s##S##_r##R(const struct dw_geo *g, const float *w9,     \
                                                              float bias, int64_t r0)                      \
     {                                                                                                     \
-        band_direct(g, x, h, w, w9, bias, r0, S, R);                                                      \
+        band_direct(g, w9, bias, r0, S, R);                                                               \
     }
 DW_DIRECT(1, 1) DW_DIRECT(1, 2) DW_DIRECT(1, 3) DW_DIRECT(1, 4) DW_DIRECT(1, 5) DW_DIRECT(1, 6) DW_DIRECT(1, 7)
 DW_DIRECT(2, 1) DW_DIRECT(2, 2) DW_DIRECT(2, 3) DW_DIRECT(2, 4) DW_DIRECT(2, 5) DW_DIRECT(2, 6) DW_DIRECT(2, 7)
 #undef DW_DIRECT
 
-typedef void (*dw_band_fn)(const struct dw_geo *, const float *, float, int64_t);
-typedef void (*dw_direct_fn)(const struct dw_geo *, const float *, int64_t, int64_t, const float *, float, int64_t);
+typedef void (*dw_direct_fn)(const struct dw_geo *, const float *, float, int64_t);
 
 /* n rows in bands of at most most rows, as even as the plane allows (14
- * rows in sixes are 5 + 5 + 4, not 6 + 6 + 2): band b's height. */
+ * rows in sevens are 7 + 7, 15 are 5 + 5 + 5, not 7 + 7 + 1): band b's height. */
 static int64_t band_rows(int64_t n, int64_t most, int64_t b)
 {
     int64_t nb = kcpu_ceil_div(n, most);
@@ -406,36 +291,22 @@ static int64_t band_rows(int64_t n, int64_t most, int64_t b)
 }
 
 void kcpu_dw3x3_avx2(const struct k_conv2d *p, const float *x, const float *w9, float bias, const float *res,
-                     float *y, float *scratch)
+                     float *y)
 {
-    static const dw_band_fn BANDS[2][6] = {
-        {band_s1_r1, band_s1_r2, band_s1_r3, band_s1_r4, band_s1_r5, band_s1_r6},
-        {band_s2_r1, band_s2_r2, band_s2_r3, band_s2_r4, band_s2_r5, band_s2_r6},
+    static const dw_direct_fn DIRECT[2][DW_DIRECT_ROWS] = {
+        {direct_s1_r1, direct_s1_r2, direct_s1_r3, direct_s1_r4, direct_s1_r5, direct_s1_r6, direct_s1_r7},
+        {direct_s2_r1, direct_s2_r2, direct_s2_r3, direct_s2_r4, direct_s2_r5, direct_s2_r6, direct_s2_r7},
     };
     int clamp = p->act == K_ACT_RELU || p->act == K_ACT_RELU6;
     struct dw_geo g = {
-        .x = scratch, .wq = kcpu_dw3_padded_row(p), .ow = p->ow, .plane_out = (int64_t)p->oh * p->ow,
-        .res = res, .y = y,
+        .x = x, .h = p->h, .w = p->w, .pad_t = p->pad_t, .pad_l = p->pad_l,
+        .ow = p->ow, .plane_out = (int64_t)p->oh * p->ow, .res = res, .y = y,
         .lo = _mm256_set1_ps(clamp ? 0.0f : -INFINITY),
         .hi = _mm256_set1_ps(p->act == K_ACT_RELU6 ? 6.0f : INFINITY),
     };
-    if (kcpu_dw3_reads_plane(p)) {
-        static const dw_direct_fn DIRECT[2][DW_DIRECT_ROWS] = {
-            {direct_s1_r1, direct_s1_r2, direct_s1_r3, direct_s1_r4, direct_s1_r5, direct_s1_r6, direct_s1_r7},
-            {direct_s2_r1, direct_s2_r2, direct_s2_r3, direct_s2_r4, direct_s2_r5, direct_s2_r6, direct_s2_r7},
-        };
-        for (int64_t b = 0, r0 = 0, rows; r0 < p->oh; b++, r0 += rows) {
-            rows = band_rows(p->oh, DW_DIRECT_ROWS, b);
-            DIRECT[p->stride_h - 1][rows - 1](&g, x, p->h, p->w, w9, bias, r0);
-        }
-    } else {
-        g.phase = kcpu_dw3_padded_rows(p) * g.wq + KCPU_DW3_SLACK;
-        (p->stride_w == 1 ? pad_planes_s1 : pad_planes_s2)(p, x, &g, scratch);
-        const dw_band_fn *band = BANDS[p->stride_h - 1];
-        for (int64_t b = 0, r0 = 0, rows; r0 < p->oh; b++, r0 += rows) {
-            rows = band_rows(p->oh, 6, b);
-            band[rows - 1](&g, w9, bias, r0);
-        }
+    for (int64_t b = 0, r0 = 0, rows; r0 < p->oh; b++, r0 += rows) {
+        rows = band_rows(p->oh, DW_DIRECT_ROWS, b);
+        DIRECT[p->stride_h - 1][rows - 1](&g, w9, bias, r0);
     }
     if (!clamp && p->act != K_ACT_NONE)
         kcpu_act_avx2(p->act, g.plane_out, y, y);

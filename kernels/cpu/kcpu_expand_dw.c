@@ -62,21 +62,15 @@ void kcpu_expand_dw_pack(const struct k_conv2d *pw, const float *w, float *packe
             }
 }
 
-/* Per thread: the band (band_floats), then the AVX2 depthwise kernel's
- * padded planes (none where it reads the plane itself). */
+/* Per thread: the band. */
 static int64_t band_floats(const struct k_conv2d *pw)
 {
     return kcpu_ceil_div(band_cap(pw) * pw->oh * pw->ow, 16) * 16;
 }
 
-static int64_t thread_floats(const struct k_conv2d *pw, const struct k_conv2d *dw)
+size_t kcpu_expand_dw_scratch_bytes(const struct k_conv2d *pw, int threads)
 {
-    return band_floats(pw) + kcpu_ceil_div(kcpu_dw3_scratch_floats(dw), 16) * 16;
-}
-
-size_t kcpu_expand_dw_scratch_bytes(const struct k_conv2d *pw, const struct k_conv2d *dw, int threads)
-{
-    return (size_t)(threads * thread_floats(pw, dw)) * sizeof(float) + 64;
+    return (size_t)(threads * band_floats(pw)) * sizeof(float) + 64;
 }
 
 /* One channel's depthwise 3x3 without vectors: the taps in kcpu_dwconv's
@@ -101,7 +95,7 @@ struct expand_dw_job {
     const float *x, *packed, *pw_bias, *dw_w, *dw_bias;
     float *y;
     float *base;               /* thread t's scratch at base + t * per_thread */
-    int64_t per_thread, pad_at;   /* the padded planes at pad_at floats into a thread's scratch */
+    int64_t per_thread;
     int64_t band, bands;       /* channels a task expands; tasks per image */
 };
 
@@ -113,7 +107,6 @@ static void expand_dw_task(void *arg, int64_t task, int thread)
     const int64_t rows = kcpu_min64(j->band, pw->oc - ch0);
     const int64_t plane = (int64_t)pw->oh * pw->ow, plane_out = (int64_t)dw->oh * dw->ow;
     float *band = j->base + thread * j->per_thread;
-    float *pad = band + j->pad_at;
     struct kcpu_gemm gm = {
         .m = (int)rows, .k = pw->c,
         .a = j->packed + ch0 * pw->c, .a_step = KCPU_MR,
@@ -134,7 +127,7 @@ static void expand_dw_task(void *arg, int64_t task, int thread)
         if (isa == KCPU_ISA_AVX512)
             kcpu_dw3x3_avx512(dw, x, w9, bias, NULL, y);
         else if (isa == KCPU_ISA_AVX2)
-            kcpu_dw3x3_avx2(dw, x, w9, bias, NULL, y, pad);
+            kcpu_dw3x3_avx2(dw, x, w9, bias, NULL, y);
         else
             dw3x3_scalar(dw, x, w9, bias, y);
     }
@@ -148,7 +141,7 @@ void kcpu_expand_dw_f32(struct kcpu_threads *th, const struct k_conv2d *pw, cons
         return;
     struct expand_dw_job j = {.pw = pw, .dw = dw, .x = x, .packed = packed, .pw_bias = pw_bias, .dw_w = dw_w,
                               .dw_bias = dw_bias, .y = y, .base = kcpu_align64(scratch),
-                              .per_thread = thread_floats(pw, dw), .pad_at = band_floats(pw)};
+                              .per_thread = band_floats(pw)};
     /* Bands as large as L2 allows, but four tasks per thread where the
      * channels give that many. */
     int64_t want = kcpu_ceil_div(4 * (int64_t)kcpu_threads_count(th), pw->n);

@@ -1,11 +1,12 @@
 /*
- * kcpu_pad_avx2.h - pieces of input rows for zero-padded copies, for the
- * AVX2 files only (include it from *_avx2.c, which the Makefile compiles
- * with the AVX2 flags). Nothing outside a row is read, and no load is
- * masked: vmaskmovps loads ran the GEMM's tiles at a third of their speed
- * on Zen 1 (gemm_avx2.c), and a 7x7 map's rows are all edge. A piece at
- * an edge is whole vectors from inside the row, moved into place. Inline,
- * as the rows are short.
+ * kcpu_pad_avx2.h - pieces of input rows, zeros outside them (for
+ * zero-padded copies and loads at a plane's edges), for the AVX2 files
+ * only (include it from *_avx2.c, which the Makefile compiles with the
+ * AVX2 flags). Nothing outside a row is read, and no load is masked:
+ * vmaskmovps loads ran the GEMM's tiles at a third of their speed on Zen
+ * 1 (gemm_avx2.c), and a 7x7 map's rows are all edge. A piece at an edge
+ * is whole vectors from inside the row, moved into place. Inline, as the
+ * rows are short.
  */
 #ifndef KCPU_PAD_AVX2_H
 #define KCPU_PAD_AVX2_H

@@ -88,7 +88,7 @@ static void *conv2d_pack(const struct rt_step *s, const union rt_step_params *k)
 static size_t conv2d_scratch(const union rt_step_params *k, int threads)
 {
     if (k->chain.dw.n > 0)
-        return kcpu_expand_dw_scratch_bytes(&k->chain.conv, &k->chain.dw, threads);
+        return kcpu_expand_dw_scratch_bytes(&k->chain.conv, threads);
     return kcpu_conv2d_scratch_bytes(&k->conv, threads);
 }
 
