@@ -158,8 +158,10 @@ TEST(kernels_dw_grouped_random)
     return TEST_PASS;
 }
 
-/* LeNet-5's conv1 (1 -> 6 channels, 5x5, pad 2, 28x28) as it is: a dense
- * convolution the direct kernel takes as one group. */
+/* LeNet-5's conv1 (1 -> 6 channels, 5x5, pad 2, 28x28) as it is, and
+ * resnet-mini's (1 -> 16, 3x3, pad 1) and a wider one at stride 2, at
+ * batch 1 (their blocks of channels split over the threads) and 3: dense
+ * convolutions the direct kernel takes as one group. */
 TEST(kernels_dw_single_input_channel)
 {
     struct pools ps;
@@ -169,6 +171,15 @@ TEST(kernels_dw_single_input_channel)
                              .groups = 1, .act = K_ACT_RELU};
     ASSERT_TRUE(kcpu_dwconv_applies(&lenet));
     double worst = fmax(check_dw(ps.p, &lenet, 1, 0), check_dw(ps.p, &lenet, 1, 1));
+    struct k_conv2d stem = lenet;
+    stem.kh = stem.kw = 3, stem.pad_t = stem.pad_l = 1, stem.oc = 16;
+    for (stem.n = 1; stem.n <= 3; stem.n += 2) {
+        ASSERT_TRUE(kcpu_dwconv_applies(&stem));
+        worst = fmax(worst, check_dw(ps.p, &stem, 1, stem.n == 1));
+    }
+    stem.n = 1, stem.oc = 64, stem.h = stem.w = 23, stem.stride_h = stem.stride_w = 2, stem.oh = stem.ow = 12;
+    ASSERT_TRUE(kcpu_dwconv_applies(&stem));
+    worst = fmax(worst, check_dw(ps.p, &stem, 0, 0));
     pools_close(&ps);
     printf("  worst error %.2e\n", worst);
     ASSERT_LE(worst, TOL);
@@ -234,7 +245,8 @@ TEST(kernels_dw_mobilenet_v2_shapes)
 }
 
 /* Which convolutions the direct kernel takes: grouped with at most 8
- * output channels per group; dense ones and wide groups stay on the GEMM. */
+ * output channels per group, dense ones of one input channel with at most
+ * 64; other dense ones and wide groups stay on the GEMM. */
 TEST(kernels_dw_dispatch)
 {
     struct k_conv2d p = {.n = 1, .c = 64, .oc = 64, .groups = 64};
@@ -249,7 +261,11 @@ TEST(kernels_dw_dispatch)
     ASSERT_FALSE(kcpu_dwconv_applies(&p));
     p = (struct k_conv2d){.n = 1, .c = 1, .oc = 6, .groups = 1};   /* LeNet-5's conv1 */
     ASSERT_TRUE(kcpu_dwconv_applies(&p));
-    p.oc = 16;
+    p.oc = 64;   /* a grayscale stem */
+    ASSERT_TRUE(kcpu_dwconv_applies(&p));
+    p.oc = 65;
+    ASSERT_FALSE(kcpu_dwconv_applies(&p));
+    p.oc = 6, p.c = 2;
     ASSERT_FALSE(kcpu_dwconv_applies(&p));
     return TEST_PASS;
 }

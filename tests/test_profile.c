@@ -215,10 +215,11 @@ TEST(profile_step_desc_resnet_mini)
     ASSERT_EQ_INT(d.out.dims[1], 16);
     /* input, output (FP32) and 16*1*3*3 weights + 16 biases */
     ASSERT_NEAR(d.bytes, 4.0 * (b * 784 + b * 16 * 784 + 16 * 9 + 16), 0);
-    ASSERT_STR_CONTAINS(d.kernel, "gemm");
+    ASSERT_STR_CONTAINS(d.kernel, "direct");   /* one input channel: the direct kernel */
     /* a residual block's second convolution adds the shortcut before relu */
     ASSERT_GE(step_named(l.m, b, "layer1.0.conv2", &d), 0);
     ASSERT_STR_EQ(d.epilogue, "bias+add+relu");
+    ASSERT_STR_CONTAINS(d.kernel, "gemm");
     ASSERT_GE(step_named(l.m, b, "fc", &d), 0);
     ASSERT_NEAR(d.flops, 2.0 * b * 64 * 10, 0);
     ASSERT_EQ_INT(rt_model_step_desc(l.m, rt_model_plan_steps(l.m), 1, &d, &err), RT_ERR_INVALID);

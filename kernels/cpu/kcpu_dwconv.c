@@ -2,13 +2,17 @@
  * kcpu_dwconv.c - depthwise and grouped convolution on the CPU, direct
  * (see kcpu_dwconv.h for why and the data layout).
  *
- * Per (image, group) unit, a task
- *   1. copies the group's cg input planes into its thread's grid: for each
- *      stride phase (a, b) that some tap reads, rows of row_len floats where
- *      cell (i, j) is padded input (i * stride_h + a, j * stride_w + b), zero
- *      outside the image, then a zeroed slack for the last vector's overrun;
- *   2. runs the ISA's block kernel over the group's output channels, up to
- *      KCPU_DW_MAX_MO at a time so each grid load feeds several of them.
+ * Per unit (an image, a group and a block of up to KCPU_DW_MAX_MO of the
+ * group's output channels, so that each grid load feeds several), a task
+ *   1. copies the group's cg input planes into its thread's grid, unless
+ *      the grid holds them from the unit before: for each stride phase
+ *      (a, b) that some tap reads, rows of row_len floats where cell (i, j)
+ *      is padded input (i * stride_h + a, j * stride_w + b), zero outside
+ *      the image, then a zeroed slack for the last vector's overrun;
+ *   2. runs the ISA's block kernel over the block's output channels.
+ * Blocks are units of their own so that a batch of one image still gives
+ * every thread work where a group has several blocks (a grayscale stem's
+ * 16 to 64 output channels are one group).
  * Tap (ci, ki, kj) of output (r, col) reads phase ((ki * dil_h) % stride_h,
  * (kj * dil_w) % stride_w) at row r + ki * dil_h / stride_h and column
  * col + kj * dil_w / stride_w: with flat index r * row_len + col, a fixed
@@ -31,9 +35,16 @@
  * the two were within the (shared machine's) noise, so the GEMM keeps them. */
 #define MAX_MG 8
 
+/* Output channels of a dense convolution of one input channel this kernel
+ * takes (a grayscale stem): on Zen 1, 3x3 layers of 16 to 64 channels on
+ * 28x28 to 112x112 maps, batches 1 and 8, ran in 0.56-0.70x the pixel
+ * tile's time on one thread (docs/performance.md); wider was not measured. */
+#define MAX_SINGLE_INPUT_OC 64
+
 struct dw_plan {
     int64_t cg, mg, ntaps;
     int64_t mo;                /* output channels a block takes: mg split evenly, at most KCPU_DW_MAX_MO */
+    int64_t blocks;            /* blocks a group's output channels make */
     int64_t rows, row_len;     /* one phase: rows of row_len floats */
     int64_t phase, chan;       /* floats per phase (slack included), per input channel */
     int64_t count;             /* positions computed per output channel (multiple of 16) */
@@ -48,6 +59,7 @@ static struct dw_plan plan(const struct k_conv2d *p)
     d.mg = p->oc / p->groups;
     d.ntaps = d.cg * p->kh * p->kw;
     d.mo = d.mg > 0 ? kcpu_ceil_div(d.mg, kcpu_ceil_div(d.mg, KCPU_DW_MAX_MO)) : 1;
+    d.blocks = kcpu_ceil_div(d.mg, d.mo);
     d.rows = p->oh + (int64_t)(p->kh - 1) * p->dil_h / p->stride_h;
     d.row_len = p->ow + (int64_t)(p->kw - 1) * p->dil_w / p->stride_w;
     d.count = kcpu_ceil_div((int64_t)(p->oh - 1) * d.row_len + p->ow, 16) * 16;
@@ -66,7 +78,9 @@ static struct dw_plan plan(const struct k_conv2d *p)
  * thread), here at 92 (2.6 us; `inferctl profile model_repository/lenet5`). */
 int kcpu_dwconv_applies(const struct k_conv2d *p)
 {
-    return (p->groups > 1 || p->c == 1) && p->oc / p->groups <= MAX_MG;
+    if (p->groups == 1 && p->c == 1)
+        return p->oc <= MAX_SINGLE_INPUT_OC;
+    return p->groups > 1 && p->oc / p->groups <= MAX_MG;
 }
 
 size_t kcpu_dwconv_packed_floats(const struct k_conv2d *p)
@@ -177,11 +191,13 @@ static void dw_task(void *arg, int64_t task, int thread)
     const struct dw_plan *d = &j->d;
     float *grid = j->thread_base + thread * d->thread_floats;
     int64_t plane_in = (int64_t)p->h * p->w, plane_out = (int64_t)p->oh * p->ow;
-    int64_t units = (int64_t)p->n * p->groups;
+    int64_t units = (int64_t)p->n * p->groups * d->blocks;
+    int64_t filled = -1;   /* the image and group (n * groups + g) whose planes the grid holds */
     enum kcpu_isa isa = kcpu_isa();
     for (int64_t u = task * j->units_per_task; u < kcpu_min64(units, (task + 1) * j->units_per_task); u++) {
-        int64_t n = u / p->groups, g = u % p->groups;
-        if (j->direct3x3) {
+        int64_t ng = u / d->blocks, o0 = u % d->blocks * d->mo;
+        int64_t n = ng / p->groups, g = ng % p->groups;
+        if (j->direct3x3) {   /* one channel per group: ng is the output plane */
             int64_t out = (n * p->oc + g) * plane_out;
             const float *x = j->x + (n * p->c + g) * plane_in, *w9 = j->w + g * 9;
             const float *res = j->residual ? j->residual + out : NULL;
@@ -192,24 +208,25 @@ static void dw_task(void *arg, int64_t task, int thread)
                 kcpu_dw3x3_avx2(p, x, w9, bias, res, j->y + out);
             continue;
         }
-        fill_grid(p, d, j->x + (n * p->c + g * d->cg) * plane_in, grid);
-        for (int64_t o0 = 0; o0 < d->mg; o0 += d->mo) {
-            int64_t oc = g * d->mg + o0;
-            int64_t out = (n * p->oc + oc) * plane_out;
-            struct kcpu_dw_block b = {
-                .mo = (int)kcpu_min64(d->mo, d->mg - o0), .ntaps = d->ntaps, .off = j->off,
-                .grid = grid, .w = j->w + oc * d->ntaps, .bias = j->bias ? j->bias + oc : NULL,
-                .count = d->count, .acc = grid + d->cg * d->chan, .oh = p->oh, .ow = p->ow,
-                .row_len = d->row_len, .res = j->residual ? j->residual + out : NULL, .y = j->y + out,
-                .act = p->act,
-            };
-            if (isa == KCPU_ISA_AVX512)
-                kcpu_dw_block_avx512(&b);
-            else if (isa == KCPU_ISA_AVX2)
-                kcpu_dw_block_avx2(&b);
-            else
-                kcpu_dw_block_scalar(&b);
+        if (ng != filled) {
+            fill_grid(p, d, j->x + (n * p->c + g * d->cg) * plane_in, grid);
+            filled = ng;
         }
+        int64_t oc = g * d->mg + o0;
+        int64_t out = (n * p->oc + oc) * plane_out;
+        struct kcpu_dw_block b = {
+            .mo = (int)kcpu_min64(d->mo, d->mg - o0), .ntaps = d->ntaps, .off = j->off,
+            .grid = grid, .w = j->w + oc * d->ntaps, .bias = j->bias ? j->bias + oc : NULL,
+            .count = d->count, .acc = grid + d->cg * d->chan, .oh = p->oh, .ow = p->ow,
+            .row_len = d->row_len, .res = j->residual ? j->residual + out : NULL, .y = j->y + out,
+            .act = p->act,
+        };
+        if (isa == KCPU_ISA_AVX512)
+            kcpu_dw_block_avx512(&b);
+        else if (isa == KCPU_ISA_AVX2)
+            kcpu_dw_block_avx2(&b);
+        else
+            kcpu_dw_block_scalar(&b);
     }
 }
 
@@ -220,7 +237,7 @@ void kcpu_dwconv_f32(struct kcpu_threads *th, const struct k_conv2d *p, const fl
     struct dw_job j = {.p = p, .d = plan(p), .x = x, .w = packed_w, .bias = bias, .residual = residual, .y = y};
     const struct dw_plan *d = &j.d;
     enum kcpu_isa isa = kcpu_isa();
-    int64_t units = (int64_t)p->n * p->groups;
+    int64_t units = (int64_t)p->n * p->groups * d->blocks;
     if (units <= 0 || p->oh <= 0 || p->ow <= 0)
         return;
     void *base = kcpu_align64(scratch);   /* the offset table, then the threads' grids */
@@ -239,7 +256,7 @@ void kcpu_dwconv_f32(struct kcpu_threads *th, const struct k_conv2d *p, const fl
     j.thread_base = (float *)base + d->table_floats;
     /* Four tasks per thread, none below KCPU_MIN_TASK_MACS (waking a
      * worker costs more than a small unit's work). */
-    int64_t unit_macs = kcpu_max64(1, d->mg * p->oh * p->ow * d->ntaps);
+    int64_t unit_macs = kcpu_max64(1, d->mo * p->oh * p->ow * d->ntaps);
     int64_t want = 4 * (int64_t)kcpu_threads_count(th);
     j.units_per_task = kcpu_max64(kcpu_ceil_div(units, want), KCPU_MIN_TASK_MACS / unit_macs);
     j.units_per_task = kcpu_max64(1, j.units_per_task);
