@@ -187,17 +187,8 @@ void kcpu_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed)
         return;
     }
     struct conv_plan c = plan(p);
-    const int64_t per = panels_a_step(&c);
     for (int64_t g = 0; g < p->groups; g++)
-        for (int64_t pn = 0; pn < c.panels; pn++)
-            for (int64_t kk = 0; kk < c.kg; kk++) {
-                float *dst = packed + (g * c.panels + pn / per * per) * KCPU_MR * c.kg + kk * c.a_step +
-                             pn % per * KCPU_MR;
-                for (int i = 0; i < KCPU_MR; i++) {
-                    int64_t o = pn * KCPU_MR + i;
-                    dst[i] = o < c.mg ? w[(g * c.mg + o) * c.kg + kk] : 0.0f;
-                }
-            }
+        kcpu_gemm_pack_a(w + g * c.mg * c.kg, c.mg, c.kg, c.a_step, packed + g * c.panels * KCPU_MR * c.kg);
 }
 
 const char *kcpu_conv2d_method(const struct k_conv2d *p)

@@ -54,12 +54,7 @@ size_t kcpu_expand_dw_packed_floats(const struct k_conv2d *pw)
  * choose for the layer alone. */
 void kcpu_expand_dw_pack(const struct k_conv2d *pw, const float *w, float *packed)
 {
-    for (int64_t pn = 0; pn < kcpu_ceil_div(pw->oc, KCPU_MR); pn++)
-        for (int64_t kk = 0; kk < pw->c; kk++)
-            for (int i = 0; i < KCPU_MR; i++) {
-                int64_t o = pn * KCPU_MR + i;
-                packed[(pn * pw->c + kk) * KCPU_MR + i] = o < pw->oc ? w[o * pw->c + kk] : 0.0f;
-            }
+    kcpu_gemm_pack_a(w, pw->oc, pw->c, KCPU_MR, packed);
 }
 
 /* Per thread: the band. */

@@ -27,6 +27,19 @@ void kcpu_gemm_run(const struct kcpu_gemm *g)
     kcpu_gemm_scalar(g);
 }
 
+void kcpu_gemm_pack_a(const float *w, int64_t m, int64_t k, int64_t a_step, float *packed)
+{
+    const int64_t per = a_step / KCPU_MR;   /* panels interleaved: 1, or 2 in a pair */
+    for (int64_t pn = 0; pn < kcpu_ceil_div(m, KCPU_MR); pn++) {
+        float *panel = packed + pn / per * per * KCPU_MR * k + pn % per * KCPU_MR;
+        for (int64_t kk = 0; kk < k; kk++)
+            for (int i = 0; i < KCPU_MR; i++) {
+                int64_t o = pn * KCPU_MR + i;
+                panel[kk * a_step + i] = o < m ? w[o * k + kk] : 0.0f;
+            }
+    }
+}
+
 void kcpu_gemm_store_tile(const struct kcpu_gemm *g, const float *tmp, int i0, int mr,
                           int64_t j, int nr, kcpu_act_row_fn act_row)
 {

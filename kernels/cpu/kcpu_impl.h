@@ -69,6 +69,12 @@ struct kcpu_gemm {
     enum k_act act;
 };
 
+/* Packs A = w [m][k] (row-major) as the GEMM reads it: ceil(m / KCPU_MR)
+ * panels, rows past m zero; a_step KCPU_MR for single panels, KCPU_PAIR
+ * for pairs (then the panels' count is even: m a multiple of KCPU_PAIR).
+ * packed holds ceil(m / KCPU_MR) * KCPU_MR * k floats. */
+void kcpu_gemm_pack_a(const float *w, int64_t m, int64_t k, int64_t a_step, float *packed);
+
 /* The panel of rows i0 .. i0 + KCPU_MR - 1 (i0 a multiple of KCPU_MR),
  * single or half of a pair. */
 static inline const float *kcpu_gemm_panel(const struct kcpu_gemm *g, int64_t i0)

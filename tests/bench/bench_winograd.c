@@ -86,13 +86,11 @@ static void layer_init(struct layer *l, const struct shape *s, int batch, int th
         w[i] = next_float(&rs) * 0.1f;
     for (int o = 0; o < s->oc; o++)
         l->bias[o] = next_float(&rs);
-    /* The pixel tile reads the GEMM's panels in pairs (kcpu_impl.h: 16
-     * channels a depth step; every shape here has a multiple of 16). */
+    /* The pixel tile reads the GEMM's panels in pairs (every shape here
+     * has a multiple of 16 channels). kcpu_conv2d_pack would give these
+     * shapes Winograd's layout instead. */
     l->panels = bench_alloc(PROG, (size_t)(s->oc * kg) * sizeof(float));
-    for (int64_t q = 0; q < s->oc / KCPU_PAIR; q++)
-        for (int64_t kk = 0; kk < kg; kk++)
-            for (int64_t i = 0; i < KCPU_PAIR; i++)
-                l->panels[(q * kg + kk) * KCPU_PAIR + i] = w[(q * KCPU_PAIR + i) * kg + kk];
+    kcpu_gemm_pack_a(w, s->oc, kg, KCPU_PAIR, l->panels);
     l->u = bench_alloc(PROG, kcpu_wino_packed_floats(&l->p) * sizeof(float));
     kcpu_wino_pack(&l->p, w, l->u);
     free(w);
