@@ -351,15 +351,23 @@ void kcpu_wino_f32(struct kcpu_threads *th, const struct k_conv2d *p, const floa
         return;
     j.work = kcpu_align64(scratch);
     /* Blocks as large as the plan allows, as many as a multiple of the
-     * threads (the tasks are alike, so that none waits on a last one);
-     * too few of them (small maps at batch 1) and the output channels are
-     * split as well, each part making its block's V again. */
+     * threads (the tasks are alike, so that none waits on a last one), in
+     * whole 8-tile vectors of the GEMMs' columns. Few tiles a task (under
+     * 32) and the vectors give way to balance: 49 tiles on two threads are
+     * 25 + 24, not 32 + 17. Blocks under 16 tiles leave the GEMMs' strips
+     * short: where the threads would get less (a 7x7 map at batch 1), a
+     * block's output channels are split over them instead, each part
+     * making its block's V again. (Twice as many parts as threads, and
+     * 8-tile rounding at any size, took 1.1-1.3x the time at batch 1 on
+     * two threads on Zen 1; unrounded blocks of 33-44 tiles 1.1-1.2x:
+     * docs/performance.md.) */
     int64_t tiles = (int64_t)p->n * c->tiles, threads = kcpu_threads_count(th);
     int64_t tasks = kcpu_ceil_div(kcpu_ceil_div(tiles, c->block), threads) * threads;
-    j.block = kcpu_min64(c->block, kcpu_max64(kcpu_min64(tiles, 24), kcpu_ceil_div(kcpu_ceil_div(tiles, tasks), 8) * 8));
+    int64_t even = kcpu_ceil_div(tiles, tasks);
+    j.block = kcpu_min64(c->block, even >= 32 ? kcpu_ceil_div(even, 8) * 8 : kcpu_max64(kcpu_min64(tiles, 16), even));
     int64_t blocks = kcpu_ceil_div(tiles, j.block);
     j.parts = 1;
-    if (threads > 1 && blocks < 2 * threads)
-        j.parts = kcpu_min64(c->panels, kcpu_ceil_div(2 * threads, blocks));
+    if (blocks < threads)
+        j.parts = kcpu_min64(c->panels, kcpu_ceil_div(threads, blocks));
     kcpu_threads_run(th, blocks * j.parts, wino_task, &j);
 }
