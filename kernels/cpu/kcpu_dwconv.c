@@ -20,8 +20,8 @@
  *
  * Depthwise 3x3 layers at stride 1 or 2 (MobileNet's) skip both steps on
  * AVX-512 and AVX2: kcpu_dw3x3_avx512 reads each channel's plane directly
- * with masked loads, kcpu_dw3x3_avx2 too for the paddings it takes
- * (MobileNet's among them), and both store the finished rows (the grid copy, the accumulator pass and the
+ * with masked loads, kcpu_dw3x3_avx2 with masks on its taps, and both
+ * store the finished rows (the grid copy, the accumulator pass and the
  * per-row epilogue calls were more than half of their time on AVX-512; on
  * AVX2 the copy of a stride-2 grid went float by float).
  */
@@ -250,9 +250,9 @@ void kcpu_dwconv_f32(struct kcpu_threads *th, const struct k_conv2d *p, const fl
                 off[k++] = ci * d->chan + phase * d->phase + dy / p->stride_h * d->row_len + dx / p->stride_w;
             }
     j.off = off;
-    j.direct3x3 = (isa == KCPU_ISA_AVX512 || isa == KCPU_ISA_AVX2) && d->cg == 1 &&
-                  d->mg == 1 && p->kh == 3 && p->kw == 3 && p->dil_h == 1 && p->dil_w == 1 &&
-                  p->stride_h == p->stride_w && (p->stride_h == 1 || p->stride_h == 2);
+    j.direct3x3 = (isa == KCPU_ISA_AVX512 || isa == KCPU_ISA_AVX2) && d->cg == 1 && d->mg == 1 && p->kh == 3 &&
+                  p->kw == 3 && p->dil_h == 1 && p->dil_w == 1 && p->stride_h == p->stride_w &&
+                  (p->stride_h == 1 || p->stride_h == 2);
     j.thread_base = (float *)base + d->table_floats;
     /* Four tasks per thread, none below KCPU_MIN_TASK_MACS (waking a
      * worker costs more than a small unit's work). */

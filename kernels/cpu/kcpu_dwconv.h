@@ -1,17 +1,19 @@
 /*
  * kcpu_dwconv.h - the direct convolution kernel for depthwise and grouped
  * convolutions with few output channels per group, and for dense ones of a
- * single input channel with few outputs (internal to kernels/cpu:
+ * single input channel with up to 64 outputs (internal to kernels/cpu:
  * kcpu_conv.c dispatches to it, the kernel tests call it).
  *
  * Such layers do too little work per input element for the packed GEMM:
  * a depthwise 3x3 is 9 multiply-adds per output, and its GEMM would have
- * one-row panels padded to KCPU_MR. Here each (image, group) gets its input
- * planes copied once into a zero-padded grid, split by stride phase, so that
- * every kernel tap reads the grid at unit stride from a fixed offset; an
- * output channel is then a sum of shifted, weighted copies of the grid,
- * computed in long vectors over the flattened grid (a few columns per row
- * past the output's width are computed and dropped).
+ * one-row panels padded to KCPU_MR; a grayscale stem's GEMM has a depth
+ * of 9 or 25 and spends its time in the epilogue. Here each (image,
+ * group) gets its input planes copied once into a zero-padded grid, split
+ * by stride phase, so that every kernel tap reads the grid at unit stride
+ * from a fixed offset; an output channel is then a sum of shifted,
+ * weighted copies of the grid, computed in long vectors over the flattened
+ * grid (a few columns per row past the output's width are computed and
+ * dropped).
  */
 #ifndef KCPU_DWCONV_H
 #define KCPU_DWCONV_H
