@@ -189,7 +189,7 @@ static inline __m256 cols_in_row(int64_t first, int64_t w, const int s)
  * lanes whose left or right tap falls outside the row. in: all the loads
  * are inside the plane and every kept output's centre tap inside its row
  * (the centre needs no mask; building it on this path, kept in a register,
- * cost 5-10 % of the time at stride 1). */
+ * cost 5-15 % of the time at stride 1). */
 static inline __attribute__((always_inline)) void taps_direct(const float *x, int64_t plane, int64_t at,
                                                               int64_t centre, int64_t w, __m256 lmask,
                                                               __m256 rmask, const int s, const int in,
