@@ -37,7 +37,7 @@
 
 /* Output channels of a dense convolution of one input channel this kernel
  * takes (a grayscale stem): on Zen 1, 3x3 layers of 16 to 64 channels on
- * 28x28 to 112x112 maps, batches 1 and 8, ran in 0.56-0.70x the pixel
+ * 28x28 to 112x112 maps, batches 1 and 8, ran in 0.47-0.70x the pixel
  * tile's time on one thread (docs/performance.md); wider was not measured. */
 #define MAX_SINGLE_INPUT_OC 64
 

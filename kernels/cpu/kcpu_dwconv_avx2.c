@@ -121,7 +121,7 @@ void kcpu_dw_block_avx2(const struct kcpu_dw_block *b)
  * This replaced a path that first copied each plane into a zero-padded
  * one: on Zen 1, one thread, MobileNetV2's layers (padding 1) took
  * 0.56-0.67x its time on 7x7 and 14x14 maps, 0.59-0.85x on the larger
- * ones; paddings 0 and 2, 0.5-1.0x (docs/performance.md). Bands of 4 rows
+ * ones; paddings 0 and 2, 0.55-1.08x (docs/performance.md). Bands of 4 rows
  * took 1.02-1.29x the time of bands of 7 (the weights spill to the stack
  * in both).
  *
@@ -178,10 +178,7 @@ static inline __attribute__((always_inline)) __m256 load_at(const float *x, int6
 /* Lanes whose input column first + s * l lies in [0, w). */
 static inline __m256 cols_in_row(int64_t first, int64_t w, const int s)
 {
-    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i col = _mm256_add_epi32(_mm256_set1_epi32((int)first), s == 1 ? iota : _mm256_add_epi32(iota, iota));
-    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_cmpgt_epi32(col, _mm256_set1_epi32(-1)),
-                                                _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w), col)));
+    return _mm256_castsi256_ps(kv8_cols_in_step(first, s, w));
 }
 
 /* An input row's three taps for 8 outputs whose first one's centre tap is

@@ -14,14 +14,17 @@
 #include <immintrin.h>
 #include <stdint.h>
 
-/* Lanes whose column first + lane lies in [0, w). */
-static inline __m256i kv8_cols_in(int64_t first, int64_t w)
+/* Lanes whose column first + step * lane lies in [0, w). */
+static inline __m256i kv8_cols_in_step(int64_t first, int step, int64_t w)
 {
-    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i col = _mm256_add_epi32(_mm256_set1_epi32((int)first), iota);
+    const __m256i lane = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(step));
+    __m256i col = _mm256_add_epi32(_mm256_set1_epi32((int)first), lane);
     return _mm256_and_si256(_mm256_cmpgt_epi32(col, _mm256_set1_epi32(-1)),
                             _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w), col));
 }
+
+/* Lanes whose column first + lane lies in [0, w). */
+static inline __m256i kv8_cols_in(int64_t first, int64_t w) { return kv8_cols_in_step(first, 1, w); }
 
 /* row[first .. first + 7], zeros for the columns outside [0, w): only
  * those inside are read (first may be negative). */

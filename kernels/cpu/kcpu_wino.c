@@ -358,9 +358,10 @@ void kcpu_wino_f32(struct kcpu_threads *th, const struct k_conv2d *p, const floa
      * short: where the threads would get less (a 7x7 map at batch 1), a
      * block's output channels are split over them instead, each part
      * making its block's V again. (Twice as many parts as threads, and
-     * 8-tile rounding at any size, took 1.1-1.3x the time at batch 1 on
-     * two threads on Zen 1; unrounded blocks of 33-44 tiles 1.1-1.2x:
-     * docs/performance.md.) */
+     * 8-tile rounding at any size, took 1.2-1.35x the time on 7x7 and
+     * 14x14 maps of 64-128 channels at batch 1 on two threads on Zen 1;
+     * unrounded blocks of 33-44 tiles read 1.09-1.25x, against two builds
+     * whose unchanged steps differed by up to 1.07x: docs/performance.md.) */
     int64_t tiles = (int64_t)p->n * c->tiles, threads = kcpu_threads_count(th);
     int64_t tasks = kcpu_ceil_div(kcpu_ceil_div(tiles, c->block), threads) * threads;
     int64_t even = kcpu_ceil_div(tiles, tasks);
