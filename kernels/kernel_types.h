@@ -69,8 +69,9 @@ struct k_softmax {
     int64_t outer, axis_len, inner;
 };
 
-/* Element-wise binary op with numpy broadcasting (ONNX Add, Mul, ...). */
-enum k_binop { K_BIN_ADD = 0, K_BIN_SUB, K_BIN_MUL, K_BIN_DIV, K_BIN_MAX, K_BIN_MIN, K_BIN_COUNT };
+/* Element-wise binary op with numpy broadcasting (ONNX Add, Mul, ...);
+ * prelu is a < 0 ? a * b : a, b the slope. */
+enum k_binop { K_BIN_ADD = 0, K_BIN_SUB, K_BIN_MUL, K_BIN_DIV, K_BIN_MAX, K_BIN_MIN, K_BIN_PRELU, K_BIN_COUNT };
 
 #define K_BINARY_MAX_DIMS 8
 
@@ -84,6 +85,26 @@ struct k_binary {
     int64_t dims[K_BINARY_MAX_DIMS];
     int64_t a_stride[K_BINARY_MAX_DIMS], b_stride[K_BINARY_MAX_DIMS];
     int64_t a_sample, b_sample;
+};
+
+/* Element-wise function of one operand (ONNX Abs, Exp, LeakyRelu, ...):
+ * y[i] = f(x[i]) over count elements, with the parameters alpha and beta:
+ *   softplus ln(1 + e^x)             softsign x / (1 + |x|)
+ *   elu x < 0 ? alpha (e^x - 1) : x  selu beta (x <= 0 ? alpha (e^x - 1) : x)
+ *   celu x > 0 ? x : alpha (e^(x / alpha) - 1)
+ *   leaky_relu x < 0 ? alpha x : x   hard_sigmoid clamp(alpha x + beta, 0, 1)
+ *   thresholded_relu x > alpha ? x : 0
+ * and the others as their names say (reciprocal 1 / x). */
+enum k_unop {
+    K_UN_ABS = 0, K_UN_NEG, K_UN_EXP, K_UN_LOG, K_UN_SQRT, K_UN_RECIPROCAL, K_UN_FLOOR, K_UN_CEIL, K_UN_ERF,
+    K_UN_SOFTPLUS, K_UN_SOFTSIGN, K_UN_ELU, K_UN_SELU, K_UN_CELU, K_UN_LEAKY_RELU, K_UN_HARD_SIGMOID,
+    K_UN_THRESHOLDED_RELU, K_UN_COUNT
+};
+
+struct k_unary {
+    int64_t count;
+    enum k_unop op;
+    float alpha, beta;
 };
 
 /* Concatenation along one axis: each input is [outer, len_i, inner]. */

@@ -322,6 +322,15 @@ static void build_binary(struct gb *b, const struct op_case *c)
     gb_output(b, gb_done(b, n));
 }
 
+/* unary a[3] (enum k_unop) of [N, a0, a1, a2]; alpha a[4] / 100, beta a[5] / 100 */
+static void build_unary(struct gb *b, const struct op_case *c)
+{
+    int x = unary_input(b, c->a);
+    struct rt_node *n = gb_node(b, RT_OP_UNARY, 1, &x);
+    n->a.unary = (struct rt_unary_attrs){(enum k_unop)c->a[3], (float)c->a[4] / 100, (float)c->a[5] / 100};
+    gb_output(b, gb_done(b, n));
+}
+
 /* matmul [N, 2, 3, 4] . [N, 4, 5] (b transposed: [N, 5, 4] when a[0]) */
 static void build_matmul(struct gb *b, const struct op_case *c)
 {
@@ -535,6 +544,25 @@ static const struct op_case CASES[] = {
     {"binary div constant left", P_FLOAT, 0.5f, 2, build_binary, {K_BIN_DIV, 2}},
     {"binary max broadcast", P_FLOAT, -1, 1, build_binary, {K_BIN_MAX, 0}},
     {"binary min constant", P_FLOAT, -1, 1, build_binary, {K_BIN_MIN, 1}},
+    {"binary prelu broadcast", P_FLOAT, -1, 1, build_binary, {K_BIN_PRELU, 0}},
+    {"binary prelu constant slope", P_FLOAT, -1, 1, build_binary, {K_BIN_PRELU, 1}},
+    {"unary abs", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_ABS}},
+    {"unary neg", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_NEG}},
+    {"unary exp", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_EXP}},
+    {"unary log", P_FLOAT, 0.25f, 4, build_unary, {3, 7, 5, K_UN_LOG}},
+    {"unary sqrt", P_FLOAT, 0.25f, 4, build_unary, {3, 7, 5, K_UN_SQRT}},
+    {"unary reciprocal", P_FLOAT, 0.25f, 4, build_unary, {3, 7, 5, K_UN_RECIPROCAL}},
+    {"unary floor", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_FLOOR}},
+    {"unary ceil", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_CEIL}},
+    {"unary erf", P_FLOAT, -3, 3, build_unary, {3, 7, 5, K_UN_ERF}},
+    {"unary softplus", P_FLOAT, -6, 6, build_unary, {3, 7, 5, K_UN_SOFTPLUS}},
+    {"unary softsign", P_FLOAT, -6, 6, build_unary, {3, 7, 5, K_UN_SOFTSIGN}},
+    {"unary elu alpha 1.5", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_ELU, 150}},
+    {"unary selu", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_SELU, 167, 105}},
+    {"unary celu alpha 0.8", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_CELU, 80}},
+    {"unary leaky_relu 0.1", P_FLOAT, -4, 4, build_unary, {33, 0, 0, K_UN_LEAKY_RELU, 10}},
+    {"unary hard_sigmoid", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_HARD_SIGMOID, 20, 50}},
+    {"unary thresholded_relu 0.5", P_FLOAT, -2, 2, build_unary, {3, 7, 5, K_UN_THRESHOLDED_RELU, 50}},
     {"matmul broadcast", P_FLOAT, -1, 1, build_matmul, {0}},
     {"matmul trans_b alpha", P_FLOAT, -1, 1, build_matmul, {1}},
     {"nhwc: conv chain", P_FLOAT, -1, 1, build_nhwc_chain, {3, 9, 7, 0, 16}},

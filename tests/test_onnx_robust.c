@@ -286,9 +286,9 @@ TEST(onnx_refusals_name_node_op_and_reason)
     static const float w[4] = {1, 2, 3, 4};
     struct ob *m = ob_new(13);
     ob_input(m, "x", 2, (int64_t[]){-1, 4});
-    ob_node(m, "LeakyRelu", "leaky", "x", "y");
+    ob_node(m, "Hardmax", "hm", "x", "y");
     ob_output(m, "y");
-    if (expect_model(m, RT_ERR_UNSUPPORTED, "node 'leaky' (LeakyRelu, opset 13): op type 'LeakyRelu' is not "
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "node 'hm' (Hardmax, opset 13): op type 'Hardmax' is not "
                                             "supported") != TEST_PASS)
         return TEST_FAIL;
     m = ob_new(13);
@@ -324,6 +324,69 @@ TEST(onnx_refusals_name_node_op_and_reason)
     ob_attr_string(m, ob_node(m, "MaxPool", "pool", "x", "y"), "auto_pad", "SAME_MIDDLE");
     ob_output(m, "y");
     return expect_model(m, RT_ERR_UNSUPPORTED, "auto_pad='SAME_MIDDLE'");
+}
+
+/* x [-1, 4] (rank 2) through one node of op with inputs "x" plus extra
+ * (comma-separated, may be empty), at opset; the node is named "n". */
+static struct ob *one_node(int opset, const char *op, const char *inputs, struct ob_node **n)
+{
+    struct ob *m = ob_new(opset);
+    ob_input(m, "x", 2, (int64_t[]){-1, 4});
+    *n = ob_node(m, op, "n", inputs, "y");
+    ob_output(m, "y");
+    return m;
+}
+
+/* The element-wise functions, PRelu, the variadic ops, Squeeze and
+ * Unsqueeze refuse what they cannot compute with the node and the reason. */
+TEST(onnx_math_and_squeeze_refusals)
+{
+    struct ob_node *n;
+    struct ob *m = one_node(14, "HardSwish", "x", &n);   /* HardSwish takes no attribute (was a crash) */
+    ob_attr_float(m, n, "alpha", 0.5f);
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "node 'n' (HardSwish, opset 14): attribute 'alpha'") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Celu", "x", &n);
+    ob_attr_float(m, n, "alpha", 0.0f);
+    if (expect_model(m, RT_ERR_BAD_MODEL, "'alpha' must not be 0") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "PRelu", "x,s", &n);
+    ob_init(m, "s", 1, (int64_t[]){3}, (const float[]){1, 2, 3});
+    if (expect_model(m, RT_ERR_BAD_MODEL, "the slope does not broadcast") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(6, "Mean", "x,k", &n);
+    ob_init(m, "k", 1, (int64_t[]){4}, (const float[]){1, 2, 3, 4});
+    if (expect_model(m, RT_ERR_BAD_MODEL, "broadcasting needs opset 8") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(11, "Squeeze", "x", &n);
+    ob_attr_ints(m, n, "axes", 1, (int64_t[]){1});
+    if (expect_model(m, RT_ERR_BAD_MODEL, "axis 1 has size 4, not 1") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Squeeze", "x,a", &n);
+    ob_init_i64(m, "a", 1, (int64_t[]){2}, (const int64_t[]){-1, 1});
+    if (expect_model(m, RT_ERR_BAD_MODEL, "given twice") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Squeeze", "x,a", &n);
+    ob_init_i64(m, "a", 1, (int64_t[]){1}, (const int64_t[]){5});
+    if (expect_model(m, RT_ERR_BAD_MODEL, "axis") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Unsqueeze", "x", &n);
+    if (expect_model(m, RT_ERR_BAD_MODEL, "'axes' is required") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Unsqueeze", "x,a", &n);   /* before the batch of a symbolic first dim */
+    ob_init_i64(m, "a", 1, (int64_t[]){1}, (const int64_t[]){0});
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "inserts an axis before the first") != TEST_PASS)
+        return TEST_FAIL;
+    struct rt_model_config cfg;
+    struct rt_error err = {0};
+    m = one_node(13, "Unsqueeze", "x,a", &n);   /* [-1, 4] -> [-1, 1, 4, 1] */
+    ob_init_i64(m, "a", 1, (int64_t[]){2}, (const int64_t[]){-1, 1});
+    ASSERT_EQ_INT(parse_model(m, &cfg, &err), RT_OK);
+    ASSERT_EQ_INT(cfg.outputs[0].shape.rank, 4);
+    ASSERT_EQ_INT(cfg.outputs[0].shape.dims[1], 1);
+    ASSERT_EQ_INT(cfg.outputs[0].shape.dims[2], 4);
+    ASSERT_EQ_INT(cfg.outputs[0].shape.dims[3], 1);
+    return TEST_PASS;
 }
 
 TEST(onnx_batch_or_whole_mode)

@@ -96,6 +96,8 @@ void kcpu_add_f32(struct kcpu_threads *th, int64_t count, const float *a,
 /* y = a op b with broadcasting; y must not overlap a or b. */
 void kcpu_binary_f32(struct kcpu_threads *th, const struct k_binary *p,
                      const float *a, const float *b, float *y);
+/* y = f(x) per k_unary (kernel_types.h); y may be x. */
+void kcpu_unary_f32(struct kcpu_threads *th, const struct k_unary *p, const float *x, float *y);
 void kcpu_softmax_f32(struct kcpu_threads *th, const struct k_softmax *p,
                       const float *x, float *y);
 void kcpu_concat_f32(struct kcpu_threads *th, const struct k_concat *p,

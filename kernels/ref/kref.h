@@ -35,6 +35,8 @@ void kref_act_f32_n(enum k_act act, int64_t count, const float *x, float *y);
 void kref_add_f32(int64_t count, const float *a, const float *b, float *y);
 /* y = a op b with the broadcasting strides of p (kernel_types.h). */
 void kref_binary_f32(const struct k_binary *p, const float *a, const float *b, float *y);
+/* y = f(x) per k_unary (kernel_types.h), in double, rounded once. */
+void kref_unary_f32(const struct k_unary *p, const float *x, float *y);
 void kref_softmax_f32(const struct k_softmax *p, const float *x, float *y);
 /* inputs[i] is [outer, lens[i], inner]; y is [outer, sum(lens), inner]. */
 void kref_concat_f32(const struct k_concat *p, const float *const *inputs,

@@ -18,6 +18,7 @@ static double apply(enum k_binop op, double a, double b)
     /* NaN propagates, as numpy's maximum / minimum (and ONNX Max / Min) do */
     case K_BIN_MAX: return a != a || b != b ? a + b : a > b ? a : b;
     case K_BIN_MIN: return a != a || b != b ? a + b : a < b ? a : b;
+    case K_BIN_PRELU: return a < 0 ? a * b : a;
     case K_BIN_COUNT: break;
     }
     return NAN;

@@ -42,6 +42,13 @@ struct rt_binary_attrs {
     bool const_left;
 };
 
+/* unary: y = f(x), f and its parameters as k_unary (kernel_types.h); from
+ * the ONNX loader only. */
+struct rt_unary_attrs {
+    enum k_unop op;
+    float alpha, beta;
+};
+
 /* matmul: y = alpha * op(input 0) . op(input 1), two run-time tensors whose
  * per-sample dims are [..., M, K] and [..., K, N] (transposed when trans_a /
  * trans_b), numpy-broadcast over the leading dims (ONNX MatMul, Gemm).
@@ -72,6 +79,7 @@ struct rt_node {
         struct rt_conv_attrs conv;
         struct rt_pool_attrs pool;
         struct rt_binary_attrs binary;
+        struct rt_unary_attrs unary;
         struct rt_matmul_attrs matmul;
         float eps;                    /* batch_norm */
         bool gelu_tanh;               /* gelu approximate="tanh" */

@@ -141,6 +141,10 @@ struct rt_node *onnx_emit(struct onnx_ctx *c, enum rt_op op, int out_k, const st
  * onnx_samples_in): a view to the output's shape follows where needed. */
 struct rt_node *onnx_emit_samples(struct onnx_ctx *c, enum rt_op op, int out_k, const struct rt_shape *s,
                                   const int64_t *dims, int rank);
+/* Output 0 of a node of one input and one output, computed element by
+ * element from its activation input 0 by a new node of op (its attributes
+ * still to set); NULL with err set. */
+struct rt_node *onnx_emit_elementwise(struct onnx_ctx *c, enum rt_op op);
 /* A node writing a new intermediate tensor (*tensor receives its id). */
 struct rt_node *onnx_emit_temp(struct onnx_ctx *c, enum rt_op op, int *tensor);
 /* A view (reshape) of runtime tensor `in` to per-sample dims: into a new
@@ -190,5 +194,6 @@ struct onnx_op {
 };
 extern const struct onnx_op ONNX_OPS_NN[];
 extern const struct onnx_op ONNX_OPS_EW[];
+extern const struct onnx_op ONNX_OPS_MATH[];
 
 #endif /* ONNX_IMPL_H */

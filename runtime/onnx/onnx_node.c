@@ -282,6 +282,17 @@ struct rt_node *onnx_emit(struct onnx_ctx *c, enum rt_op op, int out_k, const st
     return append_node(c, op, t);
 }
 
+struct rt_node *onnx_emit_elementwise(struct onnx_ctx *c, enum rt_op op)
+{
+    const struct onnx_value *x = onnx_arity(c, 1, 1, 1) == RT_OK ? onnx_act_in(c, 0) : NULL;
+    struct rt_node *n = x ? onnx_emit(c, op, 0, &x->shape) : NULL;
+    if (n) {
+        n->n_inputs = 1;
+        n->inputs[0] = x->tensor;
+    }
+    return n;
+}
+
 struct rt_node *onnx_emit_temp(struct onnx_ctx *c, enum rt_op op, int *tensor)
 {
     int t = new_tensor(c, NULL);

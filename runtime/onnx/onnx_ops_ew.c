@@ -1,7 +1,7 @@
 /*
  * onnx_ops_ew.c - ONNX element-wise and shape ops: Relu, Sigmoid, Tanh,
- * Clip, Add, Sub, Mul, Div, Concat, Flatten, Reshape, Softmax, Identity,
- * Dropout, Constant.
+ * HardSwish, Clip, Add, Sub, Mul, Div, Concat, Flatten, Reshape, Squeeze,
+ * Unsqueeze, Softmax, Identity, Dropout, Constant.
  *
  * Shape ops become views (runtime reshapes, no copy). In batch mode an op
  * that would move data across the first axis (concat or softmax along it,
@@ -15,16 +15,7 @@
 
 static enum rt_status unary(struct onnx_ctx *c, enum rt_op op)
 {
-    enum rt_status s = onnx_arity(c, 1, 1, 1);
-    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
-    if (!x)
-        return c->err->status;
-    struct rt_node *n = onnx_emit(c, op, 0, &x->shape);
-    if (!n)
-        return c->err->status;
-    n->n_inputs = 1;
-    n->inputs[0] = x->tensor;
-    return RT_OK;
+    return onnx_emit_elementwise(c, op) ? RT_OK : c->err->status;
 }
 
 static enum rt_status relu(struct onnx_ctx *c) { return unary(c, RT_OP_RELU); }
@@ -291,6 +282,99 @@ static enum rt_status flatten(struct onnx_ctx *c)
     return view_out(c, x, &out);
 }
 
+/* The axes of Squeeze and Unsqueeze: the attribute before opset 13, the
+ * constant input 1 from it (*n is 0 when absent); each normalised against
+ * rank plus, for Unsqueeze (added), their own count, and given once. */
+static enum rt_status squeeze_axes(struct onnx_ctx *c, int rank, bool added, int *axes, int *n)
+{
+    int64_t raw[ONNX_MAX_RANK];
+    *n = 0;
+    if (c->version < 13) {
+        if (!onnx_attr_ints(c, "axes", raw, ONNX_MAX_RANK, n))
+            return c->err->status;
+    } else if (onnx_input(c, 1)) {
+        const struct onnx_value *a = onnx_const_in(c, 1);
+        if (!a)
+            return c->err->status;
+        if (!a->data->i || a->data->shape.rank != 1)
+            return onnx_bad(c, "'axes' must be a 1-D INT64 tensor");
+        if (a->data->elems > ONNX_MAX_RANK)
+            return onnx_unsupported(c, "more than %d axes", ONNX_MAX_RANK);
+        *n = (int)a->data->elems;
+        memcpy(raw, a->data->i, sizeof(int64_t) * (size_t)*n);
+    }
+    int of = rank + (added ? *n : 0);
+    if (of > ONNX_MAX_RANK)
+        return onnx_unsupported(c, "more than %d dimensions", ONNX_MAX_RANK);
+    bool seen[ONNX_MAX_RANK] = {false};
+    for (int k = 0; k < *n; k++) {
+        if (c->version < 11 && raw[k] < 0)
+            return onnx_bad(c, "negative axis before opset 11");
+        if (!onnx_axis(c, raw[k], of, false, &axes[k]))
+            return c->err->status;
+        if (seen[axes[k]])
+            return onnx_bad(c, "axis %lld is given twice", (long long)raw[k]);
+        seen[axes[k]] = true;
+    }
+    return RT_OK;
+}
+
+/* Drops the given axes of size 1, or every axis of size 1. */
+static enum rt_status squeeze(struct onnx_ctx *c)
+{
+    enum rt_status s = onnx_arity(c, 1, c->version < 13 ? 1 : 2, 1);
+    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
+    if (!x)
+        return c->err->status;
+    int rank = x->shape.rank, axes[ONNX_MAX_RANK] = {0}, n;
+    if ((s = squeeze_axes(c, rank, false, axes, &n)) != RT_OK)
+        return s;
+    bool drop[ONNX_MAX_RANK] = {false};
+    for (int k = 0; k < n; k++) {
+        if (!c->whole && axes[k] == 0)
+            return onnx_needs_whole(c, "squeezes the first axis");
+        if (x->shape.dims[axes[k]] != 1)
+            return onnx_bad(c, "axis %d has size %lld, not 1", axes[k], (long long)x->shape.dims[axes[k]]);
+        drop[axes[k]] = true;
+    }
+    if (n == 0) {
+        /* the batch of batch mode is no 1 here, unless the graph fixed it so */
+        if (!c->whole && c->batch_fixed == 1)
+            return onnx_needs_whole(c, "squeezes the first axis (a fixed batch of 1)");
+        for (int i = 0; i < rank; i++)
+            drop[i] = x->shape.dims[i] == 1;
+    }
+    struct rt_shape out = {0, {0}};
+    for (int i = 0; i < rank; i++) {
+        if (!drop[i])
+            out.dims[out.rank++] = x->shape.dims[i];
+    }
+    return view_out(c, x, &out);
+}
+
+/* Inserts axes of size 1 at the given output positions. */
+static enum rt_status unsqueeze(struct onnx_ctx *c)
+{
+    enum rt_status s = onnx_arity(c, 1, c->version < 13 ? 1 : 2, 1);
+    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
+    if (!x)
+        return c->err->status;
+    int axes[ONNX_MAX_RANK] = {0}, n;
+    if ((s = squeeze_axes(c, x->shape.rank, true, axes, &n)) != RT_OK)
+        return s;
+    if (n == 0)
+        return onnx_bad(c, "'axes' is required");
+    bool add[ONNX_MAX_RANK] = {false};
+    for (int k = 0; k < n; k++)
+        add[axes[k]] = true;
+    if (!c->whole && add[0])
+        return onnx_needs_whole(c, "inserts an axis before the first");
+    struct rt_shape out = {x->shape.rank + n, {0}};
+    for (int i = 0, j = 0; i < out.rank; i++)
+        out.dims[i] = add[i] ? 1 : x->shape.dims[j++];
+    return view_out(c, x, &out);
+}
+
 /* Opset >= 5 takes the target shape as a constant input, opset < 5 as an
  * attribute. 0 copies the input dim (unless allowzero), -1 is inferred. */
 static enum rt_status reshape(struct onnx_ctx *c)
@@ -468,7 +552,7 @@ static enum rt_status constant(struct onnx_ctx *c)
 const struct onnx_op ONNX_OPS_EW[] = {
     {"Relu", {1, 6, 13, 14}, relu, "consumed_inputs"},
     {"Sigmoid", {1, 6, 13}, sigmoid, "consumed_inputs"},
-    {"HardSwish", {14}, hardswish, NULL},
+    {"HardSwish", {14}, hardswish, ""},
     {"Tanh", {1, 6, 13}, tanh_op, "consumed_inputs"},
     {"Clip", {1, 6, 11, 12, 13}, clip, "min,max,consumed_inputs"},
     {"Add", {1, 6, 7, 13, 14}, add, "broadcast,axis,consumed_inputs"},
@@ -478,6 +562,8 @@ const struct onnx_op ONNX_OPS_EW[] = {
     {"Concat", {1, 4, 11, 13}, concat, "axis"},
     {"Flatten", {1, 9, 11, 13}, flatten, "axis"},
     {"Reshape", {1, 5, 13, 14}, reshape, "shape,allowzero,consumed_inputs"},
+    {"Squeeze", {1, 11, 13}, squeeze, "axes"},
+    {"Unsqueeze", {1, 11, 13}, unsqueeze, "axes"},
     {"Softmax", {1, 11, 13}, softmax, "axis"},
     {"Identity", {1, 13, 14, 16}, identity, ""},
     {"Dropout", {1, 6, 7, 10, 12, 13}, dropout, "ratio,is_test,seed,consumed_inputs"},

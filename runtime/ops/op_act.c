@@ -1,5 +1,7 @@
 /* op_act.c - the element-wise activations (relu, relu6, sigmoid, tanh,
- * gelu): one family, the function applied is the table's act. */
+ * gelu): one family, the function applied is the table's act; and unary,
+ * ONNX's other functions of one operand (abs, exp, elu, leaky_relu, ...),
+ * the function named by the node's attributes. */
 #include <cjson/cJSON.h>
 #include <string.h>
 
@@ -52,6 +54,28 @@ const struct rt_op_family rt_family_gelu = {
     .read_attrs = gelu_read_attrs,
     .write_attrs = gelu_write_attrs,
     .q8_prepare = act_q8_prepare,
+};
+
+static enum rt_status unary_infer(const struct rt_graph *g, const struct rt_node *n, struct rt_shape *out,
+                                  struct rt_error *err)
+{
+    if ((unsigned)n->a.unary.op >= K_UN_COUNT)
+        return rt_op_node_error(err, n, "unknown unary function");
+    return rt_op_infer_same(g, n, out, err);
+}
+
+static void unary_params(const struct rt_graph *g, const struct rt_step *s, union rt_step_params *k)
+{
+    const struct rt_unary_attrs *a = &s->node->a.unary;
+    k->unary = (struct k_unary){g->tensors[s->out].sample_elems, a->op, a->alpha, a->beta};
+}
+
+static void unary_at_batch(union rt_step_params *k, int batch) { k->unary.count *= batch; }
+
+const struct rt_op_family rt_family_unary = {
+    .infer = unary_infer,
+    .params = unary_params,
+    .at_batch = unary_at_batch,
 };
 
 enum k_act rt_node_act(const struct rt_node *n)

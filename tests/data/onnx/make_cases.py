@@ -3,8 +3,10 @@ outputs in the layout of the ONNX backend test suite, for what that suite
 leaves out: a symbolic batch dimension, asymmetric pads and auto_pad with
 strides and dilations, 1-D windows, legacy broadcasting, Gemm's alpha, beta
 and row-wise C, MatMul of rank 3, Softmax's 2-D coercion before opset 13,
-BatchNormalization folded into a Conv with a residual add, and a ceil_mode
-window the loader must refuse. Expected outputs come from PyTorch and numpy.
+BatchNormalization folded into a Conv with a residual add, PRelu per
+channel, LeakyRelu -> Elu -> Softplus, Squeeze and Unsqueeze around a
+symbolic batch, a Mean of three operands, and a ceil_mode window the loader
+must refuse. Expected outputs come from PyTorch and numpy.
 
     /usr/bin/python3 tests/data/onnx/make_cases.py     (python3-onnx, python3-torch)
 
@@ -121,4 +123,20 @@ save('concat_softmax',[helper.make_node('Concat',['a','b'],['c'],axis=1),helper.
 # identity output of an input & two outputs
 x=r(2,3)
 save('two_outputs',[helper.make_node('Identity',['x'],['y']),helper.make_node('Relu',['x'],['z'])],[('x',['N',3])],['y','z'],{},{'x':x},[x,np.maximum(x,0)])
+# PRelu per channel (slope [C,1,1]) and a chain of ONNX-only functions, PyTorch as the oracle
+x=r(3,4,5,6); w=np.abs(r(4))*0.5
+save('prelu_channels',[helper.make_node('PRelu',['x','w'],['y'])],[('x',['N',4,5,6])],['y'],{'w':w.reshape(4,1,1)},{'x':x},[F.prelu(t(x),t(w)).numpy()])
+x=r(3,8)*3
+e=F.softplus(F.elu(F.leaky_relu(t(x),0.2),alpha=0.7)).numpy()
+save('leaky_elu_softplus',[helper.make_node('LeakyRelu',['x'],['a'],alpha=0.2),helper.make_node('Elu',['a'],['b'],alpha=0.7),
+    helper.make_node('Softplus',['b'],['y'])],[('x',['N',8])],['y'],{},{'x':x},[e])
+# Squeeze and Unsqueeze with axes as inputs (opset 13), batch kept symbolic
+x=r(2,3,1,5)
+save('squeeze_unsqueeze',[helper.make_node('Squeeze',['x','sa'],['s']),helper.make_node('Unsqueeze',['s','ua'],['y'])],
+    [('x',['N',3,1,5])],['y'],{'sa':np.array([-2],np.int64),'ua':np.array([1,4],np.int64)},{'x':x},[x.reshape(2,1,3,5,1)])
+# Mean of three operands (one a constant row), then Abs and Sqrt
+x=r(3,4); k=r(4)
+save('mean3_abs_sqrt',[helper.make_node('Relu',['x'],['r']),helper.make_node('Mean',['x','r','k'],['m']),
+    helper.make_node('Abs',['m'],['a']),helper.make_node('Sqrt',['a'],['y'])],[('x',['N',4])],['y'],{'k':k},{'x':x},
+    [np.sqrt(np.abs((x+np.maximum(x,0)+k)/3))])
 print(f'wrote {root}')
