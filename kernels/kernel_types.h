@@ -70,8 +70,8 @@ struct k_softmax {
 };
 
 /* Element-wise binary op with numpy broadcasting (ONNX Add, Mul, ...);
- * prelu is a < 0 ? a * b : a, b the slope. */
-enum k_binop { K_BIN_ADD = 0, K_BIN_SUB, K_BIN_MUL, K_BIN_DIV, K_BIN_MAX, K_BIN_MIN, K_BIN_PRELU, K_BIN_COUNT };
+ * prelu is a < 0 ? a * b : a, b the slope; pow is a^b (C's pow). */
+enum k_binop { K_BIN_ADD = 0, K_BIN_SUB, K_BIN_MUL, K_BIN_DIV, K_BIN_MAX, K_BIN_MIN, K_BIN_PRELU, K_BIN_POW, K_BIN_COUNT };
 
 #define K_BINARY_MAX_DIMS 8
 

@@ -546,6 +546,8 @@ static const struct op_case CASES[] = {
     {"binary min constant", P_FLOAT, -1, 1, build_binary, {K_BIN_MIN, 1}},
     {"binary prelu broadcast", P_FLOAT, -1, 1, build_binary, {K_BIN_PRELU, 0}},
     {"binary prelu constant slope", P_FLOAT, -1, 1, build_binary, {K_BIN_PRELU, 1}},
+    {"binary pow constant exponent", P_FLOAT, 0.25f, 2, build_binary, {K_BIN_POW, 1}},
+    {"binary pow constant base", P_FLOAT, -1, 1, build_binary, {K_BIN_POW, 2}},
     {"unary abs", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_ABS}},
     {"unary neg", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_NEG}},
     {"unary exp", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_EXP}},

@@ -37,6 +37,7 @@ static void row(enum k_binop op, int64_t len, const float *a, int64_t sa, const 
     case K_BIN_MAX: ROW_LOOP(isnan(x) || isnan(z) ? x + z : x > z ? x : z) return;
     case K_BIN_MIN: ROW_LOOP(isnan(x) || isnan(z) ? x + z : x < z ? x : z) return;
     case K_BIN_PRELU: ROW_LOOP(x < 0 ? x * z : x) return;
+    case K_BIN_POW: ROW_LOOP(powf(x, z)) return;
     case K_BIN_COUNT: break;
     }
 }

@@ -19,6 +19,7 @@ static double apply(enum k_binop op, double a, double b)
     case K_BIN_MAX: return a != a || b != b ? a + b : a > b ? a : b;
     case K_BIN_MIN: return a != a || b != b ? a + b : a < b ? a : b;
     case K_BIN_PRELU: return a < 0 ? a * b : a;
+    case K_BIN_POW: return pow(a, b);
     case K_BIN_COUNT: break;
     }
     return NAN;

@@ -1,6 +1,6 @@
 /*
  * onnx_ops_ew.c - ONNX element-wise and shape ops: Relu, Sigmoid, Tanh,
- * HardSwish, Clip, Add, Sub, Mul, Div, Concat, Flatten, Reshape, Squeeze,
+ * HardSwish, Clip, Add, Sub, Mul, Div, Pow, Concat, Flatten, Reshape, Squeeze,
  * Unsqueeze, Softmax, Identity, Dropout, Constant.
  *
  * Shape ops become views (runtime reshapes, no copy). In batch mode an op
@@ -141,6 +141,7 @@ static enum rt_status add(struct onnx_ctx *c) { return binary(c, K_BIN_ADD); }
 static enum rt_status sub(struct onnx_ctx *c) { return binary(c, K_BIN_SUB); }
 static enum rt_status mul(struct onnx_ctx *c) { return binary(c, K_BIN_MUL); }
 static enum rt_status div_op(struct onnx_ctx *c) { return binary(c, K_BIN_DIV); }
+static enum rt_status pow_op(struct onnx_ctx *c) { return binary(c, K_BIN_POW); }
 
 /* ------------------------------------------------------------ Clip */
 
@@ -559,6 +560,7 @@ const struct onnx_op ONNX_OPS_EW[] = {
     {"Sub", {1, 6, 7, 13, 14}, sub, "broadcast,axis,consumed_inputs"},
     {"Mul", {1, 6, 7, 13, 14}, mul, "broadcast,axis,consumed_inputs"},
     {"Div", {1, 6, 7, 13, 14}, div_op, "broadcast,axis,consumed_inputs"},
+    {"Pow", {1, 7, 12, 13, 15}, pow_op, "broadcast,axis"},
     {"Concat", {1, 4, 11, 13}, concat, "axis"},
     {"Flatten", {1, 9, 11, 13}, flatten, "axis"},
     {"Reshape", {1, 5, 13, 14}, reshape, "shape,allowzero,consumed_inputs"},
