@@ -107,6 +107,14 @@ struct k_unary {
     float alpha, beta;
 };
 
+/* The axes of each of n samples permuted: a sample of x has dims[rank];
+ * output axis i is input axis perm[i] (ONNX Transpose). */
+struct k_transpose {
+    int n, rank;
+    int64_t dims[K_BINARY_MAX_DIMS];
+    int perm[K_BINARY_MAX_DIMS];
+};
+
 /* Concatenation along one axis: each input is [outer, len_i, inner]. */
 struct k_concat {
     int64_t outer, inner;

@@ -331,6 +331,16 @@ static void build_unary(struct gb *b, const struct op_case *c)
     gb_output(b, gb_done(b, n));
 }
 
+/* transpose of [N, 2, 3, 4, 5] by perm a[0..3] of the dims after the batch */
+static void build_transpose(struct gb *b, const struct op_case *c)
+{
+    int x = gb_input(b, 5, (int64_t[]){2, 3, 4, 5});
+    struct rt_node *n = gb_node(b, RT_OP_TRANSPOSE, 1, &x);
+    for (int i = 0; i < 4; i++)
+        n->a.perm[i] = c->a[i];
+    gb_output(b, gb_done(b, n));
+}
+
 /* matmul [N, 2, 3, 4] . [N, 4, 5] (b transposed: [N, 5, 4] when a[0]) */
 static void build_matmul(struct gb *b, const struct op_case *c)
 {
@@ -548,6 +558,8 @@ static const struct op_case CASES[] = {
     {"binary prelu constant slope", P_FLOAT, -1, 1, build_binary, {K_BIN_PRELU, 1}},
     {"binary pow constant exponent", P_FLOAT, 0.25f, 2, build_binary, {K_BIN_POW, 1}},
     {"binary pow constant base", P_FLOAT, -1, 1, build_binary, {K_BIN_POW, 2}},
+    {"transpose last axis moved", P_FLOAT, -1, 1, build_transpose, {3, 0, 1, 2}},
+    {"transpose last axis kept", P_FLOAT, -1, 1, build_transpose, {2, 0, 1, 3}},
     {"unary abs", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_ABS}},
     {"unary neg", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_NEG}},
     {"unary exp", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_EXP}},

@@ -337,8 +337,9 @@ static struct ob *one_node(int opset, const char *op, const char *inputs, struct
     return m;
 }
 
-/* The element-wise functions, PRelu, the variadic ops, Squeeze and
- * Unsqueeze refuse what they cannot compute with the node and the reason. */
+/* The element-wise functions, PRelu, the variadic ops, Squeeze, Unsqueeze
+ * and Transpose refuse what they cannot compute with the node and the
+ * reason. */
 TEST(onnx_math_and_squeeze_refusals)
 {
     struct ob_node *n;
@@ -376,6 +377,17 @@ TEST(onnx_math_and_squeeze_refusals)
     m = one_node(13, "Unsqueeze", "x,a", &n);   /* before the batch of a symbolic first dim */
     ob_init_i64(m, "a", 1, (int64_t[]){1}, (const int64_t[]){0});
     if (expect_model(m, RT_ERR_UNSUPPORTED, "inserts an axis before the first") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Transpose", "x", &n);
+    ob_attr_ints(m, n, "perm", 3, (int64_t[]){0, 1, 2});
+    if (expect_model(m, RT_ERR_BAD_MODEL, "'perm' has 3 entries for 2 dimensions") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Transpose", "x", &n);
+    ob_attr_ints(m, n, "perm", 2, (int64_t[]){1, 1});
+    if (expect_model(m, RT_ERR_BAD_MODEL, "not a permutation") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Transpose", "x", &n);   /* the default perm moves a symbolic batch */
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "moves the first axis") != TEST_PASS)
         return TEST_FAIL;
     struct rt_model_config cfg;
     struct rt_error err = {0};

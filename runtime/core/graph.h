@@ -85,6 +85,7 @@ struct rt_node {
         bool gelu_tanh;               /* gelu approximate="tanh" */
         int axis;                     /* softmax, concat (normalised >= 1) */
         struct rt_shape reshape;      /* reshape: dims after the batch */
+        int perm[RT_MAX_DIMS - 1];    /* transpose: output dim i after the batch is input dim perm[i] after it */
     } a;
     bool removed;                     /* folded into another node */
 };

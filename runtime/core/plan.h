@@ -58,6 +58,7 @@ union rt_step_params {
     struct k_batch_norm bn;         /* batch_norm_dyn */
     struct k_binary binary;
     struct k_unary unary;
+    struct k_transpose transpose;
     struct k_matmul matmul;
     struct k_softmax softmax;
     struct rt_concat_params concat;

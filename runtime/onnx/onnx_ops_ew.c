@@ -1,7 +1,7 @@
 /*
  * onnx_ops_ew.c - ONNX element-wise and shape ops: Relu, Sigmoid, Tanh,
  * HardSwish, Clip, Add, Sub, Mul, Div, Pow, Concat, Flatten, Reshape, Squeeze,
- * Unsqueeze, Softmax, Identity, Dropout, Constant.
+ * Unsqueeze, Transpose, Softmax, Identity, Dropout, Constant.
  *
  * Shape ops become views (runtime reshapes, no copy). In batch mode an op
  * that would move data across the first axis (concat or softmax along it,
@@ -9,8 +9,10 @@
  * per-sample first dim) asks for whole mode instead (onnx_needs_whole).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "kernels/ref/kref.h"
 #include "runtime/onnx/onnx_impl.h"
 
 static enum rt_status unary(struct onnx_ctx *c, enum rt_op op)
@@ -446,6 +448,78 @@ static enum rt_status reshape(struct onnx_ctx *c)
     return view_out(c, x, &out);
 }
 
+/* Output 0: float constant x with its axes permuted (out is its shape),
+ * computed at load. */
+static enum rt_status transpose_const(struct onnx_ctx *c, const struct onnx_value *x, const int64_t *perm,
+                                      const struct rt_shape *out)
+{
+    if (!x->data->f)
+        return onnx_unsupported(c, "transposes a constant of type %s", onnx_type_name(x->data->type));
+    struct onnx_data d = {.shape = *out, .elems = x->data->elems, .type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT};
+    if (!(d.f = malloc(sizeof(float) * (size_t)(d.elems + 1))))
+        return rt_error_set(c->err, RT_ERR_NO_MEMORY, "out of memory");
+    struct k_transpose t = {.n = 1, .rank = x->shape.rank};
+    for (int i = 0; i < t.rank; i++) {
+        t.dims[i] = x->shape.dims[i];
+        t.perm[i] = (int)perm[i];
+    }
+    kref_transpose_f32(&t, x->data->f, d.f);
+    return onnx_define_const(c, 0, &d);
+}
+
+/* Permutes the axes by 'perm' (default: reversed). In batch mode the batch
+ * must stay first; the runtime permutes the dims after it. A constant is
+ * permuted at load (older exports of a Linear without bias transpose its
+ * weight before the MatMul). */
+static enum rt_status transpose(struct onnx_ctx *c)
+{
+    enum rt_status s = onnx_arity(c, 1, 1, 1);
+    const struct onnx_value *x = s == RT_OK ? onnx_input(c, 0) : NULL;
+    if (s != RT_OK)
+        return s;
+    if (!x)
+        return onnx_bad(c, "input 0 is missing");
+    if (x->kind == OV_REFUSED)
+        return onnx_unsupported(c, "its input is %s", x->why);
+    int rank = x->shape.rank, n;
+    int64_t perm[ONNX_MAX_RANK];
+    if (!onnx_attr_ints(c, "perm", perm, ONNX_MAX_RANK, &n))
+        return c->err->status;
+    if (n == 0) {
+        for (int i = 0; i < rank; i++)
+            perm[i] = rank - 1 - i;
+    } else if (n != rank) {
+        return onnx_bad(c, "'perm' has %d entries for %d dimensions", n, rank);
+    }
+    bool seen[ONNX_MAX_RANK] = {false};
+    struct rt_shape out = {rank, {0}};
+    for (int i = 0; i < rank; i++) {
+        if (perm[i] < 0 || perm[i] >= rank || seen[perm[i]])
+            return onnx_bad(c, "'perm' is not a permutation of the %d dimensions", rank);
+        seen[perm[i]] = true;
+        out.dims[i] = x->shape.dims[perm[i]];
+    }
+    if (x->kind == OV_CONST)
+        return transpose_const(c, x, perm, &out);
+    if (!c->whole && perm[0] != 0)
+        return onnx_needs_whole(c, "moves the first axis");
+    bool same = true;
+    for (int i = 0; i < rank; i++)
+        same = same && perm[i] == i;
+    if (same)
+        return onnx_alias(c, 0, x);
+    struct rt_node *nd = onnx_emit(c, RT_OP_TRANSPOSE, 0, &out);
+    if (!nd)
+        return c->err->status;
+    nd->n_inputs = 1;
+    nd->inputs[0] = x->tensor;
+    /* runtime dims after the batch: batch mode drops ONNX axis 0, whole mode keeps every axis */
+    int first = c->whole ? 0 : 1;
+    for (int i = first; i < rank; i++)
+        nd->a.perm[i - first] = (int)perm[i] - first;
+    return RT_OK;
+}
+
 static enum rt_status softmax(struct onnx_ctx *c)
 {
     enum rt_status s = onnx_arity(c, 1, 1, 1);
@@ -565,6 +639,7 @@ const struct onnx_op ONNX_OPS_EW[] = {
     {"Flatten", {1, 9, 11, 13}, flatten, "axis"},
     {"Reshape", {1, 5, 13, 14}, reshape, "shape,allowzero,consumed_inputs"},
     {"Squeeze", {1, 11, 13}, squeeze, "axes"},
+    {"Transpose", {1, 13}, transpose, "perm"},
     {"Unsqueeze", {1, 11, 13}, unsqueeze, "axes"},
     {"Softmax", {1, 11, 13}, softmax, "axis"},
     {"Identity", {1, 13, 14, 16}, identity, ""},

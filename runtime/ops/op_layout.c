@@ -1,5 +1,5 @@
 /* op_layout.c - ops that move elements without computing: flatten and
- * reshape (views of their input, no step) and concat. */
+ * reshape (views of their input, no step), concat and transpose. */
 #include <cjson/cJSON.h>
 
 #include "runtime/ops/ops_impl.h"
@@ -143,4 +143,45 @@ const struct rt_op_family rt_family_concat = {
     .read_attrs = concat_read_attrs,
     .write_attrs = rt_op_write_axis,
     .q8_prepare = rt_op_q8_prepare_rescale,
+};
+
+/* ---- transpose: the dims after the batch permuted by a.perm (ONNX only) */
+
+static enum rt_status transpose_infer(const struct rt_graph *g, const struct rt_node *n, struct rt_shape *out,
+                                      struct rt_error *err)
+{
+    const struct rt_shape *x = &g->tensors[n->inputs[0]].shape;
+    int rank = x->rank - 1;
+    bool seen[RT_MAX_DIMS] = {false};
+    if (rank > K_BINARY_MAX_DIMS)
+        return rt_op_node_error(err, n, "too many dimensions");
+    out->rank = x->rank;
+    out->dims[0] = -1;
+    for (int i = 0; i < rank; i++) {
+        int p = n->a.perm[i];
+        if (p < 0 || p >= rank || seen[p])
+            return rt_op_node_error(err, n, "'perm' is not a permutation of the dims after the batch");
+        seen[p] = true;
+        out->dims[i + 1] = x->dims[p + 1];
+    }
+    return RT_OK;
+}
+
+static void transpose_params(const struct rt_graph *g, const struct rt_step *s, union rt_step_params *k)
+{
+    const struct rt_shape *x = &g->tensors[s->in[0]].shape;
+    struct k_transpose t = {.n = 1, .rank = x->rank - 1};
+    for (int i = 0; i < t.rank; i++) {
+        t.dims[i] = x->dims[i + 1];
+        t.perm[i] = s->node->a.perm[i];
+    }
+    k->transpose = t;
+}
+
+static void transpose_at_batch(union rt_step_params *k, int batch) { k->transpose.n *= batch; }
+
+const struct rt_op_family rt_family_transpose = {
+    .infer = transpose_infer,
+    .params = transpose_params,
+    .at_batch = transpose_at_batch,
 };
