@@ -107,6 +107,20 @@ struct k_unary {
     float alpha, beta;
 };
 
+/* A reduction over the middle axis of x seen as [outer, len, inner] into
+ * y [outer, inner] (ONNX ReduceSum, ReduceMean, ...): sum, mean, max, min,
+ * prod, l1 (sum of |x|), l2 (sqrt of the sum of squares), sum_square,
+ * log_sum (ln of the sum), log_sum_exp (ln of the sum of e^x). */
+enum k_redop {
+    K_RED_SUM = 0, K_RED_MEAN, K_RED_MAX, K_RED_MIN, K_RED_PROD, K_RED_L1, K_RED_L2, K_RED_SUM_SQUARE,
+    K_RED_LOG_SUM, K_RED_LOG_SUM_EXP, K_RED_COUNT
+};
+
+struct k_reduce {
+    int64_t outer, len, inner;
+    enum k_redop op;
+};
+
 /* The axes of each of n samples permuted: a sample of x has dims[rank];
  * output axis i is input axis perm[i] (ONNX Transpose). */
 struct k_transpose {

@@ -341,6 +341,16 @@ static void build_transpose(struct gb *b, const struct op_case *c)
     gb_output(b, gb_done(b, n));
 }
 
+/* reduce a[0] (enum k_redop) of [N, 3, 4, 5] over a[2] dims after the
+ * batch from a[1] on, keepdims a[3] */
+static void build_reduce(struct gb *b, const struct op_case *c)
+{
+    int x = gb_input(b, 4, (int64_t[]){3, 4, 5});
+    struct rt_node *n = gb_node(b, RT_OP_REDUCE, 1, &x);
+    n->a.reduce = (struct rt_reduce_attrs){(enum k_redop)c->a[0], c->a[1], c->a[2], c->a[3] != 0};
+    gb_output(b, gb_done(b, n));
+}
+
 /* matmul [N, 2, 3, 4] . [N, 4, 5] (b transposed: [N, 5, 4] when a[0]) */
 static void build_matmul(struct gb *b, const struct op_case *c)
 {
@@ -560,6 +570,17 @@ static const struct op_case CASES[] = {
     {"binary pow constant base", P_FLOAT, -1, 1, build_binary, {K_BIN_POW, 2}},
     {"transpose last axis moved", P_FLOAT, -1, 1, build_transpose, {3, 0, 1, 2}},
     {"transpose last axis kept", P_FLOAT, -1, 1, build_transpose, {2, 0, 1, 3}},
+    {"reduce sum inner axis", P_FLOAT, -1, 1, build_reduce, {K_RED_SUM, 1, 1, 1}},
+    {"reduce mean last two", P_FLOAT, -1, 1, build_reduce, {K_RED_MEAN, 1, 2, 0}},
+    {"reduce max first", P_FLOAT, -1, 1, build_reduce, {K_RED_MAX, 0, 1, 1}},
+    {"reduce min all", P_FLOAT, -1, 1, build_reduce, {K_RED_MIN, 0, 3, 0}},
+    {"reduce prod", P_FLOAT, 0.5f, 1.5f, build_reduce, {K_RED_PROD, 2, 1, 1}},
+    {"reduce l1", P_FLOAT, -1, 1, build_reduce, {K_RED_L1, 1, 1, 0}},
+    {"reduce l2", P_FLOAT, -1, 1, build_reduce, {K_RED_L2, 0, 2, 1}},
+    {"reduce sum_square", P_FLOAT, -1, 1, build_reduce, {K_RED_SUM_SQUARE, 2, 1, 0}},
+    {"reduce log_sum", P_FLOAT, 0.25f, 2, build_reduce, {K_RED_LOG_SUM, 1, 2, 1}},
+    {"reduce log_sum_exp", P_FLOAT, -8, 8, build_reduce, {K_RED_LOG_SUM_EXP, 0, 2, 0}},
+    {"reduce log_sum_exp past exp's range", P_FLOAT, 700, 800, build_reduce, {K_RED_LOG_SUM_EXP, 2, 1, 1}},
     {"unary abs", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_ABS}},
     {"unary neg", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_NEG}},
     {"unary exp", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_EXP}},

@@ -337,9 +337,9 @@ static struct ob *one_node(int opset, const char *op, const char *inputs, struct
     return m;
 }
 
-/* The element-wise functions, PRelu, the variadic ops, Squeeze, Unsqueeze
- * and Transpose refuse what they cannot compute with the node and the
- * reason. */
+/* The element-wise functions, PRelu, the variadic ops, Squeeze, Unsqueeze,
+ * Transpose and the reductions refuse what they cannot compute with the
+ * node and the reason. */
 TEST(onnx_math_and_squeeze_refusals)
 {
     struct ob_node *n;
@@ -385,6 +385,19 @@ TEST(onnx_math_and_squeeze_refusals)
     m = one_node(13, "Transpose", "x", &n);
     ob_attr_ints(m, n, "perm", 2, (int64_t[]){1, 1});
     if (expect_model(m, RT_ERR_BAD_MODEL, "not a permutation") != TEST_PASS)
+        return TEST_FAIL;
+    m = ob_new(13);
+    ob_input(m, "x", 3, (int64_t[]){-1, 4, 5});
+    ob_attr_ints(m, ob_node(m, "ReduceMean", "n", "x", "y"), "axes", 2, (int64_t[]){0, 2});
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "reduces axes that are not adjacent") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "ReduceMax", "x", &n);   /* all axes, the symbolic batch among them */
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "reduces along the first axis") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "ReduceSum", "x,a", &n);
+    ob_init_i64(m, "a", 1, (int64_t[]){2}, (const int64_t[]){1, -1});
+    if (expect_model(m, RT_ERR_BAD_MODEL, "given twice") != TEST_PASS)
         return TEST_FAIL;
     m = one_node(13, "Transpose", "x", &n);   /* the default perm moves a symbolic batch */
     if (expect_model(m, RT_ERR_UNSUPPORTED, "moves the first axis") != TEST_PASS)

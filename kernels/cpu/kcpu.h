@@ -100,6 +100,8 @@ void kcpu_binary_f32(struct kcpu_threads *th, const struct k_binary *p,
 void kcpu_unary_f32(struct kcpu_threads *th, const struct k_unary *p, const float *x, float *y);
 void kcpu_softmax_f32(struct kcpu_threads *th, const struct k_softmax *p,
                       const float *x, float *y);
+/* y = the reduction of x per k_reduce; y must not overlap x. */
+void kcpu_reduce_f32(struct kcpu_threads *th, const struct k_reduce *p, const float *x, float *y);
 /* y = x with its axes permuted per k_transpose; y must not overlap x. */
 void kcpu_transpose_f32(struct kcpu_threads *th, const struct k_transpose *p, const float *x, float *y);
 void kcpu_concat_f32(struct kcpu_threads *th, const struct k_concat *p,

@@ -41,6 +41,8 @@ void kref_softmax_f32(const struct k_softmax *p, const float *x, float *y);
 /* inputs[i] is [outer, lens[i], inner]; y is [outer, sum(lens), inner]. */
 void kref_concat_f32(const struct k_concat *p, const float *const *inputs,
                      const int64_t *lens, float *y);
+/* y = the reduction of x per k_reduce, in double, rounded once. */
+void kref_reduce_f32(const struct k_reduce *p, const float *x, float *y);
 /* y = x with its axes permuted per k_transpose. */
 void kref_transpose_f32(const struct k_transpose *p, const float *x, float *y);
 /* y = alpha * op(a) . op(b) per k_matmul (kernel_types.h). */

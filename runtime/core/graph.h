@@ -49,6 +49,14 @@ struct rt_unary_attrs {
     float alpha, beta;
 };
 
+/* reduce: op over the count dims after the batch from first on (first
+ * counted after the batch), kept as dims of 1 when keepdims; ONNX only. */
+struct rt_reduce_attrs {
+    enum k_redop op;
+    int first, count;
+    bool keepdims;
+};
+
 /* matmul: y = alpha * op(input 0) . op(input 1), two run-time tensors whose
  * per-sample dims are [..., M, K] and [..., K, N] (transposed when trans_a /
  * trans_b), numpy-broadcast over the leading dims (ONNX MatMul, Gemm).
@@ -80,6 +88,7 @@ struct rt_node {
         struct rt_pool_attrs pool;
         struct rt_binary_attrs binary;
         struct rt_unary_attrs unary;
+        struct rt_reduce_attrs reduce;
         struct rt_matmul_attrs matmul;
         float eps;                    /* batch_norm */
         bool gelu_tanh;               /* gelu approximate="tanh" */

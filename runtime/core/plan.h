@@ -59,6 +59,7 @@ union rt_step_params {
     struct k_binary binary;
     struct k_unary unary;
     struct k_transpose transpose;
+    struct k_reduce reduce;
     struct k_matmul matmul;
     struct k_softmax softmax;
     struct rt_concat_params concat;

@@ -3,7 +3,8 @@
  * functions of one operand (Abs, Neg, Exp, Log, Sqrt, Reciprocal, Floor,
  * Ceil, Erf, Softplus, Softsign, Elu, Selu, Celu, LeakyRelu, HardSigmoid,
  * ThresholdedRelu) as the runtime's unary op, PRelu as a binary op, and
- * the variadic Max, Min, Sum and Mean as chains of binary ops.
+ * the variadic Max, Min, Sum and Mean as chains of binary ops, and the
+ * Reduce* ops as the runtime's reduce.
  */
 #include <string.h>
 
@@ -142,6 +143,90 @@ static enum rt_status min_op(struct onnx_ctx *c) { return variadic(c, K_BIN_MIN,
 static enum rt_status sum_op(struct onnx_ctx *c) { return variadic(c, K_BIN_ADD, false); }
 static enum rt_status mean_op(struct onnx_ctx *c) { return variadic(c, K_BIN_ADD, true); }
 
+/* ------------------------------------------------------------ Reduce* */
+
+/* The axes from the attribute, or (ReduceSum from opset 13) the constant
+ * input 1; *n is 0 when absent. */
+static enum rt_status reduce_axes(struct onnx_ctx *c, bool from_input, int64_t *axes, int *n)
+{
+    *n = 0;
+    if (!from_input)
+        return onnx_attr_ints(c, "axes", axes, ONNX_MAX_RANK, n) ? RT_OK : c->err->status;
+    if (!onnx_input(c, 1))
+        return RT_OK;
+    const struct onnx_value *a = onnx_const_in(c, 1);
+    if (!a)
+        return c->err->status;
+    if (!a->data->i || a->data->shape.rank != 1)
+        return onnx_bad(c, "'axes' must be a 1-D INT64 tensor");
+    if (a->data->elems > ONNX_MAX_RANK)
+        return onnx_unsupported(c, "more than %d axes", ONNX_MAX_RANK);
+    *n = (int)a->data->elems;
+    memcpy(axes, a->data->i, sizeof(int64_t) * (size_t)*n);
+    return RT_OK;
+}
+
+/* op over 'axes' (all when absent; ReduceSum's noop_with_empty_axes makes
+ * that the identity), keepdims by default. The axes must be adjacent, and
+ * in batch mode must leave the first alone. */
+static enum rt_status reduce(struct onnx_ctx *c, enum k_redop op)
+{
+    bool from_input = op == K_RED_SUM && c->version >= 13;
+    enum rt_status s = onnx_arity(c, 1, from_input ? 2 : 1, 1);
+    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
+    int64_t keep, noop = 0, axes[ONNX_MAX_RANK];
+    int n, rank = x ? x->shape.rank : 0;
+    if (!x || !onnx_attr_int(c, "keepdims", 1, &keep) ||
+        (from_input && !onnx_attr_int(c, "noop_with_empty_axes", 0, &noop)))
+        return c->err->status;
+    if ((s = reduce_axes(c, from_input, axes, &n)) != RT_OK)
+        return s;
+    if (n == 0 && noop)
+        return onnx_alias(c, 0, x);
+    bool on[ONNX_MAX_RANK] = {false};
+    for (int k = 0; k < n; k++) {
+        int ax;
+        if (!onnx_axis(c, axes[k], rank, false, &ax))
+            return c->err->status;
+        if (on[ax])
+            return onnx_bad(c, "axis %lld is given twice", (long long)axes[k]);
+        on[ax] = true;
+    }
+    int first = -1, count = 0;
+    struct rt_shape out = {0, {0}};
+    for (int i = 0; i < rank; i++) {
+        if (n == 0)
+            on[i] = true;
+        if (on[i] && first < 0)
+            first = i;
+        if (on[i] && first + count != i)
+            return onnx_unsupported(c, "reduces axes that are not adjacent");
+        count += on[i];
+        if (!on[i] || keep)
+            out.dims[out.rank++] = on[i] ? 1 : x->shape.dims[i];
+    }
+    if (!c->whole && first == 0)
+        return onnx_needs_whole(c, "reduces along the first axis");
+    struct rt_node *nd = onnx_emit(c, RT_OP_REDUCE, 0, &out);
+    if (!nd)
+        return c->err->status;
+    nd->n_inputs = 1;
+    nd->inputs[0] = x->tensor;
+    nd->a.reduce = (struct rt_reduce_attrs){op, c->whole ? first : first - 1, count, keep != 0};
+    return RT_OK;
+}
+
+static enum rt_status reduce_sum(struct onnx_ctx *c) { return reduce(c, K_RED_SUM); }
+static enum rt_status reduce_mean(struct onnx_ctx *c) { return reduce(c, K_RED_MEAN); }
+static enum rt_status reduce_max(struct onnx_ctx *c) { return reduce(c, K_RED_MAX); }
+static enum rt_status reduce_min(struct onnx_ctx *c) { return reduce(c, K_RED_MIN); }
+static enum rt_status reduce_prod(struct onnx_ctx *c) { return reduce(c, K_RED_PROD); }
+static enum rt_status reduce_l1(struct onnx_ctx *c) { return reduce(c, K_RED_L1); }
+static enum rt_status reduce_l2(struct onnx_ctx *c) { return reduce(c, K_RED_L2); }
+static enum rt_status reduce_sum_square(struct onnx_ctx *c) { return reduce(c, K_RED_SUM_SQUARE); }
+static enum rt_status reduce_log_sum(struct onnx_ctx *c) { return reduce(c, K_RED_LOG_SUM); }
+static enum rt_status reduce_log_sum_exp(struct onnx_ctx *c) { return reduce(c, K_RED_LOG_SUM_EXP); }
+
 /* Since-versions from the ONNX operator changelog, up to opset 17. */
 const struct onnx_op ONNX_OPS_MATH[] = {
     {"Abs", {1, 6, 13}, abs_op, "consumed_inputs"},
@@ -166,5 +251,15 @@ const struct onnx_op ONNX_OPS_MATH[] = {
     {"Min", {1, 6, 8, 12, 13}, min_op, "consumed_inputs"},
     {"Sum", {1, 6, 8, 13}, sum_op, "consumed_inputs"},
     {"Mean", {1, 6, 8, 13}, mean_op, "consumed_inputs"},
+    {"ReduceSum", {1, 11, 13}, reduce_sum, "axes,keepdims,noop_with_empty_axes"},
+    {"ReduceMean", {1, 11, 13}, reduce_mean, "axes,keepdims"},
+    {"ReduceMax", {1, 11, 12, 13}, reduce_max, "axes,keepdims"},
+    {"ReduceMin", {1, 11, 12, 13}, reduce_min, "axes,keepdims"},
+    {"ReduceProd", {1, 11, 13}, reduce_prod, "axes,keepdims"},
+    {"ReduceL1", {1, 11, 13}, reduce_l1, "axes,keepdims"},
+    {"ReduceL2", {1, 11, 13}, reduce_l2, "axes,keepdims"},
+    {"ReduceSumSquare", {1, 11, 13}, reduce_sum_square, "axes,keepdims"},
+    {"ReduceLogSum", {1, 11, 13}, reduce_log_sum, "axes,keepdims"},
+    {"ReduceLogSumExp", {1, 11, 13}, reduce_log_sum_exp, "axes,keepdims"},
     {NULL, {0}, NULL, NULL},
 };
