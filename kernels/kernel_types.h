@@ -67,6 +67,7 @@ struct k_channel_affine {
 /* Softmax along one axis of a tensor seen as [outer, axis_len, inner]. */
 struct k_softmax {
     int64_t outer, axis_len, inner;
+    int log;                   /* log-softmax: x - max - ln(sum of e^(x - max)) (CPU and reference only) */
 };
 
 /* Element-wise binary op with numpy broadcasting (ONNX Add, Mul, ...);

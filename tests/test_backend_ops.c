@@ -300,11 +300,11 @@ static void build_concat(struct gb *b, const struct op_case *c)
     gb_output(b, gb_done(b, n));
 }
 
-/* softmax over axis a[3] of [N, a0, a1, a2] */
+/* softmax (log_softmax when a[4]) over axis a[3] of [N, a0, a1, a2] */
 static void build_softmax(struct gb *b, const struct op_case *c)
 {
     int x = unary_input(b, c->a);
-    struct rt_node *n = gb_node(b, RT_OP_SOFTMAX, 1, &x);
+    struct rt_node *n = gb_node(b, c->a[4] ? RT_OP_LOG_SOFTMAX : RT_OP_SOFTMAX, 1, &x);
     n->a.axis = c->a[3];
     gb_output(b, gb_done(b, n));
 }
@@ -558,6 +558,8 @@ static const struct op_case CASES[] = {
     {"softmax axis 1", P_FLOAT, -4, 4, build_softmax, {10, 0, 0, 1}},
     {"softmax axis 2 of 4", P_FLOAT, -4, 4, build_softmax, {3, 5, 4, 2}},
     {"softmax axis -1", P_FLOAT, -4, 4, build_softmax, {3, 5, 7, -1}},
+    {"log_softmax axis 2 of 4", P_FLOAT, -4, 4, build_softmax, {3, 5, 4, 2, 1}},
+    {"log_softmax axis -1", P_FLOAT, -40, 40, build_softmax, {33, 0, 0, -1, 1}},
     {"binary add broadcast", P_FLOAT, -1, 1, build_binary, {K_BIN_ADD, 0}},
     {"binary mul broadcast", P_FLOAT, -1, 1, build_binary, {K_BIN_MUL, 0}},
     {"binary sub constant", P_FLOAT, -1, 1, build_binary, {K_BIN_SUB, 1}},

@@ -362,7 +362,7 @@ TEST(cuda_op_softmax)
     int failed = 0;
     for (int i = 0; i < 12; i++) {
         enum kcuda_dtype t = DTYPES[i % 2];
-        struct k_softmax p = {test_rand_int(1, 300), test_rand_int(1, 100), i < 6 ? 1 : test_rand_int(2, 30)};
+        struct k_softmax p = {test_rand_int(1, 300), test_rand_int(1, 100), i < 6 ? 1 : test_rand_int(2, 30), 0};
         int64_t n = p.outer * p.axis_len * p.inner;
         float *x = rand_buf(n, -10, 10, t), *ref = out_buf(n);
         kref_softmax_f32(&p, x, ref);

@@ -1,6 +1,7 @@
 /*
- * kcpu_softmax.c - softmax along one axis on the CPU (kcpu.h): rows of the
- * axis split over the threads; max-subtracted, summed in double.
+ * kcpu_softmax.c - softmax and log-softmax along one axis on the CPU
+ * (kcpu.h): rows of the axis split over the threads; max-subtracted,
+ * summed in double.
  */
 #include <math.h>
 
@@ -12,6 +13,20 @@ struct softmax_job {
     float *y;
     int64_t rows_per_task;     /* (outer, inner) positions per task */
 };
+
+/* One log-softmax along the axis at stride `inner`; y may equal x. */
+static void log_softmax_row(int64_t len, int64_t stride, const float *x, float *y)
+{
+    float mx = -INFINITY;
+    for (int64_t a = 0; a < len; a++)
+        mx = fmaxf(mx, x[a * stride]);
+    double sum = 0;
+    for (int64_t a = 0; a < len; a++)
+        sum += expf(x[a * stride] - mx);
+    float shift = mx + (float)log(sum);
+    for (int64_t a = 0; a < len; a++)
+        y[a * stride] = x[a * stride] - shift;
+}
 
 /* One softmax along the axis at stride `inner`; y may equal x. */
 static void softmax_row(int64_t len, int64_t stride, const float *x, float *y)
@@ -38,7 +53,7 @@ static void softmax_task(void *arg, int64_t task, int thread)
     for (int64_t r = task * j->rows_per_task; r < end; r++) {
         int64_t o = r / p->inner, in = r % p->inner;
         int64_t base = o * p->axis_len * p->inner + in;
-        softmax_row(p->axis_len, p->inner, j->x + base, j->y + base);
+        (p->log ? log_softmax_row : softmax_row)(p->axis_len, p->inner, j->x + base, j->y + base);
     }
 }
 

@@ -1,5 +1,6 @@
 /*
- * kref_softmax.c - reference softmax along one axis, max-subtracted, in double.
+ * kref_softmax.c - reference softmax (and log-softmax) along one axis,
+ * max-subtracted, in double.
  */
 #include <math.h>
 
@@ -16,7 +17,9 @@ void kref_softmax_f32(const struct k_softmax *p, const float *x, float *y)
                 mx = fmax(mx, xs[a * p->inner]);
             for (int64_t a = 0; a < p->axis_len; a++)
                 sum += exp((double)xs[a * p->inner] - mx);
-            for (int64_t a = 0; a < p->axis_len; a++)
-                ys[a * p->inner] = (float)(exp((double)xs[a * p->inner] - mx) / sum);
+            for (int64_t a = 0; a < p->axis_len; a++) {
+                double d = (double)xs[a * p->inner] - mx;
+                ys[a * p->inner] = (float)(p->log ? d - log(sum) : exp(d) / sum);
+            }
         }
 }

@@ -237,6 +237,7 @@ static const struct cpu_op F32[RT_OP_COUNT] = {
     [RT_OP_ADD] = {add_run, NULL, NULL},
     [RT_OP_CONCAT] = {concat_run, NULL, NULL},
     [RT_OP_SOFTMAX] = {softmax_run, NULL, NULL},
+    [RT_OP_LOG_SOFTMAX] = {softmax_run, NULL, NULL},
     [RT_OP_BINARY] = {binary_run, NULL, NULL},
     [RT_OP_UNARY] = {unary_run, NULL, NULL},
     [RT_OP_TRANSPOSE] = {transpose_run, NULL, NULL},

@@ -151,6 +151,7 @@ static const ref_run_fn F32[RT_OP_COUNT] = {
     [RT_OP_ADD] = add_f32,
     [RT_OP_CONCAT] = concat_f32,
     [RT_OP_SOFTMAX] = softmax_f32,
+    [RT_OP_LOG_SOFTMAX] = softmax_f32,
     [RT_OP_BINARY] = binary_f32,
     [RT_OP_UNARY] = unary_f32,
     [RT_OP_TRANSPOSE] = transpose_f32,

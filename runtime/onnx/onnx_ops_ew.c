@@ -1,7 +1,7 @@
 /*
  * onnx_ops_ew.c - ONNX element-wise and shape ops: Relu, Sigmoid, Tanh,
  * HardSwish, Clip, Add, Sub, Mul, Div, Pow, Concat, Flatten, Reshape, Squeeze,
- * Unsqueeze, Transpose, Softmax, Identity, Dropout, Constant.
+ * Unsqueeze, Transpose, Softmax, LogSoftmax, Identity, Dropout, Constant.
  *
  * Shape ops become views (runtime reshapes, no copy). In batch mode an op
  * that would move data across the first axis (concat or softmax along it,
@@ -520,7 +520,8 @@ static enum rt_status transpose(struct onnx_ctx *c)
     return RT_OK;
 }
 
-static enum rt_status softmax(struct onnx_ctx *c)
+/* Softmax and LogSoftmax (op): the same axis rules. */
+static enum rt_status softmax_op(struct onnx_ctx *c, enum rt_op op)
 {
     enum rt_status s = onnx_arity(c, 1, 1, 1);
     const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
@@ -533,7 +534,7 @@ static enum rt_status softmax(struct onnx_ctx *c)
     if (!c->whole && ax == 0)
         return onnx_needs_whole(c, "normalises along the first axis");
     if (c->version >= 13) {   /* one axis */
-        struct rt_node *n = onnx_emit(c, RT_OP_SOFTMAX, 0, &x->shape);
+        struct rt_node *n = onnx_emit(c, op, 0, &x->shape);
         if (!n)
             return c->err->status;
         n->n_inputs = 1;
@@ -548,7 +549,7 @@ static enum rt_status softmax(struct onnx_ctx *c)
     int t;
     if ((s = onnx_reshape_in(c, x, vd, vr, &t)) != RT_OK)
         return s;
-    struct rt_node *n = onnx_emit_samples(c, RT_OP_SOFTMAX, 0, &x->shape, vd, vr);
+    struct rt_node *n = onnx_emit_samples(c, op, 0, &x->shape, vd, vr);
     if (!n)
         return c->err->status;
     n->n_inputs = 1;
@@ -556,6 +557,9 @@ static enum rt_status softmax(struct onnx_ctx *c)
     n->a.axis = vr;
     return RT_OK;
 }
+
+static enum rt_status softmax(struct onnx_ctx *c) { return softmax_op(c, RT_OP_SOFTMAX); }
+static enum rt_status log_softmax(struct onnx_ctx *c) { return softmax_op(c, RT_OP_LOG_SOFTMAX); }
 
 static enum rt_status identity(struct onnx_ctx *c)
 {
@@ -642,6 +646,7 @@ const struct onnx_op ONNX_OPS_EW[] = {
     {"Transpose", {1, 13}, transpose, "perm"},
     {"Unsqueeze", {1, 11, 13}, unsqueeze, "axes"},
     {"Softmax", {1, 11, 13}, softmax, "axis"},
+    {"LogSoftmax", {1, 11, 13}, log_softmax, "axis"},
     {"Identity", {1, 13, 14, 16}, identity, ""},
     {"Dropout", {1, 6, 7, 10, 12, 13}, dropout, "ratio,is_test,seed,consumed_inputs"},
     {"Constant", {1, 9, 11, 12, 13}, constant,

@@ -1,4 +1,5 @@
-/* op_softmax.c - softmax along a non-batch axis (a.axis). */
+/* op_softmax.c - softmax along a non-batch axis (a.axis), and log_softmax
+ * (ONNX LogSoftmax; the same with the log flag). */
 #include "runtime/ops/ops_impl.h"
 
 static enum rt_status softmax_infer(const struct rt_graph *g, const struct rt_node *n, struct rt_shape *out,
@@ -16,6 +17,7 @@ static void softmax_params(const struct rt_graph *g, const struct rt_step *s, un
 {
     rt_op_axis_split(&g->tensors[s->out].shape, s->node->a.axis, &k->softmax.outer, &k->softmax.axis_len,
                      &k->softmax.inner);
+    k->softmax.log = s->op == RT_OP_LOG_SOFTMAX;
 }
 
 static void softmax_at_batch(union rt_step_params *k, int batch) { k->softmax.outer *= batch; }
@@ -28,4 +30,10 @@ const struct rt_op_family rt_family_softmax = {
     .at_batch = softmax_at_batch,
     .read_attrs = softmax_read_attrs,
     .write_attrs = rt_op_write_axis,
+};
+
+const struct rt_op_family rt_family_log_softmax = {
+    .infer = softmax_infer,
+    .params = softmax_params,
+    .at_batch = softmax_at_batch,
 };

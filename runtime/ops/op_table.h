@@ -52,6 +52,7 @@ enum {
     X(RESHAPE,         "reshape",          1, 1,   RT_T_JSON | RT_T_INT8 | RT_T_KEEPS_SCALE | RT_T_VIEW, K_ACT_NONE, reshape) \
     X(CONCAT,          "concat",           1, 16,  RT_T_JSON | RT_T_INT8,                      K_ACT_NONE,    concat)   \
     X(SOFTMAX,         "softmax",          1, 1,   RT_T_JSON,                                  K_ACT_NONE,    softmax)  \
+    X(LOG_SOFTMAX,     "log_softmax",      1, 1,   0,                                          K_ACT_NONE,    log_softmax) \
     X(QUANTIZE,        "quantize",         1, 1,   0,                                          K_ACT_NONE,    quantize) \
     X(DEQUANTIZE,      "dequantize",       1, 1,   0,                                          K_ACT_NONE,    dequantize) \
     X(BINARY,          "binary",           1, 2,   0,                                          K_ACT_NONE,    binary)   \
