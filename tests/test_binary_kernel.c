@@ -1,8 +1,9 @@
 /* test_binary_kernel.c - the broadcasting binary kernel (ONNX Add, Sub, Mul,
- * Div, and Clip's max / min): the CPU version against the reference over
- * random ranks, shapes, broadcast patterns, batch sizes and constant
- * operands. One float operation per element in both, so they must agree
- * bit for bit (NaN where both are NaN). */
+ * Div, PRelu, Pow, and Clip's max / min): the CPU version against the
+ * reference over random ranks, shapes, broadcast patterns, batch sizes and
+ * constant operands. One float operation per element in both (pow: the
+ * same double pow rounded once), so they must agree bit for bit (NaN where
+ * both are NaN). */
 #include <stdlib.h>
 
 #include "kernels/cpu/kcpu.h"
