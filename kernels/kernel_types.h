@@ -122,6 +122,15 @@ struct k_reduce {
     enum k_redop op;
 };
 
+/* Every step-th element along the middle axis of x seen as [outer, in_len,
+ * inner], len of them from start: y[o][i][j] = x[o][start + i * step][j]
+ * (step may be negative; every index read lies in [0, in_len)). ONNX Slice
+ * and Split, one axis at a time. */
+struct k_slice {
+    int64_t outer, in_len, inner;
+    int64_t start, step, len;
+};
+
 /* The axes of each of n samples permuted: a sample of x has dims[rank];
  * output axis i is input axis perm[i] (ONNX Transpose). */
 struct k_transpose {

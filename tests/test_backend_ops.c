@@ -351,6 +351,16 @@ static void build_reduce(struct gb *b, const struct op_case *c)
     gb_output(b, gb_done(b, n));
 }
 
+/* slice of [N, 3, 7, 5] along dim a[0] after the batch: a[3] elements
+ * every a[2]-th from a[1] */
+static void build_slice(struct gb *b, const struct op_case *c)
+{
+    int x = gb_input(b, 4, (int64_t[]){3, 7, 5});
+    struct rt_node *n = gb_node(b, RT_OP_SLICE, 1, &x);
+    n->a.slice = (struct rt_slice_attrs){c->a[0], c->a[1], c->a[2], c->a[3]};
+    gb_output(b, gb_done(b, n));
+}
+
 /* matmul [N, 2, 3, 4] . [N, 4, 5] (b transposed: [N, 5, 4] when a[0]) */
 static void build_matmul(struct gb *b, const struct op_case *c)
 {
@@ -583,6 +593,9 @@ static const struct op_case CASES[] = {
     {"reduce log_sum", P_FLOAT, 0.25f, 2, build_reduce, {K_RED_LOG_SUM, 1, 2, 1}},
     {"reduce log_sum_exp", P_FLOAT, -8, 8, build_reduce, {K_RED_LOG_SUM_EXP, 0, 2, 0}},
     {"reduce log_sum_exp past exp's range", P_FLOAT, 700, 800, build_reduce, {K_RED_LOG_SUM_EXP, 2, 1, 1}},
+    {"slice middle dim step 2", P_FLOAT, -1, 1, build_slice, {1, 1, 2, 3}},
+    {"slice last dim reversed", P_FLOAT, -1, 1, build_slice, {2, 4, -1, 5}},
+    {"slice first dim", P_FLOAT, -1, 1, build_slice, {0, 2, 1, 1}},
     {"unary abs", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_ABS}},
     {"unary neg", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_NEG}},
     {"unary exp", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_EXP}},

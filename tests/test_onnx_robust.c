@@ -338,8 +338,8 @@ static struct ob *one_node(int opset, const char *op, const char *inputs, struct
 }
 
 /* The element-wise functions, PRelu, the variadic ops, Squeeze, Unsqueeze,
- * Transpose and the reductions refuse what they cannot compute with the
- * node and the reason. */
+ * Transpose, the reductions, Slice and Split refuse what they cannot
+ * compute with the node and the reason. */
 TEST(onnx_math_and_squeeze_refusals)
 {
     struct ob_node *n;
@@ -398,6 +398,44 @@ TEST(onnx_math_and_squeeze_refusals)
     m = one_node(13, "ReduceSum", "x,a", &n);
     ob_init_i64(m, "a", 1, (int64_t[]){2}, (const int64_t[]){1, -1});
     if (expect_model(m, RT_ERR_BAD_MODEL, "given twice") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Slice", "x,s,e", &n);
+    ob_init_i64(m, "s", 1, (int64_t[]){2}, (const int64_t[]){0, 0});
+    ob_init_i64(m, "e", 1, (int64_t[]){1}, (const int64_t[]){2});
+    if (expect_model(m, RT_ERR_BAD_MODEL, "must have the same (non-zero) length") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Slice", "x,s,e,a", &n);   /* an empty slice of axis 1 */
+    ob_init_i64(m, "s", 1, (int64_t[]){1}, (const int64_t[]){3});
+    ob_init_i64(m, "e", 1, (int64_t[]){1}, (const int64_t[]){1});
+    ob_init_i64(m, "a", 1, (int64_t[]){1}, (const int64_t[]){1});
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "is empty") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Slice", "x,s,e,a,st", &n);
+    ob_init_i64(m, "s", 1, (int64_t[]){1}, (const int64_t[]){0});
+    ob_init_i64(m, "e", 1, (int64_t[]){1}, (const int64_t[]){4});
+    ob_init_i64(m, "a", 1, (int64_t[]){1}, (const int64_t[]){1});
+    ob_init_i64(m, "st", 1, (int64_t[]){1}, (const int64_t[]){0});
+    if (expect_model(m, RT_ERR_BAD_MODEL, "a step of 0") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Slice", "x,s,e", &n);   /* part of a symbolic batch */
+    ob_init_i64(m, "s", 1, (int64_t[]){1}, (const int64_t[]){1});
+    ob_init_i64(m, "e", 1, (int64_t[]){1}, (const int64_t[]){3});
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "slices the first axis") != TEST_PASS)
+        return TEST_FAIL;
+    m = ob_new(13);
+    ob_input(m, "x", 2, (int64_t[]){-1, 4});
+    ob_init_i64(m, "p", 1, (int64_t[]){2}, (const int64_t[]){1, 2});
+    ob_attr_int(m, ob_node(m, "Split", "n", "x,p", "y,z"), "axis", 1);
+    ob_output(m, "y");
+    ob_output(m, "z");
+    if (expect_model(m, RT_ERR_BAD_MODEL, "do not add up to 4") != TEST_PASS)
+        return TEST_FAIL;
+    m = ob_new(11);
+    ob_input(m, "x", 2, (int64_t[]){-1, 5});
+    ob_attr_int(m, ob_node(m, "Split", "n", "x", "y,z"), "axis", 1);
+    ob_output(m, "y");
+    ob_output(m, "z");
+    if (expect_model(m, RT_ERR_BAD_MODEL, "5 does not split into 2 equal parts") != TEST_PASS)
         return TEST_FAIL;
     m = one_node(13, "Transpose", "x", &n);   /* the default perm moves a symbolic batch */
     if (expect_model(m, RT_ERR_UNSUPPORTED, "moves the first axis") != TEST_PASS)

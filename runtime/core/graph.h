@@ -57,6 +57,13 @@ struct rt_reduce_attrs {
     bool keepdims;
 };
 
+/* slice: len elements every step-th (step may be negative) from start
+ * along dim `axis` after the batch (counted after it); ONNX only. */
+struct rt_slice_attrs {
+    int axis;
+    int64_t start, step, len;
+};
+
 /* matmul: y = alpha * op(input 0) . op(input 1), two run-time tensors whose
  * per-sample dims are [..., M, K] and [..., K, N] (transposed when trans_a /
  * trans_b), numpy-broadcast over the leading dims (ONNX MatMul, Gemm).
@@ -89,6 +96,7 @@ struct rt_node {
         struct rt_binary_attrs binary;
         struct rt_unary_attrs unary;
         struct rt_reduce_attrs reduce;
+        struct rt_slice_attrs slice;
         struct rt_matmul_attrs matmul;
         float eps;                    /* batch_norm */
         bool gelu_tanh;               /* gelu approximate="tanh" */

@@ -60,6 +60,7 @@ union rt_step_params {
     struct k_unary unary;
     struct k_transpose transpose;
     struct k_reduce reduce;
+    struct k_slice slice;
     struct k_matmul matmul;
     struct k_softmax softmax;
     struct rt_concat_params concat;

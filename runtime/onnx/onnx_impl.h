@@ -123,6 +123,9 @@ const char *onnx_output_name(struct onnx_ctx *c, int k);
 /* Input k, which must be an activation / a constant; error otherwise. */
 const struct onnx_value *onnx_act_in(struct onnx_ctx *c, int k);
 const struct onnx_value *onnx_const_in(struct onnx_ctx *c, int k);
+/* Input k as a 1-D integer constant of at most cap values into out (*n
+ * its count; 0 when the input is absent); false with err set otherwise. */
+bool onnx_const_ints(struct onnx_ctx *c, int k, const char *what, int64_t *out, int cap, int *n);
 /* Extra outputs (k >= first) must be absent or unused: marked refused. */
 enum rt_status onnx_refuse_outputs(struct onnx_ctx *c, int first, const char *why);
 

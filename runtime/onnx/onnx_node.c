@@ -170,6 +170,27 @@ const struct onnx_value *onnx_const_in(struct onnx_ctx *c, int k)
     return v;
 }
 
+bool onnx_const_ints(struct onnx_ctx *c, int k, const char *what, int64_t *out, int cap, int *n)
+{
+    *n = 0;
+    if (!onnx_input(c, k))
+        return true;
+    const struct onnx_value *v = onnx_const_in(c, k);
+    if (!v)
+        return false;
+    if (!v->data->i || v->data->shape.rank != 1) {
+        onnx_bad(c, "'%s' must be a 1-D integer tensor", what);
+        return false;
+    }
+    if (v->data->elems > cap) {
+        onnx_unsupported(c, "'%s' has %lld values, at most %d are supported", what, (long long)v->data->elems, cap);
+        return false;
+    }
+    *n = (int)v->data->elems;
+    memcpy(out, v->data->i, sizeof(int64_t) * (size_t)*n);
+    return true;
+}
+
 /* ------------------------------------------------------------ shapes */
 
 struct rt_shape onnx_rt_shape(const struct onnx_ctx *c, const struct rt_shape *s)

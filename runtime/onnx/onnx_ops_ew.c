@@ -1,7 +1,8 @@
 /*
  * onnx_ops_ew.c - ONNX element-wise and shape ops: Relu, Sigmoid, Tanh,
  * HardSwish, Clip, Add, Sub, Mul, Div, Pow, Concat, Flatten, Reshape, Squeeze,
- * Unsqueeze, Transpose, Softmax, LogSoftmax, Identity, Dropout, Constant.
+ * Unsqueeze, Transpose, Slice, Split, Softmax, LogSoftmax, Identity,
+ * Dropout, Constant.
  *
  * Shape ops become views (runtime reshapes, no copy). In batch mode an op
  * that would move data across the first axis (concat or softmax along it,
@@ -295,16 +296,8 @@ static enum rt_status squeeze_axes(struct onnx_ctx *c, int rank, bool added, int
     if (c->version < 13) {
         if (!onnx_attr_ints(c, "axes", raw, ONNX_MAX_RANK, n))
             return c->err->status;
-    } else if (onnx_input(c, 1)) {
-        const struct onnx_value *a = onnx_const_in(c, 1);
-        if (!a)
-            return c->err->status;
-        if (!a->data->i || a->data->shape.rank != 1)
-            return onnx_bad(c, "'axes' must be a 1-D INT64 tensor");
-        if (a->data->elems > ONNX_MAX_RANK)
-            return onnx_unsupported(c, "more than %d axes", ONNX_MAX_RANK);
-        *n = (int)a->data->elems;
-        memcpy(raw, a->data->i, sizeof(int64_t) * (size_t)*n);
+    } else if (!onnx_const_ints(c, 1, "axes", raw, ONNX_MAX_RANK, n)) {
+        return c->err->status;
     }
     int of = rank + (added ? *n : 0);
     if (of > ONNX_MAX_RANK)
@@ -376,6 +369,154 @@ static enum rt_status unsqueeze(struct onnx_ctx *c)
     for (int i = 0, j = 0; i < out.rank; i++)
         out.dims[i] = add[i] ? 1 : x->shape.dims[j++];
     return view_out(c, x, &out);
+}
+
+/* len elements every step-th from start along ONNX axis ax of activation
+ * *v, into output out_k, or (out_k < 0) into a temporary that *v becomes. */
+static enum rt_status emit_slice(struct onnx_ctx *c, struct onnx_value *v, int ax, int64_t start, int64_t step,
+                                 int64_t len, int out_k)
+{
+    struct rt_shape out = v->shape;
+    out.dims[ax] = len;
+    int t = -1;
+    struct rt_node *n = out_k >= 0 ? onnx_emit(c, RT_OP_SLICE, out_k, &out) : onnx_emit_temp(c, RT_OP_SLICE, &t);
+    if (!n)
+        return c->err->status;
+    n->n_inputs = 1;
+    n->inputs[0] = v->tensor;
+    n->a.slice = (struct rt_slice_attrs){onnx_rt_axis(c, ax) - 1, start, step, len};
+    if (out_k < 0)
+        *v = (struct onnx_value){.name = "", .kind = OV_ACT, .shape = out, .tensor = t};
+    return RT_OK;
+}
+
+/* numpy's slicing of a dim of d: start and end clamped (negative counting
+ * from the end), *len elements from *start every step-th. */
+static void slice_range(int64_t d, int64_t start, int64_t end, int64_t step, int64_t *first, int64_t *len)
+{
+    start = start < 0 ? start + d : start;   /* INT64_MIN + d cannot overflow: d > 0 */
+    end = end < 0 ? end + d : end;
+    if (step > 0) {
+        start = start < 0 ? 0 : start > d ? d : start;
+        end = end < 0 ? 0 : end > d ? d : end;
+        *len = end > start ? (end - start + step - 1) / step : 0;
+    } else {
+        start = start < 0 ? 0 : start > d - 1 ? d - 1 : start;
+        end = end < -1 ? -1 : end > d - 1 ? d - 1 : end;
+        *len = start > end ? (start - end - step - 1) / -step : 0;
+    }
+    *first = start;
+}
+
+/* Starts, ends, axes and steps from attributes (< 10) or constant inputs;
+ * one runtime slice per axis that changes, the last into the output. */
+static enum rt_status slice(struct onnx_ctx *c)
+{
+    bool from_attrs = c->version < 10;
+    enum rt_status s = onnx_arity(c, from_attrs ? 1 : 3, from_attrs ? 1 : 5, 1);
+    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
+    if (!x)
+        return c->err->status;
+    int64_t starts[ONNX_MAX_RANK], ends[ONNX_MAX_RANK], axes[ONNX_MAX_RANK], steps[ONNX_MAX_RANK];
+    int n = 0, ne = 0, na = 0, ns = 0;
+    bool ok = from_attrs ? onnx_attr_ints(c, "starts", starts, ONNX_MAX_RANK, &n) &&
+                               onnx_attr_ints(c, "ends", ends, ONNX_MAX_RANK, &ne) &&
+                               onnx_attr_ints(c, "axes", axes, ONNX_MAX_RANK, &na)
+                         : onnx_const_ints(c, 1, "starts", starts, ONNX_MAX_RANK, &n) &&
+                               onnx_const_ints(c, 2, "ends", ends, ONNX_MAX_RANK, &ne) &&
+                               onnx_const_ints(c, 3, "axes", axes, ONNX_MAX_RANK, &na) &&
+                               onnx_const_ints(c, 4, "steps", steps, ONNX_MAX_RANK, &ns);
+    if (!ok)
+        return c->err->status;
+    if (n == 0 || ne != n || (na && na != n) || (ns && ns != n))
+        return onnx_bad(c, "'starts', 'ends', 'axes' and 'steps' must have the same (non-zero) length");
+    int rank = x->shape.rank, plan_ax[ONNX_MAX_RANK] = {0}, todo = 0;
+    int64_t plan_start[ONNX_MAX_RANK], plan_step[ONNX_MAX_RANK], plan_len[ONNX_MAX_RANK];
+    bool seen[ONNX_MAX_RANK] = {false};
+    for (int k = 0; k < n; k++) {
+        int ax;
+        int64_t step = ns ? steps[k] : 1, first, len;
+        if (!onnx_axis(c, na ? axes[k] : k, rank, false, &ax))
+            return c->err->status;
+        if (seen[ax])
+            return onnx_bad(c, "axis %d is sliced twice", ax);
+        seen[ax] = true;
+        if (step == 0)
+            return onnx_bad(c, "a step of 0");
+        int64_t d = x->shape.dims[ax];
+        if (d == ONNX_BATCH) {   /* batch mode's first axis: only the whole of it */
+            if (step == 1 && (starts[k] == 0 || starts[k] <= -ONNX_MAX_DIM) && ends[k] >= ONNX_MAX_DIM)
+                continue;
+            return onnx_needs_whole(c, "slices the first axis");
+        }
+        slice_range(d, starts[k], ends[k], step, &first, &len);
+        if (len == 0)
+            return onnx_unsupported(c, "the slice of axis %d is empty (empty tensors are not supported)", ax);
+        if (first == 0 && step == 1 && len == d)
+            continue;
+        plan_ax[todo] = ax, plan_start[todo] = first, plan_step[todo] = step, plan_len[todo] = len;
+        todo++;
+    }
+    if (todo == 0)
+        return onnx_alias(c, 0, x);
+    struct onnx_value cur = *x;
+    for (int k = 0; k < todo; k++) {
+        int out_k = k == todo - 1 ? 0 : -1;
+        if ((s = emit_slice(c, &cur, plan_ax[k], plan_start[k], plan_step[k], plan_len[k], out_k)) != RT_OK)
+            return s;
+    }
+    return RT_OK;
+}
+
+/* Output k is the k-th run of 'split' (from the attribute, or input 1 from
+ * opset 13; equal parts when absent) along 'axis'. */
+static enum rt_status split(struct onnx_ctx *c)
+{
+    int outs = (int)c->node->n_output;
+    enum rt_status s = onnx_arity(c, 1, c->version >= 13 || c->version == 1 ? 2 : 1, RT_NODE_MAX_INPUTS);
+    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
+    int64_t axis, parts[RT_NODE_MAX_INPUTS];
+    int n = 0, ax;
+    if (!x || !onnx_attr_int(c, "axis", 0, &axis) || !onnx_axis(c, axis, x->shape.rank, false, &ax))
+        return c->err->status;
+    bool ok = c->version >= 13 || (c->version == 1 && onnx_input(c, 1))
+                  ? onnx_const_ints(c, 1, "split", parts, RT_NODE_MAX_INPUTS, &n)
+                  : onnx_attr_ints(c, "split", parts, RT_NODE_MAX_INPUTS, &n);
+    if (!ok)
+        return c->err->status;
+    int64_t d = x->shape.dims[ax];
+    if (d == ONNX_BATCH)
+        return onnx_needs_whole(c, "splits the first axis");
+    if (outs < 1 || (n && n != outs))
+        return onnx_bad(c, "'split' has %d parts for %d outputs", n, outs);
+    if (n == 0) {
+        if (d % outs != 0)
+            return onnx_bad(c, "%lld does not split into %d equal parts", (long long)d, outs);
+        for (int k = 0; k < outs; k++)
+            parts[k] = d / outs;
+    }
+    int64_t at = 0;
+    for (int k = 0; k < outs; k++) {
+        if (parts[k] < 1 || parts[k] > d - at)
+            return parts[k] == 0 ? onnx_unsupported(c, "part %d is empty (empty tensors are not supported)", k)
+                                 : onnx_bad(c, "the parts of 'split' do not add up to %lld", (long long)d);
+        at += parts[k];
+    }
+    if (at != d)
+        return onnx_bad(c, "the parts of 'split' do not add up to %lld", (long long)d);
+    at = 0;
+    for (int k = 0; k < outs; at += parts[k++]) {
+        if (!onnx_output_name(c, k)[0])
+            continue;
+        struct onnx_value cur = *x;
+        if (parts[k] == d)
+            s = onnx_alias(c, k, x);
+        else
+            s = emit_slice(c, &cur, ax, at, 1, parts[k], k);
+        if (s != RT_OK)
+            return s;
+    }
+    return RT_OK;
 }
 
 /* Opset >= 5 takes the target shape as a constant input, opset < 5 as an
@@ -644,6 +785,8 @@ const struct onnx_op ONNX_OPS_EW[] = {
     {"Reshape", {1, 5, 13, 14}, reshape, "shape,allowzero,consumed_inputs"},
     {"Squeeze", {1, 11, 13}, squeeze, "axes"},
     {"Transpose", {1, 13}, transpose, "perm"},
+    {"Slice", {1, 10, 11, 13}, slice, "starts,ends,axes"},
+    {"Split", {1, 2, 11, 13}, split, "axis,split"},
     {"Unsqueeze", {1, 11, 13}, unsqueeze, "axes"},
     {"Softmax", {1, 11, 13}, softmax, "axis"},
     {"LogSoftmax", {1, 11, 13}, log_softmax, "axis"},

@@ -149,21 +149,9 @@ static enum rt_status mean_op(struct onnx_ctx *c) { return variadic(c, K_BIN_ADD
  * input 1; *n is 0 when absent. */
 static enum rt_status reduce_axes(struct onnx_ctx *c, bool from_input, int64_t *axes, int *n)
 {
-    *n = 0;
-    if (!from_input)
-        return onnx_attr_ints(c, "axes", axes, ONNX_MAX_RANK, n) ? RT_OK : c->err->status;
-    if (!onnx_input(c, 1))
-        return RT_OK;
-    const struct onnx_value *a = onnx_const_in(c, 1);
-    if (!a)
-        return c->err->status;
-    if (!a->data->i || a->data->shape.rank != 1)
-        return onnx_bad(c, "'axes' must be a 1-D INT64 tensor");
-    if (a->data->elems > ONNX_MAX_RANK)
-        return onnx_unsupported(c, "more than %d axes", ONNX_MAX_RANK);
-    *n = (int)a->data->elems;
-    memcpy(axes, a->data->i, sizeof(int64_t) * (size_t)*n);
-    return RT_OK;
+    bool ok = from_input ? onnx_const_ints(c, 1, "axes", axes, ONNX_MAX_RANK, n)
+                         : onnx_attr_ints(c, "axes", axes, ONNX_MAX_RANK, n);
+    return ok ? RT_OK : c->err->status;
 }
 
 /* op over 'axes' (all when absent; ReduceSum's noop_with_empty_axes makes

@@ -1,5 +1,5 @@
 /* op_layout.c - ops that move elements without computing: flatten and
- * reshape (views of their input, no step), concat and transpose. */
+ * reshape (views of their input, no step), concat, transpose and slice. */
 #include <cjson/cJSON.h>
 
 #include "runtime/ops/ops_impl.h"
@@ -184,4 +184,43 @@ const struct rt_op_family rt_family_transpose = {
     .infer = transpose_infer,
     .params = transpose_params,
     .at_batch = transpose_at_batch,
+};
+
+/* ---- slice: a.slice along one dim after the batch (ONNX only) */
+
+static enum rt_status slice_infer(const struct rt_graph *g, const struct rt_node *n, struct rt_shape *out,
+                                  struct rt_error *err)
+{
+    const struct rt_shape *x = &g->tensors[n->inputs[0]].shape;
+    const struct rt_slice_attrs *a = &n->a.slice;
+    if (a->axis < 0 || a->axis >= x->rank - 1)
+        return rt_op_node_error(err, n, "slices a dim the input does not have");
+    int64_t d = x->dims[a->axis + 1], last = a->start + (a->len - 1) * a->step;
+    if (a->len < 1 || a->step == 0 || a->start < 0 || a->start >= d || last < 0 || last >= d)
+        return rt_op_node_error(err, n, "the slice leaves the input");
+    *out = *x;
+    out->dims[a->axis + 1] = a->len;
+    return RT_OK;
+}
+
+static void slice_params(const struct rt_graph *g, const struct rt_step *s, union rt_step_params *k)
+{
+    const struct rt_shape *x = &g->tensors[s->in[0]].shape;
+    const struct rt_slice_attrs *a = &s->node->a.slice;
+    struct k_slice r = {1, x->dims[a->axis + 1], 1, a->start, a->step, a->len};
+    for (int i = 1; i < x->rank; i++) {
+        if (i - 1 < a->axis)
+            r.outer *= x->dims[i];
+        else if (i - 1 > a->axis)
+            r.inner *= x->dims[i];
+    }
+    k->slice = r;
+}
+
+static void slice_at_batch(union rt_step_params *k, int batch) { k->slice.outer *= batch; }
+
+const struct rt_op_family rt_family_slice = {
+    .infer = slice_infer,
+    .params = slice_params,
+    .at_batch = slice_at_batch,
 };

@@ -5,8 +5,8 @@ strides and dilations, 1-D windows, legacy broadcasting, Gemm's alpha, beta
 and row-wise C, MatMul of rank 3, Softmax's 2-D coercion before opset 13,
 BatchNormalization folded into a Conv with a residual add, PRelu per
 channel, LeakyRelu -> Elu -> Softplus, Squeeze and Unsqueeze around a
-symbolic batch, a Mean of three operands, and a ceil_mode window the loader
-must refuse. Expected outputs come from PyTorch and numpy.
+symbolic batch, a Mean of three operands, Slice with negative and clamped
+bounds and steps, Split, and a ceil_mode window the loader must refuse. Expected outputs come from PyTorch and numpy.
 
     /usr/bin/python3 tests/data/onnx/make_cases.py     (python3-onnx, python3-torch)
 
@@ -139,4 +139,17 @@ x=r(3,4); k=r(4)
 save('mean3_abs_sqrt',[helper.make_node('Relu',['x'],['r']),helper.make_node('Mean',['x','r','k'],['m']),
     helper.make_node('Abs',['m'],['a']),helper.make_node('Sqrt',['a'],['y'])],[('x',['N',4])],['y'],{'k':k},{'x':x},
     [np.sqrt(np.abs((x+np.maximum(x,0)+k)/3))])
+# Slice with negative and clamped bounds and steps (constant inputs), Slice from attributes, Split
+x=r(2,6,7)
+save('slice_steps',[helper.make_node('Slice',['x','st','en','ax','sp'],['y'])],[('x',['N',6,7])],['y'],
+    {'st':np.array([1,-1],np.int64),'en':np.array([5,-100],np.int64),'ax':np.array([1,-1],np.int64),'sp':np.array([2,-2],np.int64)},
+    {'x':x},[x[:,1:5:2,-1:-100:-2]])
+x=r(2,3,6)
+save('slice9_attrs',[helper.make_node('Slice',['x'],['y'],starts=[0,2],ends=[2**62,5],axes=[0,2])],[('x',['N',3,6])],['y'],{},
+    {'x':x},[x[:,:,2:5]],opset=9)
+x=r(2,5,4)
+save('split_parts',[helper.make_node('Split',['x','sp'],['a','b'],axis=1)],[('x',['N',5,4])],['a','b'],{'sp':np.array([2,3],np.int64)},
+    {'x':x},[x[:,:2],x[:,2:]])
+save('split11_equal',[helper.make_node('Split',['x'],['a','b'],axis=-1)],[('x',['N',5,4])],['a','b'],{},
+    {'x':x},[x[:,:,:2],x[:,:,2:]],opset=11)
 print(f'wrote {root}')
