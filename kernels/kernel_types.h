@@ -131,6 +131,20 @@ struct k_slice {
     int64_t start, step, len;
 };
 
+/* Each of n samples of dims[rank] padded by begin[d] before and end[d]
+ * after each dim d (ONNX Pad): with value (constant), the nearest edge
+ * element (edge), or the elements mirrored about the edge, the edge itself
+ * not repeated (reflect; pads below the dim then). */
+enum k_pad_mode { K_PAD_CONSTANT = 0, K_PAD_EDGE, K_PAD_REFLECT };
+
+struct k_pad {
+    int n, rank;
+    int64_t dims[K_BINARY_MAX_DIMS];
+    int64_t begin[K_BINARY_MAX_DIMS], end[K_BINARY_MAX_DIMS];
+    enum k_pad_mode mode;
+    float value;
+};
+
 /* The axes of each of n samples permuted: a sample of x has dims[rank];
  * output axis i is input axis perm[i] (ONNX Transpose). */
 struct k_transpose {

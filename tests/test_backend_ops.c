@@ -361,6 +361,21 @@ static void build_slice(struct gb *b, const struct op_case *c)
     gb_output(b, gb_done(b, n));
 }
 
+/* pad of [N, 3, 4, 5] in mode a[0] (enum k_pad_mode): a[1..3] before and
+ * a[4..6] after each dim after the batch, value 0.75 */
+static void build_pad(struct gb *b, const struct op_case *c)
+{
+    int x = gb_input(b, 4, (int64_t[]){3, 4, 5});
+    struct rt_node *n = gb_node(b, RT_OP_PAD, 1, &x);
+    n->a.pad.mode = (enum k_pad_mode)c->a[0];
+    n->a.pad.value = 0.75f;
+    for (int d = 0; d < 3; d++) {
+        n->a.pad.begin[d] = c->a[1 + d];
+        n->a.pad.end[d] = c->a[4 + d];
+    }
+    gb_output(b, gb_done(b, n));
+}
+
 /* matmul [N, 2, 3, 4] . [N, 4, 5] (b transposed: [N, 5, 4] when a[0]) */
 static void build_matmul(struct gb *b, const struct op_case *c)
 {
@@ -596,6 +611,9 @@ static const struct op_case CASES[] = {
     {"slice middle dim step 2", P_FLOAT, -1, 1, build_slice, {1, 1, 2, 3}},
     {"slice last dim reversed", P_FLOAT, -1, 1, build_slice, {2, 4, -1, 5}},
     {"slice first dim", P_FLOAT, -1, 1, build_slice, {0, 2, 1, 1}},
+    {"pad constant", P_FLOAT, -1, 1, build_pad, {K_PAD_CONSTANT, 1, 0, 2, 0, 3, 1}},
+    {"pad edge", P_FLOAT, -1, 1, build_pad, {K_PAD_EDGE, 0, 2, 3, 1, 1, 4}},
+    {"pad reflect", P_FLOAT, -1, 1, build_pad, {K_PAD_REFLECT, 2, 3, 4, 1, 0, 2}},
     {"unary abs", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_ABS}},
     {"unary neg", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_NEG}},
     {"unary exp", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_EXP}},

@@ -338,7 +338,7 @@ static struct ob *one_node(int opset, const char *op, const char *inputs, struct
 }
 
 /* The element-wise functions, PRelu, the variadic ops, Squeeze, Unsqueeze,
- * Transpose, the reductions, Slice and Split refuse what they cannot
+ * Transpose, the reductions, Slice, Split and Pad refuse what they cannot
  * compute with the node and the reason. */
 TEST(onnx_math_and_squeeze_refusals)
 {
@@ -436,6 +436,28 @@ TEST(onnx_math_and_squeeze_refusals)
     ob_output(m, "y");
     ob_output(m, "z");
     if (expect_model(m, RT_ERR_BAD_MODEL, "5 does not split into 2 equal parts") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Pad", "x,p", &n);
+    ob_init_i64(m, "p", 1, (int64_t[]){3}, (const int64_t[]){0, 1, 0});
+    if (expect_model(m, RT_ERR_BAD_MODEL, "'pads' has 3 values for 2 dimensions") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Pad", "x,p", &n);
+    ob_init_i64(m, "p", 1, (int64_t[]){4}, (const int64_t[]){0, -1, 0, 0});
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "negative pads") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Pad", "x,p", &n);
+    ob_attr_string(m, n, "mode", "reflect");
+    ob_init_i64(m, "p", 1, (int64_t[]){4}, (const int64_t[]){0, 4, 0, 0});
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "reflect pads as wide as the dim (4)") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Pad", "x,p", &n);
+    ob_attr_string(m, n, "mode", "wrap");
+    ob_init_i64(m, "p", 1, (int64_t[]){4}, (const int64_t[]){0, 1, 0, 0});
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "mode") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Pad", "x,p", &n);
+    ob_init_i64(m, "p", 1, (int64_t[]){4}, (const int64_t[]){1, 0, 0, 0});
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "pads the first axis") != TEST_PASS)
         return TEST_FAIL;
     m = one_node(13, "Transpose", "x", &n);   /* the default perm moves a symbolic batch */
     if (expect_model(m, RT_ERR_UNSUPPORTED, "moves the first axis") != TEST_PASS)

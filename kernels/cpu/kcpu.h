@@ -104,6 +104,8 @@ void kcpu_softmax_f32(struct kcpu_threads *th, const struct k_softmax *p,
 void kcpu_reduce_f32(struct kcpu_threads *th, const struct k_reduce *p, const float *x, float *y);
 /* y = the slice of x per k_slice; y must not overlap x. */
 void kcpu_slice_f32(struct kcpu_threads *th, const struct k_slice *p, const float *x, float *y);
+/* y = x padded per k_pad; y must not overlap x. */
+void kcpu_pad_f32(struct kcpu_threads *th, const struct k_pad *p, const float *x, float *y);
 /* y = x with its axes permuted per k_transpose; y must not overlap x. */
 void kcpu_transpose_f32(struct kcpu_threads *th, const struct k_transpose *p, const float *x, float *y);
 void kcpu_concat_f32(struct kcpu_threads *th, const struct k_concat *p,

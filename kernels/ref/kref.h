@@ -45,6 +45,8 @@ void kref_concat_f32(const struct k_concat *p, const float *const *inputs,
 void kref_reduce_f32(const struct k_reduce *p, const float *x, float *y);
 /* y = the slice of x per k_slice. */
 void kref_slice_f32(const struct k_slice *p, const float *x, float *y);
+/* y = x padded per k_pad. */
+void kref_pad_f32(const struct k_pad *p, const float *x, float *y);
 /* y = x with its axes permuted per k_transpose. */
 void kref_transpose_f32(const struct k_transpose *p, const float *x, float *y);
 /* y = alpha * op(a) . op(b) per k_matmul (kernel_types.h). */

@@ -180,6 +180,12 @@ static void slice_run(struct cpu_session *cs, const struct rt_step *s, const uni
     kcpu_slice_f32(cs->threads, &k->slice, io->in[0], io->out);
 }
 
+static void pad_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
+                    const struct rt_step_io *io)
+{
+    kcpu_pad_f32(cs->threads, &k->pad, io->in[0], io->out);
+}
+
 static void matmul_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
                        const struct rt_step_io *io)
 {
@@ -249,6 +255,7 @@ static const struct cpu_op F32[RT_OP_COUNT] = {
     [RT_OP_TRANSPOSE] = {transpose_run, NULL, NULL},
     [RT_OP_REDUCE] = {reduce_run, NULL, NULL},
     [RT_OP_SLICE] = {slice_run, NULL, NULL},
+    [RT_OP_PAD] = {pad_run, NULL, NULL},
     [RT_OP_MATMUL] = {matmul_run, NULL, NULL},
     [RT_OP_CONV2D_DYN] = {conv2d_dyn_run, NULL, conv2d_dyn_scratch},
     [RT_OP_BATCH_NORM_DYN] = {batch_norm_dyn_run, NULL, NULL},

@@ -110,6 +110,12 @@ static void slice_f32(const struct rt_plan *p, const struct rt_step *s, const un
     kref_slice_f32(&k->slice, io->in[0], io->out);
 }
 
+static void pad_f32(const struct rt_plan *p, const struct rt_step *s, const union rt_step_params *k, int batch,
+                    const struct rt_step_io *io)
+{
+    kref_pad_f32(&k->pad, io->in[0], io->out);
+}
+
 static void matmul_f32(const struct rt_plan *p, const struct rt_step *s, const union rt_step_params *k, int batch,
                        const struct rt_step_io *io)
 {
@@ -163,6 +169,7 @@ static const ref_run_fn F32[RT_OP_COUNT] = {
     [RT_OP_TRANSPOSE] = transpose_f32,
     [RT_OP_REDUCE] = reduce_f32,
     [RT_OP_SLICE] = slice_f32,
+    [RT_OP_PAD] = pad_f32,
     [RT_OP_MATMUL] = matmul_f32,
     [RT_OP_CONV2D_DYN] = conv2d_dyn_f32,
     [RT_OP_BATCH_NORM_DYN] = batch_norm_dyn_f32,

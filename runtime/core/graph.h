@@ -64,6 +64,14 @@ struct rt_slice_attrs {
     int64_t start, step, len;
 };
 
+/* pad: begin[d] and end[d] elements before and after dim d after the
+ * batch, filled per mode (k_pad); ONNX only. */
+struct rt_pad_attrs {
+    int64_t begin[RT_MAX_DIMS - 1], end[RT_MAX_DIMS - 1];
+    enum k_pad_mode mode;
+    float value;
+};
+
 /* matmul: y = alpha * op(input 0) . op(input 1), two run-time tensors whose
  * per-sample dims are [..., M, K] and [..., K, N] (transposed when trans_a /
  * trans_b), numpy-broadcast over the leading dims (ONNX MatMul, Gemm).
@@ -97,6 +105,7 @@ struct rt_node {
         struct rt_unary_attrs unary;
         struct rt_reduce_attrs reduce;
         struct rt_slice_attrs slice;
+        struct rt_pad_attrs pad;
         struct rt_matmul_attrs matmul;
         float eps;                    /* batch_norm */
         bool gelu_tanh;               /* gelu approximate="tanh" */

@@ -20,7 +20,7 @@
 
 #define ONNX_OPSET_MAX 17          /* newest ai.onnx opset whose op versions this loader knows */
 #define ONNX_MAX_NODES 65536
-#define ONNX_MAX_DIM (1ll << 31)   /* largest dimension accepted */
+#define ONNX_MAX_DIM (1LL << 31)   /* largest dimension accepted */
 #define ONNX_MAX_ELEMS (1ll << 31) /* largest tensor accepted */
 #define ONNX_BATCH (-1)            /* dims[0] of an activation in batch mode */
 #define ONNX_MAX_RANK (RT_MAX_DIMS - 1)   /* whole mode adds a runtime dim */

@@ -1,7 +1,7 @@
 /*
  * onnx_ops_ew.c - ONNX element-wise and shape ops: Relu, Sigmoid, Tanh,
  * HardSwish, Clip, Add, Sub, Mul, Div, Pow, Concat, Flatten, Reshape, Squeeze,
- * Unsqueeze, Transpose, Slice, Split, Softmax, LogSoftmax, Identity,
+ * Unsqueeze, Transpose, Slice, Split, Pad, Softmax, LogSoftmax, Identity,
  * Dropout, Constant.
  *
  * Shape ops become views (runtime reshapes, no copy). In batch mode an op
@@ -519,6 +519,65 @@ static enum rt_status split(struct onnx_ctx *c)
     return RT_OK;
 }
 
+/* Pads from the attribute ('paddings' in opset 1, 'pads' to 10) or, from
+ * 11, the constant input 1, with the constant from the 'value' attribute
+ * or the optional constant input 2; modes constant, edge and reflect. */
+static enum rt_status pad(struct onnx_ctx *c)
+{
+    static const char *const MODES[] = {"constant", "edge", "reflect"};   /* enum k_pad_mode's order */
+    bool from_inputs = c->version >= 11;
+    enum rt_status s = onnx_arity(c, 1, from_inputs ? 3 : 1, 1);
+    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
+    int mode, n, rank = x ? x->shape.rank : 0;
+    int64_t pads[2 * ONNX_MAX_RANK];
+    float value = 0;
+    if (!x || !onnx_attr_choice(c, "mode", MODES, 3, K_PAD_CONSTANT, &mode))
+        return c->err->status;
+    bool ok = from_inputs ? onnx_const_ints(c, 1, "pads", pads, 2 * ONNX_MAX_RANK, &n)
+                          : onnx_attr_ints(c, c->version < 2 ? "paddings" : "pads", pads, 2 * ONNX_MAX_RANK, &n) &&
+                                onnx_attr_float(c, "value", 0, &value);
+    if (!ok)
+        return c->err->status;
+    const struct onnx_value *cv = from_inputs ? onnx_input(c, 2) : NULL;
+    if (cv && !(cv = onnx_const_in(c, 2)))
+        return c->err->status;
+    if (cv && (!cv->data->f || cv->data->elems != 1))
+        return onnx_unsupported(c, "'constant_value' must be a float scalar");
+    value = cv ? cv->data->f[0] : value;
+    if (n != 2 * rank)
+        return onnx_bad(c, "'pads' has %d values for %d dimensions", n, rank);
+    struct rt_shape out = x->shape;
+    bool any = false;
+    for (int d = 0; d < rank; d++) {
+        int64_t b = pads[d], e = pads[rank + d], len = x->shape.dims[d];
+        if (b < 0 || e < 0)
+            return onnx_unsupported(c, "negative pads (cropping) are not supported");
+        if (b > ONNX_MAX_DIM || e > ONNX_MAX_DIM)
+            return onnx_bad(c, "pads past %lld", (long long)ONNX_MAX_DIM);
+        if (len == ONNX_BATCH && (b || e))
+            return onnx_needs_whole(c, "pads the first axis");
+        if (mode == K_PAD_REFLECT && len > 1 && (b >= len || e >= len))
+            return onnx_unsupported(c, "reflect pads as wide as the dim (%lld) are not supported", (long long)len);
+        any = any || b || e;
+        out.dims[d] = len == ONNX_BATCH ? len : b + len + e;
+    }
+    if (!any)
+        return onnx_alias(c, 0, x);
+    struct rt_node *nd = onnx_emit(c, RT_OP_PAD, 0, &out);
+    if (!nd)
+        return c->err->status;
+    nd->n_inputs = 1;
+    nd->inputs[0] = x->tensor;
+    nd->a.pad.mode = (enum k_pad_mode)mode;
+    nd->a.pad.value = value;
+    int first = c->whole ? 0 : 1;   /* runtime dims after the batch */
+    for (int d = first; d < rank; d++) {
+        nd->a.pad.begin[d - first] = pads[d];
+        nd->a.pad.end[d - first] = pads[rank + d];
+    }
+    return RT_OK;
+}
+
 /* Opset >= 5 takes the target shape as a constant input, opset < 5 as an
  * attribute. 0 copies the input dim (unless allowzero), -1 is inferred. */
 static enum rt_status reshape(struct onnx_ctx *c)
@@ -787,6 +846,7 @@ const struct onnx_op ONNX_OPS_EW[] = {
     {"Transpose", {1, 13}, transpose, "perm"},
     {"Slice", {1, 10, 11, 13}, slice, "starts,ends,axes"},
     {"Split", {1, 2, 11, 13}, split, "axis,split"},
+    {"Pad", {1, 2, 11, 13}, pad, "mode,pads,paddings,value"},
     {"Unsqueeze", {1, 11, 13}, unsqueeze, "axes"},
     {"Softmax", {1, 11, 13}, softmax, "axis"},
     {"LogSoftmax", {1, 11, 13}, log_softmax, "axis"},

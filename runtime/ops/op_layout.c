@@ -1,5 +1,6 @@
 /* op_layout.c - ops that move elements without computing: flatten and
- * reshape (views of their input, no step), concat, transpose and slice. */
+ * reshape (views of their input, no step), concat, transpose, slice and
+ * pad. */
 #include <cjson/cJSON.h>
 
 #include "runtime/ops/ops_impl.h"
@@ -223,4 +224,46 @@ const struct rt_op_family rt_family_slice = {
     .infer = slice_infer,
     .params = slice_params,
     .at_batch = slice_at_batch,
+};
+
+/* ---- pad: a.pad around the dims after the batch (ONNX only) */
+
+static enum rt_status pad_infer(const struct rt_graph *g, const struct rt_node *n, struct rt_shape *out,
+                                struct rt_error *err)
+{
+    const struct rt_shape *x = &g->tensors[n->inputs[0]].shape;
+    const struct rt_pad_attrs *a = &n->a.pad;
+    if (x->rank - 1 > K_BINARY_MAX_DIMS || (unsigned)a->mode > K_PAD_REFLECT)
+        return rt_op_node_error(err, n, "unknown padding");
+    *out = *x;
+    for (int d = 0; d < x->rank - 1; d++) {
+        int64_t len = x->dims[d + 1];
+        /* (a tensor's elements stay under 2^28: the graph's check after this) */
+        if (a->begin[d] < 0 || a->end[d] < 0 || a->begin[d] > (1 << 28) || a->end[d] > (1 << 28) ||
+            (a->mode == K_PAD_REFLECT && len > 1 && (a->begin[d] >= len || a->end[d] >= len)))
+            return rt_op_node_error(err, n, "pads must be non-negative (and below the dim to reflect)");
+        out->dims[d + 1] = a->begin[d] + len + a->end[d];
+    }
+    return RT_OK;
+}
+
+static void pad_params(const struct rt_graph *g, const struct rt_step *s, union rt_step_params *k)
+{
+    const struct rt_shape *x = &g->tensors[s->in[0]].shape;
+    const struct rt_pad_attrs *a = &s->node->a.pad;
+    struct k_pad p = {.n = 1, .rank = x->rank - 1, .mode = a->mode, .value = a->value};
+    for (int d = 0; d < p.rank; d++) {
+        p.dims[d] = x->dims[d + 1];
+        p.begin[d] = a->begin[d];
+        p.end[d] = a->end[d];
+    }
+    k->pad = p;
+}
+
+static void pad_at_batch(union rt_step_params *k, int batch) { k->pad.n *= batch; }
+
+const struct rt_op_family rt_family_pad = {
+    .infer = pad_infer,
+    .params = pad_params,
+    .at_batch = pad_at_batch,
 };

@@ -60,6 +60,7 @@ enum {
     X(TRANSPOSE,       "transpose",        1, 1,   0,                                          K_ACT_NONE,    transpose) \
     X(REDUCE,          "reduce",           1, 1,   0,                                          K_ACT_NONE,    reduce)   \
     X(SLICE,           "slice",            1, 1,   0,                                          K_ACT_NONE,    slice)    \
+    X(PAD,             "pad",              1, 1,   0,                                          K_ACT_NONE,    pad)      \
     X(MATMUL,          "matmul",           2, 2,   0,                                          K_ACT_NONE,    matmul)   \
     X(CONV2D_DYN,      "conv2d_dyn",       2, 3,   0,                                          K_ACT_NONE,    conv2d_dyn) \
     X(BATCH_NORM_DYN,  "batch_norm_dyn",   5, 5,   0,                                          K_ACT_NONE,    batch_norm_dyn)

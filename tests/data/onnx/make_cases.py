@@ -6,7 +6,8 @@ and row-wise C, MatMul of rank 3, Softmax's 2-D coercion before opset 13,
 BatchNormalization folded into a Conv with a residual add, PRelu per
 channel, LeakyRelu -> Elu -> Softplus, Squeeze and Unsqueeze around a
 symbolic batch, a Mean of three operands, Slice with negative and clamped
-bounds and steps, Split, and a ceil_mode window the loader must refuse. Expected outputs come from PyTorch and numpy.
+bounds and steps, Split, Pad (a constant value, reflect), and a ceil_mode
+window the loader must refuse. Expected outputs come from PyTorch and numpy.
 
     /usr/bin/python3 tests/data/onnx/make_cases.py     (python3-onnx, python3-torch)
 
@@ -152,4 +153,11 @@ save('split_parts',[helper.make_node('Split',['x','sp'],['a','b'],axis=1)],[('x'
     {'x':x},[x[:,:2],x[:,2:]])
 save('split11_equal',[helper.make_node('Split',['x'],['a','b'],axis=-1)],[('x',['N',5,4])],['a','b'],{},
     {'x':x},[x[:,:,:2],x[:,:,2:]],opset=11)
+# Pad from constant inputs (opset 13): a constant value, and reflect, around a symbolic batch
+x=r(2,3,4,5)
+save('pad13_constant',[helper.make_node('Pad',['x','p','v'],['y'])],[('x',['N',3,4,5])],['y'],
+    {'p':np.array([0,1,0,2,0,0,3,1],np.int64),'v':np.array(1.5,np.float32)},{'x':x},
+    [np.pad(x,((0,0),(1,0),(0,3),(2,1)),constant_values=1.5)])
+save('pad13_reflect',[helper.make_node('Pad',['x','p'],['y'],mode='reflect')],[('x',['N',3,4,5])],['y'],
+    {'p':np.array([0,0,3,2,0,0,1,4],np.int64)},{'x':x},[np.pad(x,((0,0),(0,0),(3,1),(2,4)),mode='reflect')])
 print(f'wrote {root}')
