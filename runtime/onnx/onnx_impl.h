@@ -198,5 +198,6 @@ struct onnx_op {
 extern const struct onnx_op ONNX_OPS_NN[];
 extern const struct onnx_op ONNX_OPS_EW[];
 extern const struct onnx_op ONNX_OPS_MATH[];
+extern const struct onnx_op ONNX_OPS_SHAPE[];
 
 #endif /* ONNX_IMPL_H */

@@ -403,8 +403,8 @@ done:
 
 static const struct onnx_op *find_op(const char *type)
 {
-    const struct onnx_op *const tables[] = {ONNX_OPS_NN, ONNX_OPS_EW, ONNX_OPS_MATH};
-    for (int t = 0; t < 3; t++) {
+    const struct onnx_op *const tables[] = {ONNX_OPS_NN, ONNX_OPS_EW, ONNX_OPS_MATH, ONNX_OPS_SHAPE};
+    for (int t = 0; t < 4; t++) {
         for (const struct onnx_op *op = tables[t]; op->type; op++) {
             if (strcmp(op->type, type) == 0)
                 return op;
