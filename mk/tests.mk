@@ -1,6 +1,7 @@
 # mk/tests.mk - the test suites and the CPU benchmarks: test, test-readme, test-onnx,
-# test-large, accuracy, bench, bench-check, bench-server, bench-loadgen, bench-imagenet.
-.PHONY: test test-readme test-onnx test-large test-emulated-avx512 accuracy bench bench-check bench-server bench-loadgen \
+# test-onnx-exports, test-large, accuracy, bench, bench-check, bench-server,
+# bench-loadgen, bench-imagenet.
+.PHONY: test test-readme test-onnx test-onnx-exports test-large test-emulated-avx512 accuracy bench bench-check bench-server bench-loadgen \
         bench-imagenet
 
 # (CUDA builds first read the kernels' SASS and check the GPU bundle; the
@@ -22,6 +23,11 @@ test-readme: deps deps-client deps-python all
 BACKEND ?= cpu
 test-onnx: deps $(BUILD)/onnx-suite
 	$(BUILD)/onnx-suite --backend $(BACKEND)
+
+# torchvision models exported to ONNX by PyTorch and run against its
+# outputs (tests/onnx/torchvision_exports.py; about 15 s). .ci/run runs it.
+test-onnx-exports: deps deps-python $(BUILD)/onnx-suite
+	$(PYTHON) tests/onnx/torchvision_exports.py --build $(BUILD)
 
 # The large_ tests, on the ImageNet-scale models (mk/models.mk) generated
 # when missing.

@@ -1,0 +1,70 @@
+"""ONNX exports of torchvision models, checked against PyTorch: each model
+(seeded random weights, batch dimension symbolic) is exported by
+torch.onnx at opset 13 with a batch of two images and PyTorch's output,
+in the layout of the ONNX backend test suite, under build/onnx-exports/;
+build/onnx-suite then runs them on the CPU backend, and every model must
+load and match (the suite's tolerance, 1e-3 relative). The models cover
+Concat, MaxPool with ceil_mode, HardSigmoid, HardSwish, Sigmoid * Mul
+(SiLU), grouped and depthwise convolutions.
+
+    make test-onnx-exports      (/usr/bin/python3 with python3-torch, python3-torchvision, python3-onnx)
+
+ShuffleNetV2 is left out: its export computes the channel shuffle's shape
+at run time (Shape, Gather, integer arithmetic), which inferd refuses.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import onnx
+import torch
+import torchvision
+from onnx import numpy_helper
+
+MODELS = {
+    "squeezenet1_1": lambda: torchvision.models.squeezenet1_1(),
+    "googlenet": lambda: torchvision.models.googlenet(aux_logits=False, init_weights=True),
+    "mobilenet_v3_small": lambda: torchvision.models.mobilenet_v3_small(),
+    "efficientnet_b0": lambda: torchvision.models.efficientnet_b0(),
+    "regnet_x_400mf": lambda: torchvision.models.regnet_x_400mf(),
+}
+
+
+def export(root):
+    for name, make in MODELS.items():
+        torch.manual_seed(0)
+        model = make().eval()
+        x = torch.randn(2, 3, 224, 224)
+        with torch.no_grad():
+            y = model(x)
+        folder = os.path.join(root, name)
+        data = os.path.join(folder, "test_data_set_0")
+        os.makedirs(data, exist_ok=True)
+        torch.onnx.export(model, x, os.path.join(folder, "model.onnx"), input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}}, opset_version=13)
+        with open(os.path.join(data, "input_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(x.numpy(), "x").SerializeToString())
+        with open(os.path.join(data, "output_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(y.numpy(), "y").SerializeToString())
+        ops = sorted({n.op_type for n in onnx.load(os.path.join(folder, "model.onnx")).graph.node})
+        print(f"exported {name}: {', '.join(ops)}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build")
+    args = ap.parse_args()
+    export(os.path.join(args.build, "onnx-exports"))
+    run = subprocess.run([os.path.join(args.build, "onnx-suite"), "--verbose", "--root", args.build, "onnx-exports"],
+                         capture_output=True, text=True)
+    print(run.stdout, end="")
+    passed = [l for l in run.stdout.splitlines() if l.strip().startswith("passed")]
+    if run.returncode != 0 or len(passed) != len(MODELS):
+        print(f"torchvision_exports: {len(passed)} of {len(MODELS)} models passed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
