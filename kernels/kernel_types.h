@@ -134,7 +134,7 @@ struct k_slice {
 /* Each of n samples of dims[rank] padded by begin[d] before and end[d]
  * after each dim d (ONNX Pad): with value (constant), the nearest edge
  * element (edge), or the elements mirrored about the edge, the edge itself
- * not repeated (reflect; pads below the dim then). */
+ * not repeated (reflect, whose pads must be below the dim). */
 enum k_pad_mode { K_PAD_CONSTANT = 0, K_PAD_EDGE, K_PAD_REFLECT };
 
 struct k_pad {
