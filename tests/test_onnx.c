@@ -2,15 +2,18 @@
  * our own cases on the CPU backend (every case passes or is refused as
  * unsupported), a whole-mode graph against the reference kernels, the shipped
  * models exported by torch.onnx.export giving the outputs of their
- * safetensors form, and a model folder holding model.onnx with a
- * serving-only model.json. */
+ * safetensors form, a model folder holding model.onnx with a serving-only
+ * model.json, and the refusal to write an ONNX-only graph as model.json. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/ref/kref.h"
 #include "onnx/builder.h"
 #include "onnx/suite.h"
+#include "runtime/format/model_write.h"
 #include "runtime/rt_model.h"
+#include "runtime/rt_model_impl.h"
 #include "test.h"
 #include "test_model_util.h"
 
@@ -174,6 +177,39 @@ TEST(onnx_model_folder_with_serving_json)
     ASSERT_STR_CONTAINS(err.msg, "comes from model.onnx");
     tmp_dir_remove(dir);
     rt_backend_free(b);
+    return TEST_PASS;
+}
+
+/* An ONNX graph that uses ops model.json cannot name (here binary: Add of
+ * a constant bias) is not written as model.json + safetensors (inferctl
+ * quantize and convert write that way): a clear refusal, nothing written. */
+TEST(onnx_only_ops_are_not_written_as_model_json)
+{
+    char dir[256], out[256];
+    ASSERT_TRUE(tmp_dir_make(dir, sizeof(dir)));
+    ASSERT_TRUE(tmp_dir_make(out, sizeof(out)));
+    size_t len;
+    uint8_t *onnx = small_onnx(&len);
+    ASSERT_TRUE(write_file(dir, "model.onnx", onnx, len));
+    free(onnx);
+    struct rt_error err = {0};
+    struct rt_backend *b;
+    struct rt_model *m = NULL;
+    ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 1}, &b, &err), RT_OK);
+    enum rt_status s = rt_model_load(dir, b, &m, &err);
+    TEST_FAIL_IF(s != RT_OK, "%s", err.msg);
+    static const char JSON[] = "{\"format_version\": 1}";
+    struct rt_write_options wo = {.name = "out", .precision = RT_PRECISION_FP32};
+    s = rt_model_write(out, JSON, strlen(JSON), rt_model_config(m), rt_model_graph(m), &wo, &err);
+    rt_model_free(m);
+    rt_backend_free(b);
+    ASSERT_EQ_INT(s, RT_ERR_UNSUPPORTED);
+    ASSERT_STR_CONTAINS(err.msg, "op 'binary' has no model.json form");
+    char path[512];
+    snprintf(path, sizeof(path), "%s/model.json", out);
+    ASSERT_FALSE(access(path, F_OK) == 0);
+    tmp_dir_remove(dir);
+    tmp_dir_remove(out);
     return TEST_PASS;
 }
 

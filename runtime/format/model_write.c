@@ -337,6 +337,14 @@ enum rt_status rt_model_write(const char *dir, const char *source_json, size_t s
                               const struct rt_model_config *cfg, const struct rt_graph *g,
                               const struct rt_write_options *opt, struct rt_error *err)
 {
+    for (int i = 0; i < g->n_nodes; i++) {   /* what model.json could not read back */
+        const struct rt_node *n = &g->nodes[i];
+        if (!rt_op_has(n->op, RT_T_JSON))
+            return rt_error_set(err, RT_ERR_UNSUPPORTED,
+                                "node '%s': op '%s' has no model.json form (it comes from an ONNX graph); "
+                                "serve model.onnx with \"precision\" in its model.json instead",
+                                n->name, rt_op_name(n->op));
+    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(source_json, source_len, &end, 0);
     if (!cJSON_IsObject(root)) {
