@@ -125,14 +125,20 @@ static uint8_t *small_onnx(size_t *len)
     return buf;
 }
 
+/* A new temporary folder holding small_onnx() as model.onnx. */
+static bool small_onnx_folder(char *dir, size_t cap)
+{
+    size_t len;
+    uint8_t *onnx = NULL;
+    bool ok = tmp_dir_make(dir, cap) && (onnx = small_onnx(&len)) && write_file(dir, "model.onnx", onnx, len);
+    free(onnx);
+    return ok;
+}
+
 TEST(onnx_model_folder_with_serving_json)
 {
     char dir[256];
-    ASSERT_TRUE(tmp_dir_make(dir, sizeof(dir)));
-    size_t len;
-    uint8_t *onnx = small_onnx(&len);
-    ASSERT_TRUE(write_file(dir, "model.onnx", onnx, len));
-    free(onnx);
+    ASSERT_TRUE(small_onnx_folder(dir, sizeof(dir)));
     struct rt_error err = {0};
     struct rt_backend *b;
     struct rt_model *m = NULL;
@@ -186,12 +192,8 @@ TEST(onnx_model_folder_with_serving_json)
 TEST(onnx_only_ops_are_not_written_as_model_json)
 {
     char dir[256], out[256];
-    ASSERT_TRUE(tmp_dir_make(dir, sizeof(dir)));
+    ASSERT_TRUE(small_onnx_folder(dir, sizeof(dir)));
     ASSERT_TRUE(tmp_dir_make(out, sizeof(out)));
-    size_t len;
-    uint8_t *onnx = small_onnx(&len);
-    ASSERT_TRUE(write_file(dir, "model.onnx", onnx, len));
-    free(onnx);
     struct rt_error err = {0};
     struct rt_backend *b;
     struct rt_model *m = NULL;

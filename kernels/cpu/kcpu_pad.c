@@ -8,8 +8,6 @@
 
 #include "kcpu_impl.h"
 
-#define ROW_WORK 16384   /* output floats per task */
-
 struct pad_job {
     const struct k_pad *p;
     const float *x;
@@ -84,6 +82,6 @@ void kcpu_pad_f32(struct kcpu_threads *th, const struct k_pad *p, const float *x
     int64_t rows = (int64_t)p->n * j.out_rows;
     if (rows <= 0 || j.out_len <= 0)
         return;
-    j.rows_per_task = kcpu_max64(1, ROW_WORK / j.out_len);
+    j.rows_per_task = kcpu_max64(1, KCPU_CHUNK / j.out_len);
     kcpu_threads_run(th, kcpu_ceil_div(rows, j.rows_per_task), pad_task, &j);
 }

@@ -11,7 +11,6 @@
 #include "kcpu_impl.h"
 
 #define INNER_BLOCK 256
-#define ROW_WORK 16384   /* input elements per task */
 
 struct reduce_job {
     const struct k_reduce *p;
@@ -88,6 +87,6 @@ void kcpu_reduce_f32(struct kcpu_threads *th, const struct k_reduce *p, const fl
     struct reduce_job j = {.p = p, .x = x, .y = y};
     if (p->outer <= 0 || p->inner <= 0)
         return;
-    j.rows_per_task = kcpu_max64(1, ROW_WORK / kcpu_max64(1, p->len * p->inner));
+    j.rows_per_task = kcpu_max64(1, KCPU_CHUNK / kcpu_max64(1, p->len * p->inner));
     kcpu_threads_run(th, kcpu_ceil_div(p->outer, j.rows_per_task), reduce_task, &j);
 }

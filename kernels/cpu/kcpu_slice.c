@@ -7,8 +7,6 @@
 
 #include "kcpu_impl.h"
 
-#define ROW_WORK 16384   /* floats per task */
-
 struct slice_job {
     const struct k_slice *p;
     const float *x;
@@ -34,6 +32,6 @@ void kcpu_slice_f32(struct kcpu_threads *th, const struct k_slice *p, const floa
     int64_t rows = p->outer * p->len;
     if (rows <= 0 || p->inner <= 0)
         return;
-    j.rows_per_task = kcpu_max64(1, ROW_WORK / p->inner);
+    j.rows_per_task = kcpu_max64(1, KCPU_CHUNK / p->inner);
     kcpu_threads_run(th, kcpu_ceil_div(rows, j.rows_per_task), slice_task, &j);
 }

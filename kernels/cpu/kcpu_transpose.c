@@ -8,8 +8,6 @@
 
 #include "kcpu_impl.h"
 
-#define ROW_WORK 16384   /* output elements per task */
-
 struct transpose_job {
     const struct k_transpose *p;
     const float *x;
@@ -57,6 +55,6 @@ void kcpu_transpose_f32(struct kcpu_threads *th, const struct k_transpose *p, co
     int64_t rows = (int64_t)p->n * j.rows_per_sample;
     if (rows == 0 || j.len == 0)
         return;
-    j.rows_per_task = kcpu_max64(1, ROW_WORK / j.len);
+    j.rows_per_task = kcpu_max64(1, KCPU_CHUNK / j.len);
     kcpu_threads_run(th, kcpu_ceil_div(rows, j.rows_per_task), transpose_task, &j);
 }

@@ -10,8 +10,6 @@
 
 #include "kcpu_impl.h"
 
-#define CHUNK 16384   /* elements per task */
-
 struct unary_job {
     const struct k_unary *p;
     const float *x;
@@ -53,7 +51,7 @@ static void run(const struct k_unary *p, int64_t n, const float *x, float *y)
 static void unary_task(void *arg, int64_t task, int thread)
 {
     const struct unary_job *j = arg;
-    int64_t first = task * CHUNK, n = kcpu_min64(CHUNK, j->p->count - first);
+    int64_t first = task * KCPU_CHUNK, n = kcpu_min64(KCPU_CHUNK, j->p->count - first);
     run(j->p, n, j->x + first, j->y + first);
 }
 
@@ -61,5 +59,5 @@ void kcpu_unary_f32(struct kcpu_threads *th, const struct k_unary *p, const floa
 {
     struct unary_job j = {.p = p, .x = x, .y = y};
     if (p->count > 0)
-        kcpu_threads_run(th, kcpu_ceil_div(p->count, CHUNK), unary_task, &j);
+        kcpu_threads_run(th, kcpu_ceil_div(p->count, KCPU_CHUNK), unary_task, &j);
 }
