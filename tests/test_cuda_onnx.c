@@ -27,7 +27,7 @@ TEST(cuda_onnx_suite)
     int failed = 0, passed = 0;
     for (int i = 0; ONNX_SUITE_DIRS[i]; i++) {
         struct onnx_suite_counts c;
-        bool read = onnx_suite_run_dir(b, root, ONNX_SUITE_DIRS[i], false, &c);
+        bool read = onnx_suite_run_dir(b, root, ONNX_SUITE_DIRS[i], &(struct onnx_suite_opts){0}, &c);
         TEST_FAIL_IF(!read, "cannot read %s/%s", root, ONNX_SUITE_DIRS[i]);
         printf("  %-18s %3d passed, %d failed, %3d unsupported\n", ONNX_SUITE_DIRS[i], c.passed, c.failed,
                c.unsupported);

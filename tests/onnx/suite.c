@@ -120,16 +120,17 @@ static int64_t batch_of(const struct rt_onnx_tensor *t, const struct rt_shape *r
     return extra ? 1 : t->shape.dims[0];
 }
 
-static bool close_enough(float got, float want)
+static bool close_enough(float got, float want, double atol)
 {
     if (isnan(want) || isnan(got))
         return isnan(want) && isnan(got);
     if (isinf(want) || isinf(got))
         return got == want;
-    return fabs((double)got - (double)want) <= ONNX_SUITE_ATOL + ONNX_SUITE_RTOL * fabs((double)want);
+    return fabs((double)got - (double)want) <= atol + ONNX_SUITE_RTOL * fabs((double)want);
 }
 
-static enum outcome run_set(struct rt_session *s, const struct rt_model_config *cfg, const char *set, char *why)
+static enum outcome run_set(struct rt_session *s, const struct rt_model_config *cfg, const char *set,
+                            const struct onnx_suite_opts *opts, char *why)
 {
     struct rt_onnx_tensor in[RT_MAX_IO] = {0}, want[RT_MAX_IO] = {0};
     float *got[RT_MAX_IO] = {0};
@@ -172,13 +173,22 @@ static enum outcome run_set(struct rt_session *s, const struct rt_model_config *
         }
     }
     for (int k = 0; k < cfg->n_outputs && o == PASSED; k++) {
+        int64_t bad = -1;
+        double worst = 0, scale = 0;   /* the largest error and |want|: is it noise near zero? */
         for (int64_t i = 0; i < want[k].elems; i++) {
-            if (!close_enough(got[k][i], want[k].data[i])) {
-                snprintf(why, WHY_MAX, "%s: output %d element %lld: got %.9g, want %.9g", set, k, (long long)i,
-                         got[k][i], want[k].data[i]);
-                o = FAILED;
-                break;
-            }
+            if (isfinite(want[k].data[i]))
+                scale = fmax(scale, fabs((double)want[k].data[i]));
+        }
+        double atol = opts->atol_of_peak > 0 ? opts->atol_of_peak * scale : ONNX_SUITE_ATOL;
+        for (int64_t i = 0; i < want[k].elems; i++) {
+            if (bad < 0 && !close_enough(got[k][i], want[k].data[i], atol))
+                bad = i;
+            worst = fmax(worst, fabs((double)got[k][i] - (double)want[k].data[i]));
+        }
+        if (bad >= 0) {
+            snprintf(why, WHY_MAX, "%s: output %d element %lld: got %.9g, want %.9g (largest error %.3g, largest "
+                     "|want| %.3g)", set, k, (long long)bad, got[k][bad], want[k].data[bad], worst, scale);
+            o = FAILED;
         }
     }
     for (int k = 0; k < RT_MAX_IO; k++) {
@@ -189,7 +199,7 @@ static enum outcome run_set(struct rt_session *s, const struct rt_model_config *
     return o;
 }
 
-static enum outcome run_case(struct rt_backend *b, const char *dir, char *why)
+static enum outcome run_case(struct rt_backend *b, const char *dir, const struct onnx_suite_opts *opts, char *why)
 {
     struct rt_model *m = NULL;
     struct rt_session *s = NULL;
@@ -213,7 +223,7 @@ static enum outcome run_case(struct rt_backend *b, const char *dir, char *why)
     for (int i = 0; i < n && o == PASSED; i++) {
         char set[1100];
         snprintf(set, sizeof(set), "%s/%s", dir, sets[i]);
-        o = run_set(s, rt_model_config(m), set, why);
+        o = run_set(s, rt_model_config(m), set, opts, why);
     }
     free_names(sets, n > 0 ? n : 0);
     rt_session_free(s);
@@ -221,7 +231,7 @@ static enum outcome run_case(struct rt_backend *b, const char *dir, char *why)
     return o;
 }
 
-bool onnx_suite_run_dir(struct rt_backend *b, const char *root, const char *dir, bool verbose,
+bool onnx_suite_run_dir(struct rt_backend *b, const char *root, const char *dir, const struct onnx_suite_opts *opts,
                         struct onnx_suite_counts *out)
 {
     char path[1024];
@@ -234,11 +244,11 @@ bool onnx_suite_run_dir(struct rt_backend *b, const char *root, const char *dir,
     for (int i = 0; i < n; i++) {
         char case_dir[1100], why[WHY_MAX] = "";
         snprintf(case_dir, sizeof(case_dir), "%s/%s", path, cases[i]);
-        enum outcome o = run_case(b, case_dir, why);
+        enum outcome o = run_case(b, case_dir, opts, why);
         out->passed += o == PASSED;
         out->failed += o == FAILED;
         out->unsupported += o == UNSUPPORTED;
-        if (o == FAILED || verbose)
+        if (o == FAILED || opts->verbose)
             printf("  %-11s %s/%s%s%s\n", o == PASSED ? "passed" : o == FAILED ? "FAILED" : "unsupported", dir,
                    cases[i], why[0] ? ": " : "", why);
     }

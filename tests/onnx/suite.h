@@ -21,14 +21,21 @@
 #define ONNX_SUITE_RTOL 1e-3
 #define ONNX_SUITE_ATOL 1e-7
 
+struct onnx_suite_opts {
+    bool verbose;          /* print every case's outcome, not only failures */
+    double atol_of_peak;   /* > 0: atol is this times the output's largest |want|
+                              instead of ONNX_SUITE_ATOL (whole models, whose
+                              rounding noise is relative to their scale) */
+};
+
 struct onnx_suite_counts {
     int passed, failed, unsupported;
 };
 
 /* Runs every case in root/dir on backend b. Failures are printed with
- * their reason; with verbose, every case's outcome (and why unsupported).
- * False when the folder cannot be read. */
-bool onnx_suite_run_dir(struct rt_backend *b, const char *root, const char *dir, bool verbose,
+ * their reason; with opts->verbose, every case's outcome (and why
+ * unsupported). False when the folder cannot be read. */
+bool onnx_suite_run_dir(struct rt_backend *b, const char *root, const char *dir, const struct onnx_suite_opts *opts,
                         struct onnx_suite_counts *out);
 
 /* Where the cases are: $INFERD_ONNX_TESTDATA when set (the GPU bundle
