@@ -474,6 +474,114 @@ TEST(onnx_math_and_squeeze_refusals)
     return TEST_PASS;
 }
 
+/* x [N, 4] with s = Shape(x) and n = Gather(s, 0) (the batch size, unknown
+ * in batch mode) defined; the caller adds the rest. */
+static struct ob *shape_of_x(void)
+{
+    struct ob *m = ob_new(13);
+    ob_input(m, "x", 2, (int64_t[]){-1, 4});
+    ob_init_i64(m, "zero", 0, NULL, (const int64_t[]){0});
+    ob_init_i64(m, "one", 0, NULL, (const int64_t[]){1});
+    ob_init_i64(m, "ax0", 1, (int64_t[]){1}, (const int64_t[]){0});
+    ob_node(m, "Shape", "shape", "x", "s");
+    ob_node(m, "Gather", "batch", "s,zero", "n");
+    ob_node(m, "Gather", "width", "s,one", "w");
+    return m;
+}
+
+/* Shape computations folded at load refuse what they cannot fold: the
+ * batch size of batch mode in arithmetic or attributes, bad indices,
+ * division by zero, constants too large to make, computed inputs. */
+TEST(onnx_fold_refusals)
+{
+    struct ob_node *n;
+    struct ob *m = shape_of_x();   /* x.reshape(2 * N, 2): arithmetic on the batch size */
+    ob_init_i64(m, "two", 0, NULL, (const int64_t[]){2});
+    ob_init_i64(m, "two1", 1, (int64_t[]){1}, (const int64_t[]){2});
+    ob_node(m, "Mul", "double", "n,two", "n2");
+    ob_node(m, "Unsqueeze", "u", "n2,ax0", "u");
+    ob_attr_int(m, ob_node(m, "Concat", "cat", "u,two1", "shape2"), "axis", 0);
+    ob_node(m, "Reshape", "r", "x,shape2", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "node 'double' (Mul, opset 13): computes with the batch size") != TEST_PASS)
+        return TEST_FAIL;
+    m = shape_of_x();   /* the batch size moved after the first axis: x.reshape(4, N) */
+    ob_init_i64(m, "swap", 1, (int64_t[]){2}, (const int64_t[]){1, 0});
+    ob_node(m, "Gather", "g", "s,swap", "ws");
+    ob_node(m, "Reshape", "r", "x,ws", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "reshapes with the batch size after the first axis") != TEST_PASS)
+        return TEST_FAIL;
+    m = shape_of_x();   /* the batch size as a Slice bound */
+    ob_init_i64(m, "axes", 1, (int64_t[]){1}, (const int64_t[]){1});
+    ob_node(m, "Unsqueeze", "u", "n,ax0", "end");
+    ob_node(m, "Slice", "sl", "x,ax0,end,axes", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "takes an attribute from the batch size") != TEST_PASS)
+        return TEST_FAIL;
+    m = shape_of_x();   /* a mark copied past the 64 elements a constant records */
+    ob_init_i64(m, "len", 1, (int64_t[]){1}, (const int64_t[]){100});
+    ob_node(m, "Unsqueeze", "u", "n,ax0", "n1");
+    ob_node(m, "Expand", "e", "n1,len", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "beyond element 64") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Size", "x", &n);
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "computes with the batch size") != TEST_PASS)
+        return TEST_FAIL;
+    m = shape_of_x();
+    ob_node(m, "Div", "d", "w,zero", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_BAD_MODEL, "integer division by zero") != TEST_PASS)
+        return TEST_FAIL;
+    m = shape_of_x();
+    ob_init_i64(m, "five", 0, NULL, (const int64_t[]){5});
+    ob_node(m, "Gather", "g", "s,five", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_BAD_MODEL, "index 5 is out of range for a dim of 2") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Gather", "x,i", &n);   /* a computed tensor at uneven indices */
+    ob_init_i64(m, "i", 1, (int64_t[]){3}, (const int64_t[]){0, 1, 3});
+    ob_attr_int(m, n, "axis", 1);
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "do not step evenly") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Gather", "x,i", &n);
+    ob_init_i64(m, "i", 0, NULL, (const int64_t[]){0});
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "gathers along the first axis") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Cast", "x", &n);
+    ob_attr_int(m, n, "to", 7);
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "casts a computed tensor to INT64") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Equal", "x,x", &n);
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "runs on constants only") != TEST_PASS)
+        return TEST_FAIL;
+    m = shape_of_x();   /* 2^21 elements */
+    ob_init_i64(m, "big", 1, (int64_t[]){2}, (const int64_t[]){1 << 20, 2});
+    ob_node(m, "ConstantOfShape", "c", "big", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "more than 1048576 elements") != TEST_PASS)
+        return TEST_FAIL;
+    m = shape_of_x();
+    ob_init_i64(m, "limit", 0, NULL, (const int64_t[]){1000000000});
+    ob_node(m, "Range", "rg", "zero,limit,one", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "a range of more than") != TEST_PASS)
+        return TEST_FAIL;
+    m = shape_of_x();
+    ob_init(m, "cond", 1, (int64_t[]){2}, (const float[]){1, 0});
+    ob_node(m, "Where", "wh", "cond,s,s", "y");
+    ob_output(m, "y");
+    if (expect_model(m, RT_ERR_BAD_MODEL, "needs a BOOL condition") != TEST_PASS)
+        return TEST_FAIL;
+    m = shape_of_x();
+    ob_init_i64(m, "k", 1, (int64_t[]){3}, (const int64_t[]){1, 2, 3});
+    ob_init_i64(m, "to", 1, (int64_t[]){1}, (const int64_t[]){2});
+    ob_node(m, "Expand", "e", "k,to", "y");
+    ob_output(m, "y");
+    return expect_model(m, RT_ERR_BAD_MODEL, "constant shapes do not broadcast (3 against 2 on axis 0)");
+}
+
 TEST(onnx_batch_or_whole_mode)
 {
     struct rt_model_config cfg;

@@ -4,9 +4,14 @@
  *   onnx_proto.c   protobuf-c with a memory budget and a nesting limit,
  *                  TensorProto decoding, attribute access
  *   onnx_load.c    the model: opsets, inputs and outputs, batch or whole
- *                  mode, node order, the value table, emitting runtime nodes
+ *                  mode, node order, the value table, dispatch to converters
+ *   onnx_node.c    helpers the converters share: inputs, attributes,
+ *                  emitting runtime nodes, views, broadcasting binaries
  *   onnx_ops_nn.c  Conv, Gemm, MatMul, pooling, BatchNormalization
- *   onnx_ops_ew.c  element-wise and shape ops, Softmax, Constant
+ *   onnx_ops_ew.c  activations, arithmetic, Softmax, Identity, Constant
+ *   onnx_ops_math.c  functions, variadic ops, reductions
+ *   onnx_ops_shape.c Concat, the reshapes, Transpose, Slice, Split, Pad, Gather
+ *   onnx_fold.c    shape computations on constants, evaluated at load
  *
  * Converters work on "values": every ONNX name maps to an activation (a
  * runtime tensor) or a constant (decoded data). Shapes are kept in ONNX
@@ -49,6 +54,8 @@ struct onnx_data {
     int type;                      /* ONNX data type */
     float *f;                      /* owned */
     int64_t *i;                    /* owned */
+    uint64_t batch_at;             /* bit k: i[k] stands for batch mode's batch size,
+                                      unknown at load (onnx_fold.c); i[k] is then ONNX_BATCH */
 };
 
 /* Decodes t (raw_data or the typed field); what names it in errors. */
@@ -56,6 +63,11 @@ enum rt_status onnx_data_decode(const Onnx__TensorProto *t, const char *label, c
                                 struct onnx_data *out, struct rt_error *err);
 void onnx_data_free(struct onnx_data *d);
 const char *onnx_type_name(int type);
+/* FLOAT, FLOAT16, DOUBLE, BFLOAT16 (decoded into f; the rest into i). */
+bool onnx_type_is_float(int type);
+/* v as an integer of the given type: truncated to its width, signed types
+ * sign-extended, BOOL 0 or 1. */
+int64_t onnx_int_wrap(int type, uint64_t v);
 
 /* ------------------------------------------------------------ conversion */
 
@@ -63,11 +75,11 @@ enum onnx_kind { OV_UNSET = 0, OV_ACT, OV_CONST, OV_REFUSED };
 
 struct onnx_value {
     const char *name;              /* ONNX name (owned by the protobuf) */
-    enum onnx_kind kind;
-    struct rt_shape shape;         /* ONNX shape; see ONNX_BATCH */
-    int tensor;                    /* OV_ACT: runtime tensor id */
     const struct onnx_data *data;  /* OV_CONST */
     const char *why;               /* OV_REFUSED: an output the loader does not compute */
+    struct rt_shape shape;         /* ONNX shape; see ONNX_BATCH */
+    enum onnx_kind kind;
+    int tensor;                    /* OV_ACT: runtime tensor id */
 };
 
 struct onnx_ctx {
@@ -169,6 +181,13 @@ enum rt_status onnx_samples_in(struct onnx_ctx *c, const struct onnx_value *x, c
  * after the runtime batch (x itself when that is its shape already). */
 enum rt_status onnx_reshape_in(struct onnx_ctx *c, const struct onnx_value *x, const int64_t *dims, int rank,
                                int *tensor);
+/* numpy's slicing of a dim of d: start and end clamped (negative counting
+ * from the end), *len elements from *first every step-th (step != 0). */
+void onnx_slice_range(int64_t d, int64_t start, int64_t end, int64_t step, int64_t *first, int64_t *len);
+/* The axes of Squeeze and Unsqueeze: the attribute before opset 13, the
+ * constant input 1 from it (*n is 0 when absent); each normalised against
+ * rank plus, for Unsqueeze (added), their own count, and given once. */
+enum rt_status onnx_squeeze_axes(struct onnx_ctx *c, int rank, bool added, int *axes, int *n);
 /* Checks the node's input and output counts. */
 enum rt_status onnx_arity(struct onnx_ctx *c, int min_in, int max_in, int max_out);
 /* Product of dims[from..to). */
@@ -199,5 +218,10 @@ extern const struct onnx_op ONNX_OPS_NN[];
 extern const struct onnx_op ONNX_OPS_EW[];
 extern const struct onnx_op ONNX_OPS_MATH[];
 extern const struct onnx_op ONNX_OPS_SHAPE[];
+extern const struct onnx_op ONNX_OPS_FOLD[];
+
+/* The folder (onnx_fold.c) that evaluates the current node at load, when
+ * its op has one and every input it names is a constant; NULL otherwise. */
+onnx_convert_fn onnx_folder(const struct onnx_ctx *c);
 
 #endif /* ONNX_IMPL_H */

@@ -403,8 +403,8 @@ done:
 
 static const struct onnx_op *find_op(const char *type)
 {
-    const struct onnx_op *const tables[] = {ONNX_OPS_NN, ONNX_OPS_EW, ONNX_OPS_MATH, ONNX_OPS_SHAPE};
-    for (int t = 0; t < 4; t++) {
+    const struct onnx_op *const tables[] = {ONNX_OPS_NN, ONNX_OPS_EW, ONNX_OPS_MATH, ONNX_OPS_SHAPE, ONNX_OPS_FOLD};
+    for (int t = 0; t < 5; t++) {
         for (const struct onnx_op *op = tables[t]; op->type; op++) {
             if (strcmp(op->type, type) == 0)
                 return op;
@@ -459,7 +459,8 @@ static enum rt_status convert_node(struct onnx_ctx *c, int index)
         if (a->ref_attr_name)
             return onnx_unsupported(c, "attribute '%.32s' refers to a function attribute", a->name);
     }
-    enum rt_status s = op->fn(c);
+    onnx_convert_fn fold = onnx_folder(c);
+    enum rt_status s = fold ? fold(c) : op->fn(c);
     if (s != RT_OK)
         return s;
     for (size_t k = 0; k < nd->n_output; k++) {

@@ -182,6 +182,10 @@ bool onnx_const_ints(struct onnx_ctx *c, int k, const char *what, int64_t *out, 
         onnx_bad(c, "'%s' must be a 1-D integer tensor", what);
         return false;
     }
+    if (v->data->batch_at) {
+        onnx_needs_whole(c, "takes an attribute from the batch size");
+        return false;
+    }
     if (v->data->elems > cap) {
         onnx_unsupported(c, "'%s' has %lld values, at most %d are supported", what, (long long)v->data->elems, cap);
         return false;
@@ -192,6 +196,22 @@ bool onnx_const_ints(struct onnx_ctx *c, int k, const char *what, int64_t *out, 
 }
 
 /* ------------------------------------------------------------ shapes */
+
+void onnx_slice_range(int64_t d, int64_t start, int64_t end, int64_t step, int64_t *first, int64_t *len)
+{
+    start = start < 0 ? start + d : start;   /* INT64_MIN + d cannot overflow: d >= 0 */
+    end = end < 0 ? end + d : end;
+    if (step > 0) {
+        start = start < 0 ? 0 : start > d ? d : start;
+        end = end < 0 ? 0 : end > d ? d : end;
+        *len = end > start ? (end - start - 1) / step + 1 : 0;   /* no overflow for huge steps */
+    } else {
+        start = start < 0 ? 0 : start > d - 1 ? d - 1 : start;
+        end = end < -1 ? -1 : end > d - 1 ? d - 1 : end;
+        *len = start > end ? (step < -d ? 1 : (start - end - 1) / -step + 1) : 0;
+    }
+    *first = start;
+}
 
 struct rt_shape onnx_rt_shape(const struct onnx_ctx *c, const struct rt_shape *s)
 {

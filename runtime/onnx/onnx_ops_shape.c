@@ -1,7 +1,7 @@
 /*
  * onnx_ops_shape.c - ONNX ops that move elements: Concat, Flatten, Reshape,
  * Squeeze, Unsqueeze (views: runtime reshapes, no copy), Transpose, Slice,
- * Split and Pad.
+ * Split, Pad and Gather (as a slice).
  *
  * In batch mode an op that would move data across the first axis (concat
  * along it, a reshape or flatten that folds other dims into it, a
@@ -14,52 +14,87 @@
 #include "kernels/ref/kref.h"
 #include "runtime/onnx/onnx_impl.h"
 
+#define CONCAT_MAX_INPUTS 4096
+
+/* in[0..n) joined along ONNX axis ax into output out_k, or (out_k < 0) into
+ * a temporary that *res then describes. A runtime concat takes at most
+ * RT_NODE_MAX_INPUTS inputs: longer lists (DenseNet's later layers) are
+ * joined in groups first, which copies those elements once more. */
+static enum rt_status emit_concat(struct onnx_ctx *c, const struct onnx_value *const *in, int n, int ax, int out_k,
+                                  struct onnx_value *res)
+{
+    const struct onnx_value *part[RT_NODE_MAX_INPUTS];
+    struct onnx_value group[RT_NODE_MAX_INPUTS];
+    if (n > RT_NODE_MAX_INPUTS) {
+        int per = (n + RT_NODE_MAX_INPUTS - 1) / RT_NODE_MAX_INPUTS, parts = 0;
+        for (int i = 0; i < n; i += per, parts++) {
+            int m = n - i < per ? n - i : per;
+            part[parts] = in[i];
+            if (m > 1) {
+                enum rt_status s = emit_concat(c, in + i, m, ax, -1, &group[parts]);
+                if (s != RT_OK)
+                    return s;
+                part[parts] = &group[parts];
+            }
+        }
+        in = part;
+        n = parts;
+    }
+    struct rt_shape out = in[0]->shape;
+    for (int k = 1; k < n; k++)
+        out.dims[ax] += in[k]->shape.dims[ax];
+    int t = -1;
+    struct rt_node *nd = out_k >= 0 ? onnx_emit(c, RT_OP_CONCAT, out_k, &out) : onnx_emit_temp(c, RT_OP_CONCAT, &t);
+    if (!nd)
+        return c->err->status;
+    nd->n_inputs = n;
+    for (int k = 0; k < n; k++)
+        nd->inputs[k] = in[k]->tensor;
+    nd->a.axis = onnx_rt_axis(c, ax);
+    if (out_k < 0)
+        *res = (struct onnx_value){.name = "", .kind = OV_ACT, .shape = out, .tensor = t};
+    return RT_OK;
+}
+
 static enum rt_status concat(struct onnx_ctx *c)
 {
-    enum rt_status s = onnx_arity(c, 1, RT_NODE_MAX_INPUTS, 1);
-    if (s != RT_OK)
-        return s;
-    const struct onnx_value *in[RT_NODE_MAX_INPUTS] = {NULL};
-    int n_in = (int)c->node->n_input;
-    for (int k = 0; k < n_in; k++) {
-        if (!(in[k] = onnx_act_in(c, k)))
-            return c->err->status;
-    }
+    enum rt_status s = onnx_arity(c, 1, CONCAT_MAX_INPUTS, 1);
+    const struct onnx_value *first = s == RT_OK ? onnx_act_in(c, 0) : NULL;
     int64_t axis;
+    if (!first)
+        return c->err->status;
     if (c->version >= 4 && !onnx_attr(c, "axis"))
         return onnx_bad(c, "attribute 'axis' is required");
     if (!onnx_attr_int(c, "axis", 1, &axis))
         return c->err->status;
-    if (!in[0])
-        return onnx_bad(c, "needs an input");
-    int rank = in[0]->shape.rank, ax;
+    int rank = first->shape.rank, ax, n_in = (int)c->node->n_input;
     if (c->version < 11 && axis < 0)
         return onnx_bad(c, "negative axis before opset 11");
     if (!onnx_axis(c, axis, rank, false, &ax))
         return c->err->status;
-    struct rt_shape out = in[0]->shape;
-    for (int k = 1; k < n_in; k++) {
-        const struct rt_shape *y = &in[k]->shape;
-        if (y->rank != rank)
-            return onnx_bad(c, "inputs differ in rank");
-        for (int d = 0; d < rank; d++) {
-            if (d != ax && y->dims[d] != out.dims[d])
-                return onnx_bad(c, "inputs differ outside the concat axis");
-        }
-        out.dims[ax] += y->dims[ax];
-    }
     if (!c->whole && ax == 0)
         return onnx_needs_whole(c, "concatenates along the first axis");
     if (n_in == 1)
-        return onnx_alias(c, 0, in[0]);
-    struct rt_node *n = onnx_emit(c, RT_OP_CONCAT, 0, &out);
-    if (!n)
-        return c->err->status;
-    n->n_inputs = n_in;
-    for (int k = 0; k < n->n_inputs; k++)
-        n->inputs[k] = in[k]->tensor;
-    n->a.axis = onnx_rt_axis(c, ax);
-    return RT_OK;
+        return onnx_alias(c, 0, first);
+    const struct onnx_value **in = calloc((size_t)n_in, sizeof(const struct onnx_value *));
+    if (!in)
+        return rt_error_set(c->err, RT_ERR_NO_MEMORY, "out of memory");
+    in[0] = first;
+    int k = 1;
+    for (; k < n_in; k++) {
+        const struct onnx_value *y = in[k] = onnx_act_in(c, k);
+        bool same = y && y->shape.rank == rank;
+        for (int d = 0; same && d < rank; d++)
+            same = d == ax || y->shape.dims[d] == first->shape.dims[d];
+        if (!same) {
+            if (y)
+                onnx_bad(c, "inputs differ in rank or outside the concat axis");
+            break;
+        }
+    }
+    s = k < n_in ? c->err->status : emit_concat(c, in, n_in, ax, 0, NULL);
+    free(in);
+    return s;
 }
 
 /* Output 0 as a view of x with ONNX shape out. */
@@ -90,10 +125,7 @@ static enum rt_status flatten(struct onnx_ctx *c)
     return view_out(c, x, &out);
 }
 
-/* The axes of Squeeze and Unsqueeze: the attribute before opset 13, the
- * constant input 1 from it (*n is 0 when absent); each normalised against
- * rank plus, for Unsqueeze (added), their own count, and given once. */
-static enum rt_status squeeze_axes(struct onnx_ctx *c, int rank, bool added, int *axes, int *n)
+enum rt_status onnx_squeeze_axes(struct onnx_ctx *c, int rank, bool added, int *axes, int *n)
 {
     int64_t raw[ONNX_MAX_RANK];
     *n = 0;
@@ -127,7 +159,7 @@ static enum rt_status squeeze(struct onnx_ctx *c)
     if (!x)
         return c->err->status;
     int rank = x->shape.rank, axes[ONNX_MAX_RANK] = {0}, n;
-    if ((s = squeeze_axes(c, rank, false, axes, &n)) != RT_OK)
+    if ((s = onnx_squeeze_axes(c, rank, false, axes, &n)) != RT_OK)
         return s;
     bool drop[ONNX_MAX_RANK] = {false};
     for (int k = 0; k < n; k++) {
@@ -160,7 +192,7 @@ static enum rt_status unsqueeze(struct onnx_ctx *c)
     if (!x)
         return c->err->status;
     int axes[ONNX_MAX_RANK] = {0}, n;
-    if ((s = squeeze_axes(c, x->shape.rank, true, axes, &n)) != RT_OK)
+    if ((s = onnx_squeeze_axes(c, x->shape.rank, true, axes, &n)) != RT_OK)
         return s;
     if (n == 0)
         return onnx_bad(c, "'axes' is required");
@@ -192,24 +224,6 @@ static enum rt_status emit_slice(struct onnx_ctx *c, struct onnx_value *v, int a
     if (out_k < 0)
         *v = (struct onnx_value){.name = "", .kind = OV_ACT, .shape = out, .tensor = t};
     return RT_OK;
-}
-
-/* numpy's slicing of a dim of d: start and end clamped (negative counting
- * from the end), *len elements from *start every step-th. */
-static void slice_range(int64_t d, int64_t start, int64_t end, int64_t step, int64_t *first, int64_t *len)
-{
-    start = start < 0 ? start + d : start;   /* INT64_MIN + d cannot overflow: d > 0 */
-    end = end < 0 ? end + d : end;
-    if (step > 0) {
-        start = start < 0 ? 0 : start > d ? d : start;
-        end = end < 0 ? 0 : end > d ? d : end;
-        *len = end > start ? (end - start + step - 1) / step : 0;
-    } else {
-        start = start < 0 ? 0 : start > d - 1 ? d - 1 : start;
-        end = end < -1 ? -1 : end > d - 1 ? d - 1 : end;
-        *len = start > end ? (start - end - step - 1) / -step : 0;
-    }
-    *first = start;
 }
 
 /* Starts, ends, axes and steps from attributes (< 10) or constant inputs;
@@ -253,7 +267,7 @@ static enum rt_status slice(struct onnx_ctx *c)
                 continue;
             return onnx_needs_whole(c, "slices the first axis");
         }
-        slice_range(d, starts[k], ends[k], step, &first, &len);
+        onnx_slice_range(d, starts[k], ends[k], step, &first, &len);
         if (len == 0)
             return onnx_unsupported(c, "the slice of axis %d is empty (empty tensors are not supported)", ax);
         if (first == 0 && step == 1 && len == d)
@@ -270,6 +284,53 @@ static enum rt_status slice(struct onnx_ctx *c)
             return s;
     }
     return RT_OK;
+}
+
+/* Gather of a computed tensor at constant indices that step evenly (a
+ * scalar, or a list such as 0, 2, 4 or 3, 2, 1): one slice, and a scalar
+ * index drops the axis. Other index lists are not supported. */
+static enum rt_status gather(struct onnx_ctx *c)
+{
+    enum rt_status s = onnx_arity(c, 2, 2, 1);
+    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
+    const struct onnx_value *ix = x ? onnx_const_in(c, 1) : NULL;
+    int64_t axis;
+    int ax;
+    if (!ix || !onnx_attr_int(c, "axis", 0, &axis) || !onnx_axis(c, axis, x->shape.rank, false, &ax))
+        return c->err->status;
+    const struct onnx_data *id = ix->data;
+    if (!id->i || id->shape.rank > 1 || id->elems < 1)
+        return onnx_unsupported(c, "the indices must be an integer scalar or a non-empty 1-D list");
+    if (!c->whole && ax == 0)
+        return onnx_needs_whole(c, "gathers along the first axis");
+    if (id->batch_at)
+        return onnx_needs_whole(c, "gathers at the batch size");
+    int64_t d = x->shape.dims[ax], n = id->elems, first = 0, step = 1;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t at = id->i[k];
+        if (at < -d || at >= d)
+            return onnx_bad(c, "index %lld is out of range for a dim of %lld", (long long)at, (long long)d);
+        at = at < 0 ? at + d : at;
+        if (k == 0)
+            first = at;
+        else if (k == 1)
+            step = at - first;
+        if (step == 0 || at != first + k * step)
+            return onnx_unsupported(c, "gathers at indices that do not step evenly (only slices are supported)");
+    }
+    if (id->shape.rank == 1 && first == 0 && step == 1 && n == d)
+        return onnx_alias(c, 0, x);
+    struct onnx_value one = *x;
+    if (id->shape.rank == 1)
+        return emit_slice(c, &one, ax, first, step, n, 0);
+    if ((s = emit_slice(c, &one, ax, first, 1, 1, -1)) != RT_OK)
+        return s;
+    struct rt_shape out = {0, {0}};
+    for (int i = 0; i < x->shape.rank; i++) {
+        if (i != ax)
+            out.dims[out.rank++] = x->shape.dims[i];
+    }
+    return view_out(c, &one, &out);
 }
 
 /* Output k is the k-th run of 'split' (from the attribute, or input 1 from
@@ -392,6 +453,7 @@ static enum rt_status reshape(struct onnx_ctx *c)
         return c->err->status;
     int64_t want[RT_MAX_DIMS], allowzero;
     int r;
+    bool batch_first = false;   /* want[0] is the batch size (from Shape) */
     if (!onnx_attr_int(c, "allowzero", 0, &allowzero))
         return c->err->status;
     if (c->version < 5) {
@@ -405,20 +467,24 @@ static enum rt_status reshape(struct onnx_ctx *c)
             return onnx_bad(c, "'shape' must be a 1-D INT64 tensor");
         if (sh->data->elems > ONNX_MAX_RANK)
             return onnx_unsupported(c, "more than %d dimensions", ONNX_MAX_RANK);
+        if (sh->data->batch_at & ~1ull)
+            return onnx_needs_whole(c, "reshapes with the batch size after the first axis");
+        batch_first = sh->data->batch_at & 1;
         r = (int)sh->data->elems;
         memcpy(want, sh->data->i, sizeof(int64_t) * (size_t)r);
     }
-    /* batch mode: the first target dim must be the batch (copied, -1 over
-     * exactly one sample, or the inputs' fixed first dim); the rest then
-     * reshapes one sample */
+    /* batch mode: the first target dim must be the batch (copied, the
+     * batch size from Shape, -1 over exactly one sample, or the inputs'
+     * fixed first dim); the rest then reshapes one sample */
     struct rt_shape out = {r, {0}};
     int first = 0, unknown = -1;
     int64_t known = 1, total = onnx_prod(&x->shape, c->whole ? 0 : 1, x->shape.rank);
     bool whole_sample = false;
     if (!c->whole) {
-        if (r == 0 || !(want[0] == 0 || want[0] == -1 || (c->batch_fixed > 0 && want[0] == c->batch_fixed)))
+        if (r == 0 || !(batch_first || want[0] == 0 || want[0] == -1 ||
+                        (c->batch_fixed > 0 && want[0] == c->batch_fixed)))
             return onnx_needs_whole(c, "reshapes across the first axis");
-        whole_sample = want[0] == -1;
+        whole_sample = !batch_first && want[0] == -1;
         out.dims[0] = ONNX_BATCH;
         first = 1;
     }
@@ -527,6 +593,7 @@ static enum rt_status transpose(struct onnx_ctx *c)
 /* Since-versions from the ONNX operator changelog, up to opset 17. */
 const struct onnx_op ONNX_OPS_SHAPE[] = {
     {"Concat", {1, 4, 11, 13}, concat, "axis"},
+    {"Gather", {1, 11, 13}, gather, "axis"},
     {"Flatten", {1, 9, 11, 13}, flatten, "axis"},
     {"Reshape", {1, 5, 13, 14}, reshape, "shape,allowzero,consumed_inputs"},
     {"Squeeze", {1, 11, 13}, squeeze, "axes"},

@@ -190,7 +190,7 @@ static size_t type_size(int type)
     }
 }
 
-static bool is_float_type(int type)
+bool onnx_type_is_float(int type)
 {
     return type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ||
            type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE || type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
@@ -240,10 +240,19 @@ static int64_t raw_int(int type, const uint8_t *p, int64_t k)
     uint64_t v = 0;
     for (size_t b = 0; b < size; b++)
         v |= (uint64_t)p[(size_t)k * size + b] << (8 * b);
-    switch (type) {   /* sign-extend the signed types */
+    return onnx_int_wrap(type, v);
+}
+
+int64_t onnx_int_wrap(int type, uint64_t v)
+{
+    switch (type) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return (int8_t)v;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: return (int16_t)v;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return (int32_t)v;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return (uint8_t)v;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return (uint16_t)v;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return (uint32_t)v;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return v != 0;
     default: return (int64_t)v;
     }
 }
@@ -310,7 +319,7 @@ enum rt_status onnx_data_decode(const Onnx__TensorProto *t, const char *label, c
         return rt_error_set(err, RT_ERR_BAD_MODEL, "%s: tensor '%.64s': holds %zu values, its dims need %zu", label,
                             what, typed_count(t), count);
     }
-    if (is_float_type(out->type)) {
+    if (onnx_type_is_float(out->type)) {
         float *f = out->f = malloc(sizeof(float) * (count ? count : 1));
         if (!f)
             return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");

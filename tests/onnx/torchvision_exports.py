@@ -3,14 +3,15 @@
 torch.onnx at opset 13 with a batch of two images and PyTorch's output,
 in the layout of the ONNX backend test suite, under build/onnx-exports/;
 build/onnx-suite then runs them on the CPU backend, and every model must
-load and match (the suite's tolerance, 1e-3 relative). The models cover
-Concat, MaxPool with ceil_mode, HardSigmoid, HardSwish, Sigmoid * Mul
-(SiLU), grouped and depthwise convolutions.
+load and match: within 1e-3 relative plus 1e-5 of the output's largest
+magnitude (an element-wise 1e-3 alone fails onnxruntime too, on logits
+near zero). The models cover Concat (DenseNet's of up to 25 inputs),
+MaxPool with ceil_mode, HardSigmoid, HardSwish, Sigmoid * Mul (SiLU),
+grouped and depthwise convolutions, and ShuffleNetV2's channel shuffle,
+whose shape the export computes at run time (Shape, Gather, Div, Cast,
+Unsqueeze, Concat: folded at load).
 
     make test-onnx-exports      (/usr/bin/python3 with python3-torch, python3-torchvision, python3-onnx)
-
-ShuffleNetV2 is left out: its export computes the channel shuffle's shape
-at run time (Shape, Gather, integer arithmetic), which inferd refuses.
 """
 import argparse
 import os
@@ -28,6 +29,9 @@ MODELS = {
     "mobilenet_v3_small": lambda: torchvision.models.mobilenet_v3_small(),
     "efficientnet_b0": lambda: torchvision.models.efficientnet_b0(),
     "regnet_x_400mf": lambda: torchvision.models.regnet_x_400mf(),
+    "shufflenet_v2_x0_5": lambda: torchvision.models.shufflenet_v2_x0_5(),
+    "resnet18": lambda: torchvision.models.resnet18(),
+    "densenet121": lambda: torchvision.models.densenet121(),
 }
 
 
@@ -56,7 +60,8 @@ def main():
     ap.add_argument("--build", default="build")
     args = ap.parse_args()
     export(os.path.join(args.build, "onnx-exports"))
-    run = subprocess.run([os.path.join(args.build, "onnx-suite"), "--verbose", "--root", args.build, "onnx-exports"],
+    run = subprocess.run([os.path.join(args.build, "onnx-suite"), "--verbose", "--atol-of-peak", "1e-5", "--root",
+                          args.build, "onnx-exports"],
                          capture_output=True, text=True)
     print(run.stdout, end="")
     passed = [l for l in run.stdout.splitlines() if l.strip().startswith("passed")]

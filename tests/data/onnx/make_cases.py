@@ -6,8 +6,13 @@ and row-wise C, MatMul of rank 3, Softmax's 2-D coercion before opset 13,
 BatchNormalization folded into a Conv with a residual add, PRelu per
 channel, LeakyRelu -> Elu -> Softplus, Squeeze and Unsqueeze around a
 symbolic batch, a Mean of three operands, Slice with negative and clamped
-bounds and steps, Split, Pad (a constant value, reflect), and a ceil_mode
-window the loader must refuse. Expected outputs come from PyTorch and numpy.
+bounds and steps, Split, Pad (a constant value, reflect), a ceil_mode
+window the loader must refuse, shape computations the loader folds
+(PyTorch's exports of a channel shuffle, x.view(x.size(0), -1), indexing
+and arange with a symbolic batch; batch arithmetic in a fixed-shape
+graph; Equal / Where / ConstantOfShape / Expand), Gather of computed
+tensors, and a Concat of 20 inputs. Expected outputs come from PyTorch
+and numpy.
 
     /usr/bin/python3 tests/data/onnx/make_cases.py     (python3-onnx, python3-torch)
 
@@ -160,4 +165,61 @@ save('pad13_constant',[helper.make_node('Pad',['x','p','v'],['y'])],[('x',['N',3
     [np.pad(x,((0,0),(1,0),(0,3),(2,1)),constant_values=1.5)])
 save('pad13_reflect',[helper.make_node('Pad',['x','p'],['y'],mode='reflect')],[('x',['N',3,4,5])],['y'],
     {'p':np.array([0,0,3,2,0,0,1,4],np.int64)},{'x':x},[np.pad(x,((0,0),(0,0),(3,1),(2,4)),mode='reflect')])
+# PyTorch exports (opset 13, batch symbolic) whose shapes are computed at run time: Shape, Gather, Div, Cast,
+# Unsqueeze, Concat, Range feeding Reshape and arithmetic
+def export(name, module, xs, outputs=('y',)):
+    d=os.path.join(root,name,'test_data_set_0'); os.makedirs(d, exist_ok=True)
+    names=[f'x{i}' for i in range(len(xs))]
+    with torch.no_grad():
+        ys=module(*[t(x) for x in xs])
+    ys=ys if isinstance(ys,tuple) else (ys,)
+    torch.onnx.export(module, tuple(t(x) for x in xs), os.path.join(root,name,'model.onnx'), input_names=names,
+                      output_names=list(outputs), opset_version=13,
+                      dynamic_axes={n:{0:'N'} for n in names+list(outputs)})
+    for i,x in enumerate(xs):
+        open(os.path.join(d,f'input_{i}.pb'),'wb').write(numpy_helper.from_array(x,names[i]).SerializeToString())
+    for i,y in enumerate(ys):
+        open(os.path.join(d,f'output_{i}.pb'),'wb').write(numpy_helper.from_array(y.numpy(),outputs[i]).SerializeToString())
+class Shuffle(torch.nn.Module):   # torchvision's ShuffleNetV2 channel_shuffle after a 1x1 conv
+    def __init__(s): super().__init__(); torch.manual_seed(0); s.conv=torch.nn.Conv2d(8,8,1)
+    def forward(s, x):
+        x=s.conv(x); b,c,h,w=x.size()
+        return torch.transpose(x.view(b,2,c//2,h,w),1,2).contiguous().view(b,-1,h,w)
+export('fold_channel_shuffle', Shuffle().eval(), [r(2,8,5,5)])
+class ViewFlat(torch.nn.Module):
+    def forward(s, x): return torch.relu(x).view(x.size(0), -1)
+export('fold_view_batch', ViewFlat(), [r(3,4,5)])
+class Index(torch.nn.Module):     # Gather of a computed tensor: a scalar index and an evenly stepping list
+    def forward(s, x): return x[:, 1] * 2, x[:, [4, 2, 0]]
+export('gather_computed', Index(), [r(2,6,3)], outputs=('y','z'))
+class Arange(torch.nn.Module):
+    def forward(s, x): return x + torch.arange(x.shape[1], dtype=torch.float32).view(1, -1, 1) * 0.5
+export('fold_arange', Arange(), [r(2,4,3)])
+# batch arithmetic in a fixed-shape graph: batch mode refuses it, whole mode folds it (x.reshape(x.shape[0]*3, 4))
+x=r(2,3,4)
+save('fold_batch_whole',[helper.make_node('Shape',['x'],['s']),helper.make_node('Gather',['s','zero'],['n']),
+    helper.make_node('Mul',['n','three'],['n3']),helper.make_node('Unsqueeze',['n3','ax0'],['u']),
+    helper.make_node('Concat',['u','four'],['shape'],axis=0),helper.make_node('Reshape',['x','shape'],['y'])],
+    [('x',[2,3,4])],['y'],{'zero':np.array(0,np.int64),'three':np.array(3,np.int64),'ax0':np.array([0],np.int64),
+    'four':np.array([4],np.int64)},{'x':x},[x.reshape(6,4)])
+# Equal / Where / ConstantOfShape around the batch size (expand(-1, ...) in exports), a constant Expand
+x=r(3,4); k=r(4)
+save('fold_where_expand',[helper.make_node('Shape',['x'],['s']),helper.make_node('Equal',['s','m1'],['eq']),
+    helper.make_node('Shape',['s'],['ss']),
+    helper.make_node('ConstantOfShape',['ss'],['ones'],value=numpy_helper.from_array(np.array([1],np.int64))),
+    helper.make_node('Where',['eq','ones','s'],['w']),helper.make_node('Reshape',['x','w'],['xr']),
+    helper.make_node('Expand',['k','e'],['ke']),helper.make_node('Mul',['xr','ke'],['y'])],
+    [('x',['N',4])],['y'],{'m1':np.array([-1],np.int64),'k':k,'e':np.array([1,4],np.int64)},{'x':x},[x*k])
+# float arithmetic, a stepped Slice and Casts (truncation toward zero) on constants only, then on x
+x=r(2,4); k1=r(4); k2=np.array([2,-4,0.5,8],np.float32); k3=r(8); k4=np.array([2.7,-2.7,0.2,-5],np.float32)
+save('fold_const_math',[helper.make_node('Div',['k1','k2'],['q']),
+    helper.make_node('Slice',['k3','st','en','ax','sp'],['sl']),
+    helper.make_node('Cast',['k4'],['ki'],to=TP.INT64),helper.make_node('Cast',['ki'],['kf'],to=TP.FLOAT),
+    helper.make_node('Mul',['x','q'],['xq']),helper.make_node('Add',['xq','sl'],['a']),helper.make_node('Add',['a','kf'],['y'])],
+    [('x',['N',4])],['y'],{'k1':k1,'k2':k2,'k3':k3,'k4':k4,'st':np.array([1],np.int64),'en':np.array([8],np.int64),
+    'ax':np.array([0],np.int64),'sp':np.array([2],np.int64)},{'x':x},[x*(k1/k2)+k3[1::2]+np.trunc(k4)])
+# Concat of 20 inputs (DenseNet's later layers: more than one runtime concat takes)
+x=r(2,3,2)
+save('concat_20',[helper.make_node('Relu',['x'],['rx']),helper.make_node('Concat',['x','rx']*10,['y'],axis=1)],
+    [('x',['N',3,2])],['y'],{},{'x':x},[np.concatenate([x,np.maximum(x,0)]*10,axis=1)])
 print(f'wrote {root}')
