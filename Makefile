@@ -52,7 +52,8 @@ include mk/peers.mk      # bench-peers
 include mk/hardening.mk  # fuzz*, lint, soak, overload
 
 .PHONY: all run clean help
-all: $(PROGRAMS) $(BUILD)/run-tests $(BUILD)/onnx-suite
+# bench_peer_inferd too: bench_peers.py run by hand times whatever binary is there
+all: $(PROGRAMS) $(BUILD)/run-tests $(BUILD)/onnx-suite $(BUILD)/bench_peer_inferd
 
 help:
 	@sed -n '1,/^# Switches/p' Makefile | sed 's/^# \{0,1\}//'
