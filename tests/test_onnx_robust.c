@@ -526,6 +526,19 @@ TEST(onnx_fold_refusals)
     ob_output(m, "y");
     if (expect_model(m, RT_ERR_UNSUPPORTED, "beyond element 64") != TEST_PASS)
         return TEST_FAIL;
+    m = one_node(13, "Concat", "k,x", &n);   /* one constant row beside a symbolic batch */
+    ob_attr_int(m, n, "axis", 1);
+    ob_init(m, "k", 2, (int64_t[]){1, 2}, (const float[]){1, 2});
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "concatenates a constant of one sample with a batch") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "Concat", "x,k,x", &n);   /* constants only before and after the computed run */
+    ob_attr_int(m, n, "axis", 1);
+    ob_init(m, "k", 2, (int64_t[]){1, 2}, (const float[]){1, 2});
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "input 'k' is a constant") != TEST_PASS)
+        return TEST_FAIL;
+    m = one_node(13, "MatMul", "x,x", &n);   /* [N, 4] . [N, 4]: the batch would be a matrix dim */
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "do not share a leading batch dim") != TEST_PASS)
+        return TEST_FAIL;
     m = one_node(13, "Size", "x", &n);
     if (expect_model(m, RT_ERR_UNSUPPORTED, "computes with the batch size") != TEST_PASS)
         return TEST_FAIL;

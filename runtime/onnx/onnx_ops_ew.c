@@ -30,7 +30,7 @@ enum rt_status onnx_emit_binary(struct onnx_ctx *c, enum k_binop op, const struc
                                 const struct onnx_value *b, int out_k, struct onnx_value *res)
 {
     if (a->kind != OV_ACT && b->kind != OV_ACT)
-        return onnx_unsupported(c, "both operands are constants (no constant folding)");
+        return onnx_unsupported(c, "both operands are constants");
     const struct onnx_value *k = a->kind == OV_CONST ? a : b->kind == OV_CONST ? b : NULL;
     if (k && !k->data->f)
         return onnx_unsupported(c, "constant '%.64s' is %s; inferd computes in FP32", k->name,

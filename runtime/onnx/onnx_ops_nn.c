@@ -601,16 +601,21 @@ static enum rt_status gemm(struct onnx_ctx *c)
     return s;
 }
 
-/* A constant right operand makes a linear; a 1-D one [K] is a linear of
- * one output whose last dim is then dropped. */
-/* MatMul of two computed tensors (whole mode): numpy semantics, a 1-D
- * operand promoted to a matrix ([1, K] on the left, [K, 1] on the right)
- * whose added dim is dropped from the result. */
+/* MatMul of two computed tensors: numpy semantics, a 1-D operand promoted
+ * to a matrix ([1, K] on the left, [K, 1] on the right) whose added dim is
+ * dropped from the result. Whole mode, or batch mode where both operands
+ * have the same rank of at least 3 (attention's [N, heads, T, d]
+ * products): the batch is then a leading dim of both, and each sample
+ * multiplies its own matrices. */
 static enum rt_status matmul_dyn(struct onnx_ctx *c, const struct onnx_value *a, const struct onnx_value *b)
 {
-    if (!c->whole)
-        return onnx_needs_whole(c, "multiplies two computed tensors");
-    int ra = a->shape.rank, rb = b->shape.rank;
+    int skip = 0;   /* leading ONNX dims that are batch mode's batch */
+    if (!c->whole) {
+        if (a->shape.rank != b->shape.rank || a->shape.rank < 3)
+            return onnx_needs_whole(c, "multiplies two computed tensors that do not share a leading batch dim");
+        skip = 1;
+    }
+    int ra = a->shape.rank - skip, rb = b->shape.rank - skip;
     if (ra < 1 || rb < 1)
         return onnx_bad(c, "A and B must have at least one dimension");
     int64_t ad[RT_MAX_DIMS], bd[RT_MAX_DIMS];
@@ -618,15 +623,15 @@ static enum rt_status matmul_dyn(struct onnx_ctx *c, const struct onnx_value *a,
     if (ra == 1)
         ad[0] = 1, ad[1] = a->shape.dims[0];
     else
-        memcpy(ad, a->shape.dims, sizeof(int64_t) * (size_t)ra);
+        memcpy(ad, a->shape.dims + skip, sizeof(int64_t) * (size_t)ra);
     if (rb == 1)
         bd[0] = b->shape.dims[0], bd[1] = 1;
     else
-        memcpy(bd, b->shape.dims, sizeof(int64_t) * (size_t)rb);
+        memcpy(bd, b->shape.dims + skip, sizeof(int64_t) * (size_t)rb);
     if (ad[na - 1] != bd[nb - 2])
         return onnx_bad(c, "inner dimensions of A and B differ");
     int r = (na > nb ? na : nb) - 2;
-    if (r + 2 > ONNX_MAX_RANK)
+    if (r + 2 + skip > ONNX_MAX_RANK)
         return onnx_unsupported(c, "too many dimensions");
     int64_t sd[RT_MAX_DIMS];
     for (int i = 0; i < r; i++) {
@@ -639,6 +644,8 @@ static enum rt_status matmul_dyn(struct onnx_ctx *c, const struct onnx_value *a,
     sd[r] = ad[na - 2];
     sd[r + 1] = bd[nb - 1];
     struct rt_shape out = {0, {0}};
+    if (skip)
+        out.dims[out.rank++] = ONNX_BATCH;
     for (int i = 0; i < r; i++)
         out.dims[out.rank++] = sd[i];
     if (ra > 1)
@@ -659,6 +666,8 @@ static enum rt_status matmul_dyn(struct onnx_ctx *c, const struct onnx_value *a,
     return RT_OK;
 }
 
+/* A constant right operand makes a linear; a 1-D one [K] is a linear of
+ * one output whose last dim is then dropped. */
 static enum rt_status matmul(struct onnx_ctx *c)
 {
     enum rt_status s = onnx_arity(c, 2, 2, 1);

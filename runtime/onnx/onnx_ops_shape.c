@@ -56,10 +56,75 @@ static enum rt_status emit_concat(struct onnx_ctx *c, const struct onnx_value *c
     return RT_OK;
 }
 
+/* Constants before and after the computed run in[lo..hi] joined along ax
+ * (a class token before its patches): the run is padded with zeros where
+ * they go, then a constant holding them (zeros elsewhere) is added; x + 0
+ * is x. A constant's first dim stands for the batch only where that is 1. */
+static enum rt_status concat_around(struct onnx_ctx *c, const struct onnx_value *const *in, int n_in, int lo, int hi,
+                                    int ax)
+{
+    struct onnx_value run = *in[lo];
+    enum rt_status s = hi > lo ? emit_concat(c, in + lo, hi - lo + 1, ax, -1, &run) : RT_OK;
+    if (s != RT_OK)
+        return s;
+    struct rt_shape out = run.shape;
+    int64_t before = 0, after = 0;
+    for (int k = 0; k < n_in; k++) {
+        if (k < lo)
+            before += in[k]->shape.dims[ax];
+        else if (k > hi)
+            after += in[k]->shape.dims[ax];
+    }
+    out.dims[ax] += before + after;
+    struct onnx_data sum = {.shape = out, .type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, .elems = 1};
+    if (!c->whole)
+        sum.shape.dims[0] = 1;   /* the same for every sample */
+    sum.elems = onnx_prod(&sum.shape, 0, sum.shape.rank);
+    if (!(sum.f = calloc((size_t)sum.elems, sizeof(float))))
+        return rt_error_set(c->err, RT_ERR_NO_MEMORY, "out of memory");
+    int64_t inner = onnx_prod(&sum.shape, ax + 1, sum.shape.rank), outer = onnx_prod(&sum.shape, 0, ax),
+            row = out.dims[ax] * inner, at = 0;
+    for (int k = 0; k < n_in; k++) {   /* at: where input k starts in a row */
+        if (k >= lo && k <= hi) {          /* the computed run: zeros here */
+            at += k == lo ? run.shape.dims[ax] * inner : 0;
+            continue;
+        }
+        int64_t len = in[k]->shape.dims[ax] * inner;
+        for (int64_t o = 0; o < outer; o++)
+            memcpy(sum.f + o * row + at, in[k]->data->f + o * len, sizeof(float) * (size_t)len);
+        at += len;
+    }
+    int t;
+    struct rt_node *nd = onnx_emit_temp(c, RT_OP_PAD, &t);
+    if (nd) {
+        nd->n_inputs = 1;
+        nd->inputs[0] = run.tensor;
+        nd->a.pad = (struct rt_pad_attrs){.mode = K_PAD_CONSTANT, .value = 0};
+        nd->a.pad.begin[onnx_rt_axis(c, ax) - 1] = before;
+        nd->a.pad.end[onnx_rt_axis(c, ax) - 1] = after;
+        struct onnx_value padded = {.name = "", .kind = OV_ACT, .shape = out, .tensor = t};
+        struct onnx_value k = {.name = "concat constants", .kind = OV_CONST, .shape = sum.shape, .data = &sum};
+        s = onnx_emit_binary(c, K_BIN_ADD, &padded, &k, 0, NULL);
+    }
+    free(sum.f);
+    return nd ? s : c->err->status;
+}
+
 static enum rt_status concat(struct onnx_ctx *c)
 {
     enum rt_status s = onnx_arity(c, 1, CONCAT_MAX_INPUTS, 1);
-    const struct onnx_value *first = s == RT_OK ? onnx_act_in(c, 0) : NULL;
+    if (s != RT_OK)
+        return s;
+    /* the computed inputs must be one run; constants may stand before and after it */
+    int n_in = (int)c->node->n_input, lo = -1, hi = 0;
+    for (int k = 0; k < n_in; k++) {
+        const struct onnx_value *v = onnx_input(c, k);
+        if (v && v->kind == OV_ACT)
+            lo = lo < 0 ? k : lo, hi = k;
+    }
+    if (lo < 0)   /* (all constants fold before this) */
+        return onnx_act_in(c, 0) ? onnx_unsupported(c, "has no computed input") : c->err->status;
+    const struct onnx_value *first = onnx_act_in(c, lo);
     int64_t axis;
     if (!first)
         return c->err->status;
@@ -67,7 +132,7 @@ static enum rt_status concat(struct onnx_ctx *c)
         return onnx_bad(c, "attribute 'axis' is required");
     if (!onnx_attr_int(c, "axis", 1, &axis))
         return c->err->status;
-    int rank = first->shape.rank, ax, n_in = (int)c->node->n_input;
+    int rank = first->shape.rank, ax;
     if (c->version < 11 && axis < 0)
         return onnx_bad(c, "negative axis before opset 11");
     if (!onnx_axis(c, axis, rank, false, &ax))
@@ -79,20 +144,31 @@ static enum rt_status concat(struct onnx_ctx *c)
     const struct onnx_value **in = calloc((size_t)n_in, sizeof(const struct onnx_value *));
     if (!in)
         return rt_error_set(c->err, RT_ERR_NO_MEMORY, "out of memory");
-    in[0] = first;
-    int k = 1;
+    int k = 0;
     for (; k < n_in; k++) {
-        const struct onnx_value *y = in[k] = onnx_act_in(c, k);
-        bool same = y && y->shape.rank == rank;
-        for (int d = 0; same && d < rank; d++)
-            same = d == ax || y->shape.dims[d] == first->shape.dims[d];
+        bool computed = k >= lo && k <= hi;
+        const struct onnx_value *y = in[k] = computed ? onnx_act_in(c, k) : onnx_const_in(c, k);
+        bool same = y && y->shape.rank == rank && (computed || y->data->f);
+        for (int d = 0; same && d < rank; d++) {
+            int64_t want = first->shape.dims[d];
+            if (!computed && d == 0 && !c->whole)   /* a constant row for every sample of a batch of 1 */
+                want = c->batch_fixed == 1 ? 1 : -2;
+            same = d == ax || y->shape.dims[d] == want;
+        }
         if (!same) {
-            if (y)
-                onnx_bad(c, "inputs differ in rank or outside the concat axis");
+            if (y && !computed && !c->whole && y->shape.rank == rank && y->shape.dims[0] == 1 && c->batch_fixed != 1)
+                onnx_needs_whole(c, "concatenates a constant of one sample with a batch");
+            else if (y)
+                onnx_bad(c, "inputs differ in rank or type, or outside the concat axis");
             break;
         }
     }
-    s = k < n_in ? c->err->status : emit_concat(c, in, n_in, ax, 0, NULL);
+    if (k < n_in)
+        s = c->err->status;
+    else if (lo > 0 || hi < n_in - 1)
+        s = concat_around(c, in, n_in, lo, hi, ax);
+    else
+        s = emit_concat(c, in, n_in, ax, 0, NULL);
     free(in);
     return s;
 }

@@ -133,7 +133,8 @@ static Onnx__TensorProto *tensor(struct ob *m, const char *name, int rank, const
     t->data_type = type;
     t->n_dims = (size_t)rank;
     t->dims = ob_alloc(m, sizeof(int64_t) * (size_t)(rank + 1));
-    memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
+    if (rank > 0)   /* a scalar may pass dims NULL */
+        memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
     return t;
 }
 

@@ -11,7 +11,9 @@ window the loader must refuse, shape computations the loader folds
 (PyTorch's exports of a channel shuffle, x.view(x.size(0), -1), indexing
 and arange with a symbolic batch; batch arithmetic in a fixed-shape
 graph; Equal / Where / ConstantOfShape / Expand), Gather of computed
-tensors, and a Concat of 20 inputs. Expected outputs come from PyTorch
+tensors, a Concat of 20 inputs, batch-first self-attention (MatMul of
+two computed tensors with a symbolic batch), constants concatenated around
+a computed tensor, and a tiny ViT exported with fixed shapes. Expected outputs come from PyTorch
 and numpy.
 
     /usr/bin/python3 tests/data/onnx/make_cases.py     (python3-onnx, python3-torch)
@@ -167,7 +169,7 @@ save('pad13_reflect',[helper.make_node('Pad',['x','p'],['y'],mode='reflect')],[(
     {'p':np.array([0,0,3,2,0,0,1,4],np.int64)},{'x':x},[np.pad(x,((0,0),(0,0),(3,1),(2,4)),mode='reflect')])
 # PyTorch exports (opset 13, batch symbolic) whose shapes are computed at run time: Shape, Gather, Div, Cast,
 # Unsqueeze, Concat, Range feeding Reshape and arithmetic
-def export(name, module, xs, outputs=('y',)):
+def export(name, module, xs, outputs=('y',), dynamic=True):
     d=os.path.join(root,name,'test_data_set_0'); os.makedirs(d, exist_ok=True)
     names=[f'x{i}' for i in range(len(xs))]
     with torch.no_grad():
@@ -175,7 +177,7 @@ def export(name, module, xs, outputs=('y',)):
     ys=ys if isinstance(ys,tuple) else (ys,)
     torch.onnx.export(module, tuple(t(x) for x in xs), os.path.join(root,name,'model.onnx'), input_names=names,
                       output_names=list(outputs), opset_version=13,
-                      dynamic_axes={n:{0:'N'} for n in names+list(outputs)})
+                      dynamic_axes={n:{0:'N'} for n in names+list(outputs)} if dynamic else None)
     for i,x in enumerate(xs):
         open(os.path.join(d,f'input_{i}.pb'),'wb').write(numpy_helper.from_array(x,names[i]).SerializeToString())
     for i,y in enumerate(ys):
@@ -222,4 +224,21 @@ save('fold_const_math',[helper.make_node('Div',['k1','k2'],['q']),
 x=r(2,3,2)
 save('concat_20',[helper.make_node('Relu',['x'],['rx']),helper.make_node('Concat',['x','rx']*10,['y'],axis=1)],
     [('x',['N',3,2])],['y'],{},{'x':x},[np.concatenate([x,np.maximum(x,0)]*10,axis=1)])
+class Attention(torch.nn.Module):   # batch-first self-attention with two heads: MatMul of two computed tensors
+    def __init__(s): super().__init__(); torch.manual_seed(0); s.qkv=torch.nn.Linear(8,24); s.out=torch.nn.Linear(8,8)
+    def forward(s, x):
+        n,t,_=x.shape
+        q,k,v=[y.reshape(n,t,2,4).permute(0,2,1,3) for y in s.qkv(x).split(8,dim=-1)]
+        a=torch.softmax(torch.matmul(q,k.transpose(-1,-2))/2.0,dim=-1)
+        return s.out(torch.matmul(a,v).permute(0,2,1,3).reshape(n,t,8))
+export('attention_batch_first', Attention().eval(), [r(2,5,8)])
+# constants concatenated before and after a computed tensor (a fixed batch of 1), and a tiny ViT exported with
+# fixed shapes: its class token (a constant) joins the patches, its attention runs whole
+x=r(1,2,3); k1=r(1,1,3); k2=r(1,2,3)
+save('concat_constants_around',[helper.make_node('Relu',['x'],['rx']),helper.make_node('Concat',['k1','rx','x','k2'],['y'],axis=1)],
+    [('x',[1,2,3])],['y'],{'k1':k1,'k2':k2},{'x':x},[np.concatenate([k1,np.maximum(x,0),x,k2],axis=1)])
+from torchvision.models.vision_transformer import VisionTransformer
+torch.manual_seed(0)
+export('vit_tiny_fixed', VisionTransformer(image_size=16, patch_size=8, num_layers=1, num_heads=2, hidden_dim=16,
+       mlp_dim=32, num_classes=5).eval(), [r(1,3,16,16)], dynamic=False)
 print(f'wrote {root}')
