@@ -13,7 +13,8 @@ and arange with a symbolic batch; batch arithmetic in a fixed-shape
 graph; Equal / Where / ConstantOfShape / Expand), Gather of computed
 tensors, a Concat of 20 inputs, batch-first self-attention (MatMul of
 two computed tensors with a symbolic batch), constants concatenated around
-a computed tensor, and a tiny ViT exported with fixed shapes. Expected outputs come from PyTorch
+a computed tensor, a tiny ViT exported with fixed shapes, and Pow by a
+constant 2 (run as a multiply) and 3. Expected outputs come from PyTorch
 and numpy.
 
     /usr/bin/python3 tests/data/onnx/make_cases.py     (python3-onnx, python3-torch)
@@ -241,4 +242,9 @@ from torchvision.models.vision_transformer import VisionTransformer
 torch.manual_seed(0)
 export('vit_tiny_fixed', VisionTransformer(image_size=16, patch_size=8, num_layers=1, num_heads=2, hidden_dim=16,
        mlp_dim=32, num_classes=5).eval(), [r(1,3,16,16)], dynamic=False)
+# Pow by a constant 2 (runs as x * x) and by 3, as exported LayerNorms use it
+x=(r(2,5)*20).astype(np.float32)
+save('pow_square_cube',[helper.make_node('Pow',['x','two'],['sq']),helper.make_node('Pow',['x','three'],['cu']),
+    helper.make_node('Add',['sq','cu'],['y'])],[('x',['N',5])],['y'],{'two':np.array(2,np.float32),'three':np.array([3],np.float32)},
+    {'x':x},[x*x+x**3])
 print(f'wrote {root}')
