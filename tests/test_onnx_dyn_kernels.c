@@ -45,7 +45,10 @@ TEST(onnx_matmul_kernel_cpu_matches_ref)
         test_rand_fill(a, na * p.n, -1, 1);
         test_rand_fill(b, nb * p.n, -1, 1);
         kref_matmul_f32(&p, a, b, want);
-        kcpu_matmul_f32(iter % 2 ? pool : NULL, &p, a, b, got);
+        struct kcpu_threads *th = iter % 2 ? pool : NULL;
+        void *scratch = malloc(kcpu_matmul_scratch_bytes(&p, kcpu_threads_count(th)) + 1);
+        kcpu_matmul_f32(th, &p, a, b, got, scratch);
+        free(scratch);
         for (int64_t i = 0; i < out; i++) {
             TEST_FAIL_IF(!(fabsf(got[i] - want[i]) <= 1e-5f * (float)p.k), "iter %d element %lld: %.9g vs %.9g", iter,
                          (long long)i, got[i], want[i]);
@@ -62,15 +65,17 @@ TEST(onnx_matmul_kernel_known_values)
     const float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {7, 8, 9, 10, 11, 12};
     const float at[6] = {1, 4, 2, 5, 3, 6}, bt[6] = {7, 9, 11, 8, 10, 12};
     const float want[4] = {58, 64, 139, 154};
-    for (int t = 0; t < 4; t++) {
+    for (int t = 0; t < 5; t++) {   /* t == 4: the plain product with alpha 1, on the GEMM */
         struct k_matmul p = {.n = 1, .m = 2, .k = 3, .cols = 2, .a_sample = 6, .b_sample = 6,
-                             .trans_a = t & 1, .trans_b = t >> 1, .alpha = 2};
+                             .trans_a = t & 1 && t < 4, .trans_b = t >> 1 && t < 4, .alpha = t < 4 ? 2 : 1};
         float y[4], r[4];
-        kcpu_matmul_f32(NULL, &p, t & 1 ? at : a, t >> 1 ? bt : b, y);
-        kref_matmul_f32(&p, t & 1 ? at : a, t >> 1 ? bt : b, r);
+        void *scratch = malloc(kcpu_matmul_scratch_bytes(&p, 1) + 1);
+        kcpu_matmul_f32(NULL, &p, p.trans_a ? at : a, p.trans_b ? bt : b, y, scratch);
+        free(scratch);
+        kref_matmul_f32(&p, p.trans_a ? at : a, p.trans_b ? bt : b, r);
         for (int i = 0; i < 4; i++) {
-            ASSERT_NEAR(y[i], 2 * want[i], 1e-4);
-            ASSERT_NEAR(r[i], 2 * want[i], 1e-4);
+            ASSERT_NEAR(y[i], p.alpha * want[i], 1e-4);
+            ASSERT_NEAR(r[i], p.alpha * want[i], 1e-4);
         }
     }
     return TEST_PASS;

@@ -110,9 +110,11 @@ void kcpu_pad_f32(struct kcpu_threads *th, const struct k_pad *p, const float *x
 void kcpu_transpose_f32(struct kcpu_threads *th, const struct k_transpose *p, const float *x, float *y);
 void kcpu_concat_f32(struct kcpu_threads *th, const struct k_concat *p,
                      const float *const *inputs, const int64_t *lens, float *y);
-/* Both operands are run-time data (no packing); y must not overlap them. */
+/* Both operands are run-time data, packed per matrix into scratch
+ * (kcpu_matmul_scratch_bytes); y must not overlap them. */
+size_t kcpu_matmul_scratch_bytes(const struct k_matmul *p, int threads);
 void kcpu_matmul_f32(struct kcpu_threads *th, const struct k_matmul *p,
-                     const float *a, const float *b, float *y);
+                     const float *a, const float *b, float *y, void *scratch);
 void kcpu_batch_norm_f32(struct kcpu_threads *th, const struct k_batch_norm *p,
                          const float *x, const float *scale, const float *bias,
                          const float *mean, const float *var, float *y);

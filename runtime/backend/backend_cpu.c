@@ -189,7 +189,12 @@ static void pad_run(struct cpu_session *cs, const struct rt_step *s, const union
 static void matmul_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
                        const struct rt_step_io *io)
 {
-    kcpu_matmul_f32(cs->threads, &k->matmul, io->in[0], io->in[1], io->out);
+    kcpu_matmul_f32(cs->threads, &k->matmul, io->in[0], io->in[1], io->out, cs->scratch);
+}
+
+static size_t matmul_scratch(const union rt_step_params *k, int threads)
+{
+    return kcpu_matmul_scratch_bytes(&k->matmul, threads);
 }
 
 /* Scratch: one sample's weights packed, then the kernel's own scratch. */
@@ -256,7 +261,7 @@ static const struct cpu_op F32[RT_OP_COUNT] = {
     [RT_OP_REDUCE] = {reduce_run, NULL, NULL},
     [RT_OP_SLICE] = {slice_run, NULL, NULL},
     [RT_OP_PAD] = {pad_run, NULL, NULL},
-    [RT_OP_MATMUL] = {matmul_run, NULL, NULL},
+    [RT_OP_MATMUL] = {matmul_run, NULL, matmul_scratch},
     [RT_OP_CONV2D_DYN] = {conv2d_dyn_run, NULL, conv2d_dyn_scratch},
     [RT_OP_BATCH_NORM_DYN] = {batch_norm_dyn_run, NULL, NULL},
 };
