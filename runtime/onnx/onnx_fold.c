@@ -697,14 +697,13 @@ static const struct {
     const char *type;
     onnx_convert_fn fn;
 } FOLDERS[] = {
-    {"Add", arith},       {"Sub", arith},         {"Mul", arith},
-    {"Div", arith},       {"Equal", compare},     {"Less", compare},
-    {"Greater", compare}, {"Where", where},       {"Cast", cast},
-    {"Shape", shape},     {"Size", size},         {"ConstantOfShape", constant_of_shape},
-    {"Expand", expand},   {"Range", range},       {"Gather", gather},
-    {"Concat", concat},   {"Slice", slice},       {"Unsqueeze", unsqueeze_or_squeeze},
-    {"Squeeze", unsqueeze_or_squeeze},            {"Reshape", reshape},
-    {"Flatten", flatten},
+    {"Add", arith}, {"Sub", arith}, {"Mul", arith}, {"Div", arith},
+    {"Equal", compare}, {"Less", compare}, {"Greater", compare},
+    {"Where", where}, {"Cast", cast}, {"Shape", shape}, {"Size", size},
+    {"ConstantOfShape", constant_of_shape}, {"Expand", expand}, {"Range", range},
+    {"Gather", gather}, {"Concat", concat}, {"Slice", slice},
+    {"Unsqueeze", unsqueeze_or_squeeze}, {"Squeeze", unsqueeze_or_squeeze},
+    {"Reshape", reshape}, {"Flatten", flatten},
 };
 
 onnx_convert_fn onnx_folder(const struct onnx_ctx *c)

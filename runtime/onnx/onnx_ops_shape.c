@@ -14,7 +14,7 @@
 #include "kernels/ref/kref.h"
 #include "runtime/onnx/onnx_impl.h"
 
-#define CONCAT_MAX_INPUTS 4096
+#define CONCAT_MAX_INPUTS 4096   /* bounds the list concat() allocates */
 
 /* in[0..n) joined along ONNX axis ax into output out_k, or (out_k < 0) into
  * a temporary that *res then describes. A runtime concat takes at most
@@ -119,8 +119,11 @@ static enum rt_status concat(struct onnx_ctx *c)
     int n_in = (int)c->node->n_input, lo = -1, hi = 0;
     for (int k = 0; k < n_in; k++) {
         const struct onnx_value *v = onnx_input(c, k);
-        if (v && v->kind == OV_ACT)
-            lo = lo < 0 ? k : lo, hi = k;
+        if (v && v->kind == OV_ACT) {
+            if (lo < 0)
+                lo = k;
+            hi = k;
+        }
     }
     if (lo < 0)   /* (all constants fold before this) */
         return onnx_act_in(c, 0) ? onnx_unsupported(c, "has no computed input") : c->err->status;
@@ -156,8 +159,8 @@ static enum rt_status concat(struct onnx_ctx *c)
             same = d == ax || y->shape.dims[d] == want;
         }
         if (!same) {
-            if (y && !computed && !c->whole && y->shape.rank == rank && y->shape.dims[0] == 1 && c->batch_fixed != 1)
-                onnx_needs_whole(c, "concatenates a constant of one sample with a batch");
+            if (y && !computed && !c->whole)   /* whole mode compares the real first dims */
+                onnx_needs_whole(c, "concatenates a constant with a batch");
             else if (y)
                 onnx_bad(c, "inputs differ in rank or type, or outside the concat axis");
             break;
