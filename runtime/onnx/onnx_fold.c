@@ -166,18 +166,26 @@ static bool int_arith(struct onnx_ctx *c, char op, int64_t a, int64_t b, int64_t
     return !overflow;
 }
 
+/* The node's two inputs as constants of one type family; false with err set. */
+static bool two_constants(struct onnx_ctx *c, const struct onnx_data **in)
+{
+    if (onnx_arity(c, 2, 2, 1) != RT_OK || !const_inputs(c, in, 2))
+        return false;
+    if (!in[0] || !in[1] || !in[0]->f != !in[1]->f) {
+        onnx_bad(c, "needs two inputs of one type");
+        return false;
+    }
+    return true;
+}
+
 /* Add, Sub, Mul, Div of two constants of one type (numpy broadcasting;
  * integer division truncates, as onnxruntime's). */
 static enum rt_status arith(struct onnx_ctx *c)
 {
     const struct onnx_data *in[2] = {NULL};
-    enum rt_status s = onnx_arity(c, 2, 2, 1);
-    if (s != RT_OK || !const_inputs(c, in, 2))
+    enum rt_status s = RT_OK;
+    if (!two_constants(c, in))
         return c->err->status;
-    if (!in[0] || !in[1])
-        return onnx_bad(c, "needs two inputs");
-    if (!in[0]->f != !in[1]->f)
-        return onnx_bad(c, "inputs of different types");
     if (in[0]->batch_at || in[1]->batch_at)
         return uses_batch(c);
     char op = c->node->op_type[0];   /* A, S, M, D */
@@ -211,13 +219,9 @@ static enum rt_status arith(struct onnx_ctx *c)
 static enum rt_status compare(struct onnx_ctx *c)
 {
     const struct onnx_data *in[2] = {NULL};
-    enum rt_status s = onnx_arity(c, 2, 2, 1);
-    if (s != RT_OK || !const_inputs(c, in, 2))
+    enum rt_status s = RT_OK;
+    if (!two_constants(c, in))
         return c->err->status;
-    if (!in[0] || !in[1])
-        return onnx_bad(c, "needs two inputs");
-    if (!in[0]->f != !in[1]->f)
-        return onnx_bad(c, "inputs of different types");
     char op = c->node->op_type[0];   /* E, L, G */
     struct rt_shape out;
     struct onnx_data d;
@@ -550,40 +554,22 @@ static enum rt_status concat(struct onnx_ctx *c)
 static enum rt_status slice(struct onnx_ctx *c)
 {
     const struct onnx_data *in[5] = {NULL};
-    bool from_attrs = c->version < 10;
-    enum rt_status s = onnx_arity(c, from_attrs ? 1 : 3, from_attrs ? 1 : 5, 1);
-    int64_t starts[RT_MAX_DIMS], ends[RT_MAX_DIMS], axes[RT_MAX_DIMS], steps[RT_MAX_DIMS];
-    int n = 0, ne = 0, na = 0, ns = 0;
+    enum rt_status s = onnx_arity(c, c->version < 10 ? 1 : 3, c->version < 10 ? 1 : 5, 1);
     if (s != RT_OK || !const_inputs(c, in, (int)c->node->n_input))
-        return c->err->status;
-    bool ok = from_attrs ? onnx_attr_ints(c, "starts", starts, RT_MAX_DIMS, &n) &&
-                               onnx_attr_ints(c, "ends", ends, RT_MAX_DIMS, &ne) &&
-                               onnx_attr_ints(c, "axes", axes, RT_MAX_DIMS, &na)
-                         : onnx_const_ints(c, 1, "starts", starts, RT_MAX_DIMS, &n) &&
-                               onnx_const_ints(c, 2, "ends", ends, RT_MAX_DIMS, &ne) &&
-                               onnx_const_ints(c, 3, "axes", axes, RT_MAX_DIMS, &na) &&
-                               onnx_const_ints(c, 4, "steps", steps, RT_MAX_DIMS, &ns);
-    if (!ok)
         return c->err->status;
     if (!in[0])
         return onnx_bad(c, "input 0 is missing");
-    if (ne != n || (na && na != n) || (ns && ns != n))
-        return onnx_bad(c, "'starts', 'ends', 'axes' and 'steps' must have the same length");
     const struct rt_shape *x = &in[0]->shape;
+    struct onnx_slice_args a;
+    if ((s = onnx_slice_args(c, x->rank, &a)) != RT_OK)
+        return s;
     struct rt_shape out = *x;
     int64_t first[RT_MAX_DIMS] = {0}, step[RT_MAX_DIMS];
-    bool seen[RT_MAX_DIMS] = {false};
     for (int d = 0; d < x->rank; d++)
         step[d] = 1;
-    for (int k = 0; k < n; k++) {
-        int ax;
-        if (!onnx_axis(c, na ? axes[k] : k, x->rank, false, &ax))
-            return c->err->status;
-        if (seen[ax] || (ns && steps[k] == 0))
-            return onnx_bad(c, "axis %d is sliced twice, or by a step of 0", ax);
-        seen[ax] = true;
-        step[ax] = ns ? steps[k] : 1;
-        onnx_slice_range(x->dims[ax], starts[k], ends[k], step[ax], &first[ax], &out.dims[ax]);
+    for (int k = 0; k < a.n; k++) {
+        step[a.axis[k]] = a.step[k];
+        onnx_slice_range(x->dims[a.axis[k]], a.start[k], a.end[k], a.step[k], &first[a.axis[k]], &out.dims[a.axis[k]]);
     }
     struct onnx_data d;
     if ((s = make(c, &d, &out, in[0]->type)) != RT_OK)

@@ -188,6 +188,16 @@ void onnx_slice_range(int64_t d, int64_t start, int64_t end, int64_t step, int64
  * constant input 1 from it (*n is 0 when absent); each normalised against
  * rank plus, for Unsqueeze (added), their own count, and given once. */
 enum rt_status onnx_squeeze_axes(struct onnx_ctx *c, int rank, bool added, int *axes, int *n);
+/* Slice's arguments: starts, ends and axes from attributes before opset
+ * 10, from constant inputs 1-4 (steps too) after; of one non-zero length,
+ * axes normalised against rank (k-th when absent) and each given once,
+ * steps 1 when absent and never 0 (onnx_ops_shape.c). */
+struct onnx_slice_args {
+    int n;
+    int axis[RT_MAX_DIMS];
+    int64_t start[RT_MAX_DIMS], end[RT_MAX_DIMS], step[RT_MAX_DIMS];
+};
+enum rt_status onnx_slice_args(struct onnx_ctx *c, int rank, struct onnx_slice_args *a);
 /* Checks the node's input and output counts. */
 enum rt_status onnx_arity(struct onnx_ctx *c, int min_in, int max_in, int max_out);
 /* Product of dims[from..to). */

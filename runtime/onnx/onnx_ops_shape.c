@@ -305,48 +305,58 @@ static enum rt_status emit_slice(struct onnx_ctx *c, struct onnx_value *v, int a
     return RT_OK;
 }
 
+enum rt_status onnx_slice_args(struct onnx_ctx *c, int rank, struct onnx_slice_args *a)
+{
+    int64_t axes[RT_MAX_DIMS];
+    int ne = 0, na = 0, ns = 0;
+    bool ok = c->version < 10 ? onnx_attr_ints(c, "starts", a->start, RT_MAX_DIMS, &a->n) &&
+                                    onnx_attr_ints(c, "ends", a->end, RT_MAX_DIMS, &ne) &&
+                                    onnx_attr_ints(c, "axes", axes, RT_MAX_DIMS, &na)
+                              : onnx_const_ints(c, 1, "starts", a->start, RT_MAX_DIMS, &a->n) &&
+                                    onnx_const_ints(c, 2, "ends", a->end, RT_MAX_DIMS, &ne) &&
+                                    onnx_const_ints(c, 3, "axes", axes, RT_MAX_DIMS, &na) &&
+                                    onnx_const_ints(c, 4, "steps", a->step, RT_MAX_DIMS, &ns);
+    if (!ok)
+        return c->err->status;
+    if (a->n == 0 || ne != a->n || (na && na != a->n) || (ns && ns != a->n))
+        return onnx_bad(c, "'starts', 'ends', 'axes' and 'steps' must have the same (non-zero) length");
+    bool seen[RT_MAX_DIMS] = {false};
+    for (int k = 0; k < a->n; k++) {
+        if (!onnx_axis(c, na ? axes[k] : k, rank, false, &a->axis[k]))
+            return c->err->status;
+        if (seen[a->axis[k]])
+            return onnx_bad(c, "axis %d is sliced twice", a->axis[k]);
+        seen[a->axis[k]] = true;
+        if (!ns)
+            a->step[k] = 1;
+        if (a->step[k] == 0)
+            return onnx_bad(c, "a step of 0");
+    }
+    return RT_OK;
+}
+
 /* Starts, ends, axes and steps from attributes (< 10) or constant inputs;
  * one runtime slice per axis that changes, the last into the output. */
 static enum rt_status slice(struct onnx_ctx *c)
 {
-    bool from_attrs = c->version < 10;
-    enum rt_status s = onnx_arity(c, from_attrs ? 1 : 3, from_attrs ? 1 : 5, 1);
+    enum rt_status s = onnx_arity(c, c->version < 10 ? 1 : 3, c->version < 10 ? 1 : 5, 1);
     const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
     if (!x)
         return c->err->status;
-    int64_t starts[ONNX_MAX_RANK], ends[ONNX_MAX_RANK], axes[ONNX_MAX_RANK], steps[ONNX_MAX_RANK];
-    int n = 0, ne = 0, na = 0, ns = 0;
-    bool ok = from_attrs ? onnx_attr_ints(c, "starts", starts, ONNX_MAX_RANK, &n) &&
-                               onnx_attr_ints(c, "ends", ends, ONNX_MAX_RANK, &ne) &&
-                               onnx_attr_ints(c, "axes", axes, ONNX_MAX_RANK, &na)
-                         : onnx_const_ints(c, 1, "starts", starts, ONNX_MAX_RANK, &n) &&
-                               onnx_const_ints(c, 2, "ends", ends, ONNX_MAX_RANK, &ne) &&
-                               onnx_const_ints(c, 3, "axes", axes, ONNX_MAX_RANK, &na) &&
-                               onnx_const_ints(c, 4, "steps", steps, ONNX_MAX_RANK, &ns);
-    if (!ok)
-        return c->err->status;
-    if (n == 0 || ne != n || (na && na != n) || (ns && ns != n))
-        return onnx_bad(c, "'starts', 'ends', 'axes' and 'steps' must have the same (non-zero) length");
-    int rank = x->shape.rank, plan_ax[ONNX_MAX_RANK] = {0}, todo = 0;
+    struct onnx_slice_args a;
+    if ((s = onnx_slice_args(c, x->shape.rank, &a)) != RT_OK)
+        return s;
+    int plan_ax[ONNX_MAX_RANK] = {0}, todo = 0;
     int64_t plan_start[ONNX_MAX_RANK], plan_step[ONNX_MAX_RANK], plan_len[ONNX_MAX_RANK];
-    bool seen[ONNX_MAX_RANK] = {false};
-    for (int k = 0; k < n; k++) {
-        int ax;
-        int64_t step = ns ? steps[k] : 1, first, len;
-        if (!onnx_axis(c, na ? axes[k] : k, rank, false, &ax))
-            return c->err->status;
-        if (seen[ax])
-            return onnx_bad(c, "axis %d is sliced twice", ax);
-        seen[ax] = true;
-        if (step == 0)
-            return onnx_bad(c, "a step of 0");
-        int64_t d = x->shape.dims[ax];
+    for (int k = 0; k < a.n; k++) {
+        int ax = a.axis[k];
+        int64_t step = a.step[k], first, len, d = x->shape.dims[ax];
         if (d == ONNX_BATCH) {   /* batch mode's first axis: only the whole of it */
-            if (step == 1 && (starts[k] == 0 || starts[k] <= -ONNX_MAX_DIM) && ends[k] >= ONNX_MAX_DIM)
+            if (step == 1 && (a.start[k] == 0 || a.start[k] <= -ONNX_MAX_DIM) && a.end[k] >= ONNX_MAX_DIM)
                 continue;
             return onnx_needs_whole(c, "slices the first axis");
         }
-        onnx_slice_range(d, starts[k], ends[k], step, &first, &len);
+        onnx_slice_range(d, a.start[k], a.end[k], step, &first, &len);
         if (len == 0)
             return onnx_unsupported(c, "the slice of axis %d is empty (empty tensors are not supported)", ax);
         if (first == 0 && step == 1 && len == d)
