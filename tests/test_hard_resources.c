@@ -103,13 +103,15 @@ static enum test_result body_budget(struct http_daemon *d)
     ASSERT_TRUE(small != NULL);
     memset(small, ' ', 600000);
     small[0] = '{', small[599999] = '}';
-    long status = -1;
-    bool retry = false;
-    if (http_post(d, INFER, "application/json", small, 600000, &r)) {
-        status = r.status;
-        retry = r.retry_after[0] != '\0';
-        http_resp_free(&r);
-    }
+    /* the server answers 503 without reading the body and may close the
+     * connection while curl still sends it: the answer counts even when
+     * curl then reports a send error */
+    http_post(d, INFER, "application/json", small, 600000, &r);
+    long status = r.status;
+    bool retry = r.retry_after[0] != '\0';
+    if (status != 503)
+        printf("  second body: status %ld, curl code %d\n", status, r.curl_code);
+    http_resp_free(&r);
     close(a);                             /* the first gives up: its budget returns */
     usleep(200 * 1000);
     long later = http_status(d, "POST", INFER, "application/json", small, 600000);
