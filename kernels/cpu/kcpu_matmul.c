@@ -5,7 +5,7 @@
  * GEMM microkernels: each task takes one matrix, packs its A into KCPU_MR-row
  * panels and its B into KCPU_NR-column strips in the thread's scratch (m * k
  * + k * n copies against m * k * n multiply-adds), then runs one GEMM.
- * ViT-B/16's 24 attention products take 34 ms an image so on two Zen 1
+ * ViT-B/16's 24 attention products take 34-38 ms an image this way on two Zen 1
  * threads, 300 ms on the plain loops.
  * Gemm's transposed forms and alpha keep one task per output row on loops
  * along contiguous memory. Accumulation is FP32 either way, so results

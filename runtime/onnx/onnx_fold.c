@@ -9,7 +9,7 @@
  * Size read the shape of whatever they are given.
  *
  * Batch mode does not know the batch size. Shape marks that element
- * (onnx_data.batch_at); Gather, Concat, Slice, Where, Cast to an integer
+ * (onnx_data.batch_at); Gather, Concat, Slice, Where, Expand, Cast to an integer
  * and the reshapes carry the mark along; Reshape takes a marked first
  * element as the batch; a comparison knows the batch is at least 1; and
  * anything that would compute with it asks for whole mode, where Shape

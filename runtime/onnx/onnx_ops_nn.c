@@ -621,11 +621,11 @@ static enum rt_status matmul_dyn(struct onnx_ctx *c, const struct onnx_value *a,
     int64_t ad[RT_MAX_DIMS], bd[RT_MAX_DIMS];
     int na = ra < 2 ? 2 : ra, nb = rb < 2 ? 2 : rb;
     if (ra == 1)
-        ad[0] = 1, ad[1] = a->shape.dims[0];
+        ad[0] = 1, ad[1] = a->shape.dims[skip];
     else
         memcpy(ad, a->shape.dims + skip, sizeof(int64_t) * (size_t)ra);
     if (rb == 1)
-        bd[0] = b->shape.dims[0], bd[1] = 1;
+        bd[0] = b->shape.dims[skip], bd[1] = 1;
     else
         memcpy(bd, b->shape.dims + skip, sizeof(int64_t) * (size_t)rb);
     if (ad[na - 1] != bd[nb - 2])
