@@ -40,6 +40,13 @@ struct k_conv2d {
     enum k_act act;
 };
 
+/* conv_transpose2d reads k_conv2d as the transposed convolution (ONNX
+ * ConvTranspose, PyTorch ConvTranspose2d): x [n, c, h, w] -> y [n, oc, oh,
+ * ow], weights [c, oc / groups, kh, kw], input channel ci of group g feeding
+ * output channels g * oc / groups on; input pixel (iy, ix) adds x * w into
+ * output (iy * stride_h - pad_t + ky * dil_h, ix * stride_w - pad_l + kx *
+ * dil_w) where that lies in [0, oh) x [0, ow); oh and ow are given. */
+
 /* Fully connected: y[n, m] = act(x[n, k] . w[m, k]^T + bias[m] (+ res[n, m])). */
 struct k_linear {
     int n, k, m;
@@ -143,6 +150,46 @@ struct k_pad {
     int64_t begin[K_BINARY_MAX_DIMS], end[K_BINARY_MAX_DIMS];
     enum k_pad_mode mode;
     float value;
+};
+
+/* Resampling (ONNX Resize, Upsample): each of n planes [in, in] of x
+ * (axis 0 its rows, axis 1 its columns) into y [out, out]. Per axis, output
+ * position o maps to coordinate c in the input by coord (ONNX's
+ * coordinate_transformation_mode; s = scale, the output length over the
+ * input's unless given):
+ *   half_pixel          (o + 0.5) / s - 0.5
+ *   pytorch_half_pixel  the same, or 0 when resized is 1
+ *   align_corners       o * (in - 1) / (resized - 1), or 0 when resized is 1
+ *   asymmetric          o / s
+ *   tf_half_pixel_for_nn (o + 0.5) / s
+ * and y is, per mode: nearest, x at c rounded per the axis's round and
+ * clamped into [0, in); linear, the two neighbours floor(c) and floor(c) + 1
+ * weighted 1 - t and t (t = c - floor(c)); cubic, the four from floor(c) - 1
+ * weighted by Keys' cubic convolution of parameter cubic_a. Neighbours
+ * outside [0, in) read the edge, or (exclude_outside) weigh 0 with the
+ * other weights scaled to sum to 1. Two-axis weights multiply. resized is
+ * ONNX's output length before it is rounded down: in * scale when the
+ * scales were given, else out. */
+enum k_resize_mode { K_RESIZE_NEAREST = 0, K_RESIZE_LINEAR, K_RESIZE_CUBIC };
+enum k_resize_coord {
+    K_COORD_HALF_PIXEL = 0, K_COORD_PYTORCH_HALF_PIXEL, K_COORD_ALIGN_CORNERS, K_COORD_ASYMMETRIC,
+    K_COORD_TF_HALF_PIXEL_FOR_NN
+};
+enum k_resize_round { K_ROUND_PREFER_FLOOR = 0, K_ROUND_PREFER_CEIL, K_ROUND_FLOOR, K_ROUND_CEIL };
+
+struct k_resize_axis {
+    int64_t in, out;
+    double scale, resized;
+    enum k_resize_round round;
+};
+
+struct k_resize {
+    int64_t n;
+    struct k_resize_axis axis[2];
+    enum k_resize_mode mode;
+    enum k_resize_coord coord;
+    float cubic_a;
+    int exclude_outside;
 };
 
 /* The axes of each of n samples permuted: a sample of x has dims[rank];

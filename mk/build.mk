@@ -209,11 +209,11 @@ $(SERVER_LIB): $(filter-out %/srv_main.o,$(SERVER_SRC:%.c=$(BUILD)/obj/%.o)) $(U
 
 # ONNX test helpers (tests/onnx/): the backend test suite runner, in
 # run-tests and in its own table program, and an in-memory model builder
-# over the generated protobuf code.
+# over the generated protobuf code (the runner also rewrites models with it).
 ONNX_SUITE_OBJ := $(BUILD)/obj/tests/onnx/suite.o
 ONNX_TEST_OBJ  := $(ONNX_SUITE_OBJ) $(BUILD)/obj/tests/onnx/builder.o
 $(BUILD)/obj/tests/onnx/%.o: CFLAGS += -I$(GEN)
-$(BUILD)/obj/tests/onnx/builder.o: | $(ONNX_PB_C)
+$(BUILD)/obj/tests/onnx/builder.o $(ONNX_SUITE_OBJ): | $(ONNX_PB_C)
 
 $(BUILD)/run-tests: $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(CLIENT_LIB_SRC:%.c=$(BUILD)/obj/%.o) \
                     $(LOADGEN_PARTS:%.c=$(BUILD)/obj/%.o) $(TUNE_PARTS:%.c=$(BUILD)/obj/%.o) $(ONNX_TEST_OBJ) \

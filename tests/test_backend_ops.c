@@ -197,6 +197,23 @@ static void build_conv(struct gb *b, const struct op_case *c)
     gb_output(b, y);
 }
 
+/* conv_transpose2d of [N, a0, a1, a2] to a3 channels, kernel a4, stride
+ * a5, pads a6 (a7: 1 groups 2 and dilation 2; 2 output_padding 1 and no
+ * bottom or right pad; 3 no bias) */
+static void build_conv_transpose(struct gb *b, const struct op_case *c)
+{
+    const int *a = c->a;
+    int groups = a[7] == 1 ? 2 : 1, dil = a[7] == 1 ? 2 : 1, far = a[7] == 2 ? 0 : a[6];
+    int x = gb_input(b, 4, (int64_t[]){a[0], a[1], a[2]});
+    struct rt_node *n = gb_node(b, RT_OP_CONV_TRANSPOSE2D, 1, &x);
+    n->a.conv_transpose = (struct rt_conv_transpose_attrs){
+        {{a[5], a[5]}, {a[6], a[6], far, far}, {dil, dil}, groups}, {a[7] == 2, a[7] == 2}};
+    gb_weight(b, n, RT_W_WEIGHT, 4, (int64_t[]){a[0], a[3] / groups, a[4], a[4]}, -0.5f, 0.5f);
+    if (a[7] != 3)
+        gb_weight(b, n, RT_W_BIAS, 1, (int64_t[]){a[3]}, -0.5f, 0.5f);
+    gb_output(b, gb_done(b, n));
+}
+
 /* conv with asymmetric padding [top, left, bottom, right] = a[0..3] */
 static void build_conv_asym(struct gb *b, const struct op_case *c)
 {
@@ -372,6 +389,25 @@ static void build_pad(struct gb *b, const struct op_case *c)
     for (int d = 0; d < 3; d++) {
         n->a.pad.begin[d] = c->a[1 + d];
         n->a.pad.end[d] = c->a[4 + d];
+    }
+    gb_output(b, gb_done(b, n));
+}
+
+/* resize of [N, 3, 5, 6] to a[2] x a[3] (rows x columns): mode a[0]
+ * (enum k_resize_mode), coordinates a[1], rounding a[4], exclude_outside
+ * a[5]; scales out / in, or a[6] / 100 on both axes when a[6] is set */
+static void build_resize(struct gb *b, const struct op_case *c)
+{
+    const int *a = c->a;
+    int x = gb_input(b, 4, (int64_t[]){3, 5, 6});
+    struct rt_node *n = gb_node(b, RT_OP_RESIZE, 1, &x);
+    struct rt_resize_attrs *r = &n->a.resize;
+    *r = (struct rt_resize_attrs){{a[2], a[3]}, {a[2] / 5.0, a[3] / 6.0}, {a[2], a[3]}, {a[4], a[4]}, a[0], a[1],
+                                  -0.75f, a[5]};
+    if (a[6]) {
+        r->scale[0] = r->scale[1] = a[6] / 100.0;
+        r->resized[0] = 5 * r->scale[0];
+        r->resized[1] = 6 * r->scale[1];
     }
     gb_output(b, gb_done(b, n));
 }
@@ -555,6 +591,12 @@ static const struct op_case CASES[] = {
     {"conv2d 33 ch 1x1 + add + relu", P_ALL, -1, 1, build_conv, {33, 5, 3, -17, 1, 1, 0, 1}},
     {"conv2d asymmetric pad", P_ALL, -1, 1, build_conv_asym, {1, 0, 2, 1}},
     {"conv2d 3x3 on 4x4 + add + relu", P_ALL, -1, 1, build_conv, {64, 4, 4, -96, 3, 1, 1, 1}},
+    /* conv_transpose2d accumulates in float, the reference in double: no
+     * INT8 case (see resize below) */
+    {"conv_transpose2d 3x3 s2 p1", P_FLOAT, -1, 1, build_conv_transpose, {4, 5, 6, 3, 3, 2, 1, 0}},
+    {"conv_transpose2d groups 2 dilation 2", P_FLOAT, -1, 1, build_conv_transpose, {4, 4, 5, 6, 3, 1, 2, 1}},
+    {"conv_transpose2d 4x4 s3 output_padding", P_FLOAT, -1, 1, build_conv_transpose, {3, 3, 4, 5, 4, 3, 1, 2}},
+    {"conv_transpose2d 2x2 s2 no bias", P_FLOAT, -1, 1, build_conv_transpose, {5, 4, 4, 2, 2, 2, 0, 3}},
     {"linear 1 -> 1", P_ALL, -1, 1, build_linear, {0, 1, 1, 0}},
     {"linear 37 -> 13", P_ALL, -1, 1, build_linear, {0, 37, 13, 0}},
     {"linear rows 3x20 -> 7 + relu6", P_ALL, -2, 2, build_linear, {3, 20, 7, RT_OP_RELU6}},
@@ -614,6 +656,24 @@ static const struct op_case CASES[] = {
     {"pad constant", P_FLOAT, -1, 1, build_pad, {K_PAD_CONSTANT, 1, 0, 2, 0, 3, 1}},
     {"pad edge", P_FLOAT, -1, 1, build_pad, {K_PAD_EDGE, 0, 2, 3, 1, 1, 4}},
     {"pad reflect", P_ALL, -1, 1, build_pad, {K_PAD_REFLECT, 2, 3, 4, 1, 0, 2}},
+    {"resize nearest up, asymmetric floor", P_ALL, -1, 1, build_resize,
+     {K_RESIZE_NEAREST, K_COORD_ASYMMETRIC, 10, 12, K_ROUND_FLOOR, 0, 0}},
+    {"resize nearest down, round_prefer_ceil", P_FLOAT, -1, 1, build_resize,
+     {K_RESIZE_NEAREST, K_COORD_HALF_PIXEL, 3, 4, K_ROUND_PREFER_CEIL, 0, 0}},
+    {"resize nearest scale 1.7, tf_half_pixel ceil", P_FLOAT, -1, 1, build_resize,
+     {K_RESIZE_NEAREST, K_COORD_TF_HALF_PIXEL_FOR_NN, 8, 10, K_ROUND_CEIL, 0, 170}},
+    /* linear and cubic blend in float, the reference in double: at INT8 a
+     * value on a rounding boundary may quantise one step apart */
+    {"resize linear up, half_pixel", P_FLOAT, -1, 1, build_resize,
+     {K_RESIZE_LINEAR, K_COORD_HALF_PIXEL, 11, 13, 0, 0, 0}},
+    {"resize linear down, align_corners", P_FLOAT, -1, 1, build_resize,
+     {K_RESIZE_LINEAR, K_COORD_ALIGN_CORNERS, 2, 4, 0, 0, 0}},
+    {"resize linear to one row, pytorch_half_pixel", P_FLOAT, -1, 1, build_resize,
+     {K_RESIZE_LINEAR, K_COORD_PYTORCH_HALF_PIXEL, 1, 9, 0, 0, 0}},
+    {"resize cubic up, half_pixel", P_FLOAT, -1, 1, build_resize,
+     {K_RESIZE_CUBIC, K_COORD_HALF_PIXEL, 9, 9, 0, 0, 0}},
+    {"resize cubic scale 0.6, exclude_outside", P_FLOAT, -1, 1, build_resize,
+     {K_RESIZE_CUBIC, K_COORD_ASYMMETRIC, 3, 3, 0, 1, 60}},
     {"unary abs", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_ABS}},
     {"unary neg", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_NEG}},
     {"unary exp", P_FLOAT, -4, 4, build_unary, {3, 7, 5, K_UN_EXP}},

@@ -138,7 +138,8 @@ static enum test_result expect_model(struct ob *m, enum rt_status want, const ch
 {
     struct rt_model_config cfg;
     struct rt_error err = {0};
-    ASSERT_EQ_INT(parse_model(m, &cfg, &err), want);
+    enum rt_status got = parse_model(m, &cfg, &err);
+    TEST_FAIL_IF(got != want, "status %d, not %d: \"%s\"", got, want, err.msg);
     ASSERT_STR_CONTAINS(err.msg, msg);
     return TEST_PASS;
 }
@@ -593,6 +594,89 @@ TEST(onnx_fold_refusals)
     ob_node(m, "Expand", "e", "k,to", "y");
     ob_output(m, "y");
     return expect_model(m, RT_ERR_BAD_MODEL, "constant shapes do not broadcast (3 against 2 on axis 0)");
+}
+
+/* Resize or Upsample named "rs" on x [N, 2, 3, 4] with the given inputs
+ * (the caller adds their constants). */
+static struct ob *resize_of_x(int opset, const char *op, const char *inputs, struct ob_node **n)
+{
+    struct ob *m = ob_new(opset);
+    ob_input(m, "x", 4, (int64_t[]){-1, 2, 3, 4});
+    *n = ob_node(m, op, "rs", inputs, "y");
+    ob_output(m, "y");
+    return m;
+}
+
+/* Resize and Upsample refuse what they cannot compute: cropping, axes
+ * other than the last two, the batch axis, bad scales and sizes, both or
+ * neither given, computed scales, unknown modes. */
+TEST(onnx_resize_refusals)
+{
+    static const float up2[] = {1, 1, 2, 2}, channels[] = {1, 2, 1, 1}, batch[] = {2, 1, 1, 1},
+                       zero[] = {1, 1, 0, 1}, three[] = {1, 2, 2}, roi[] = {0, 0, 0, 0, 1, 1, 1, 1};
+    struct ob_node *n;
+    struct ob *m = resize_of_x(13, "Resize", "x,roi,sc", &n);
+    ob_init(m, "roi", 1, (int64_t[]){8}, roi);
+    ob_init(m, "sc", 1, (int64_t[]){4}, up2);
+    ob_attr_string(m, n, "coordinate_transformation_mode", "tf_crop_and_resize");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "node 'rs' (Resize, opset 13): coordinate_transformation_mode "
+                                            "'tf_crop_and_resize' is not supported") != TEST_PASS)
+        return TEST_FAIL;
+    m = resize_of_x(13, "Resize", "x,,sc", &n);
+    ob_init(m, "sc", 1, (int64_t[]){4}, channels);
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "resizes axis 1: only the last two axes") != TEST_PASS)
+        return TEST_FAIL;
+    m = resize_of_x(13, "Resize", "x,,sc", &n);
+    ob_init(m, "sc", 1, (int64_t[]){4}, batch);
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "resizing the batch axis is not supported") != TEST_PASS)
+        return TEST_FAIL;
+    m = resize_of_x(13, "Resize", "x,,sc", &n);
+    ob_init(m, "sc", 1, (int64_t[]){4}, zero);
+    if (expect_model(m, RT_ERR_BAD_MODEL, "scales must be positive") != TEST_PASS)
+        return TEST_FAIL;
+    m = resize_of_x(13, "Resize", "x,,sc", &n);
+    ob_init(m, "sc", 1, (int64_t[]){3}, three);
+    if (expect_model(m, RT_ERR_BAD_MODEL, "'scales' has 3 values for 4 dimensions") != TEST_PASS)
+        return TEST_FAIL;
+    m = resize_of_x(13, "Resize", "x,,sc,sz", &n);
+    ob_init(m, "sc", 1, (int64_t[]){4}, up2);
+    ob_init_i64(m, "sz", 1, (int64_t[]){4}, (const int64_t[]){1, 2, 6, 8});
+    if (expect_model(m, RT_ERR_BAD_MODEL, "exactly one of 'scales' and 'sizes'") != TEST_PASS)
+        return TEST_FAIL;
+    m = resize_of_x(13, "Resize", "x", &n);
+    if (expect_model(m, RT_ERR_BAD_MODEL, "exactly one of 'scales' and 'sizes'") != TEST_PASS)
+        return TEST_FAIL;
+    m = resize_of_x(13, "Resize", "x,,,sz", &n);   /* a size of 0 (and a batch of 5 where the input's is free) */
+    ob_init_i64(m, "sz", 1, (int64_t[]){4}, (const int64_t[]){5, 2, 0, 8});
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "resizing the batch axis") != TEST_PASS)
+        return TEST_FAIL;
+    m = ob_new(13);   /* x of a fixed batch of 1, which a size of 1 keeps */
+    ob_input(m, "x", 4, (int64_t[]){1, 2, 3, 4});
+    ob_node(m, "Resize", "rs", "x,,,sz", "y");
+    ob_output(m, "y");
+    ob_init_i64(m, "sz", 1, (int64_t[]){4}, (const int64_t[]){1, 2, 0, 8});
+    if (expect_model(m, RT_ERR_BAD_MODEL, "invalid size 0") != TEST_PASS)
+        return TEST_FAIL;
+    m = resize_of_x(13, "Resize", "x,,x", &n);
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "input 'x' must be a constant") != TEST_PASS)
+        return TEST_FAIL;
+    m = resize_of_x(13, "Resize", "x,,sc", &n);
+    ob_init(m, "sc", 1, (int64_t[]){4}, up2);
+    ob_attr_string(m, n, "mode", "area");
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "attribute mode='area' is not supported") != TEST_PASS)
+        return TEST_FAIL;
+    m = resize_of_x(13, "Resize", "x,,sc", &n);
+    ob_init(m, "sc", 1, (int64_t[]){4}, up2);
+    ob_attr_int(m, n, "exclude_outside", 2);
+    if (expect_model(m, RT_ERR_BAD_MODEL, "exclude_outside must be 0 or 1") != TEST_PASS)
+        return TEST_FAIL;
+    m = resize_of_x(7, "Upsample", "x", &n);
+    if (expect_model(m, RT_ERR_BAD_MODEL, "attribute 'scales' must be a list of floats") != TEST_PASS)
+        return TEST_FAIL;
+    m = resize_of_x(10, "Resize", "x,sc", &n);   /* Resize-10 knows no cubic */
+    ob_init(m, "sc", 1, (int64_t[]){4}, up2);
+    ob_attr_string(m, n, "mode", "cubic");
+    return expect_model(m, RT_ERR_UNSUPPORTED, "attribute mode='cubic' is not supported");
 }
 
 TEST(onnx_batch_or_whole_mode)

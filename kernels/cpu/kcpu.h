@@ -106,6 +106,14 @@ void kcpu_reduce_f32(struct kcpu_threads *th, const struct k_reduce *p, const fl
 void kcpu_slice_f32(struct kcpu_threads *th, const struct k_slice *p, const float *x, float *y);
 /* y = x padded per k_pad; y must not overlap x. */
 void kcpu_pad_f32(struct kcpu_threads *th, const struct k_pad *p, const float *x, float *y);
+/* The transposed convolution (k_conv2d read as kernel_types.h says; act
+ * unused); bias may be NULL; y must not overlap x. */
+void kcpu_conv_transpose2d_f32(struct kcpu_threads *th, const struct k_conv2d *p, const float *x, const float *w,
+                               const float *bias, float *y);
+/* y = x resampled per k_resize, with scratch of kcpu_resize_scratch_bytes
+ * (its index and weight tables, a row per thread); y must not overlap x. */
+size_t kcpu_resize_scratch_bytes(const struct k_resize *p, int threads);
+void kcpu_resize_f32(struct kcpu_threads *th, const struct k_resize *p, const float *x, float *y, void *scratch);
 /* y = x with its axes permuted per k_transpose; y must not overlap x. */
 void kcpu_transpose_f32(struct kcpu_threads *th, const struct k_transpose *p, const float *x, float *y);
 void kcpu_concat_f32(struct kcpu_threads *th, const struct k_concat *p,

@@ -23,6 +23,9 @@ float kref_act_f32(enum k_act act, float x);
 
 void kref_conv2d_f32(const struct k_conv2d *p, const float *x, const float *w,
                      const float *bias, const float *residual, float *y);
+/* The transposed convolution (k_conv2d read as kernel_types.h says; act
+ * unused); bias may be NULL. */
+void kref_conv_transpose2d_f32(const struct k_conv2d *p, const float *x, const float *w, const float *bias, float *y);
 void kref_linear_f32(const struct k_linear *p, const float *x, const float *w,
                      const float *bias, const float *residual, float *y);
 void kref_max_pool2d_f32(const struct k_pool2d *p, const float *x, float *y);
@@ -47,6 +50,8 @@ void kref_reduce_f32(const struct k_reduce *p, const float *x, float *y);
 void kref_slice_f32(const struct k_slice *p, const float *x, float *y);
 /* y = x padded per k_pad. */
 void kref_pad_f32(const struct k_pad *p, const float *x, float *y);
+/* y = x resampled per k_resize. */
+void kref_resize_f32(const struct k_resize *p, const float *x, float *y);
 /* y = x with its axes permuted per k_transpose. */
 void kref_transpose_f32(const struct k_transpose *p, const float *x, float *y);
 /* y = alpha * op(a) . op(b) per k_matmul (kernel_types.h). */

@@ -39,3 +39,37 @@ void kref_conv2d_f32(const struct k_conv2d *p, const float *x, const float *w,
                 }
         }
 }
+
+/* Each output element gathers the input pixels that the transposed
+ * convolution scatters into it: iy = (oy + pad_t - ky * dil_h) / stride_h
+ * where that divides exactly and lies in the input. */
+void kref_conv_transpose2d_f32(const struct k_conv2d *p, const float *x, const float *w, const float *bias, float *y)
+{
+    int cg = p->c / p->groups, og = p->oc / p->groups;
+    for (int n = 0; n < p->n; n++)
+        for (int o = 0; o < p->oc; o++) {
+            int g = o / og, oo = o % og;
+            for (int oy = 0; oy < p->oh; oy++)
+                for (int ox = 0; ox < p->ow; ox++) {
+                    double acc = bias ? bias[o] : 0;
+                    for (int ci = 0; ci < cg; ci++) {
+                        int64_t c = (int64_t)g * cg + ci;
+                        const float *xc = x + ((int64_t)n * p->c + c) * p->h * p->w;
+                        const float *wc = w + (c * og + oo) * p->kh * p->kw;
+                        for (int ky = 0; ky < p->kh; ky++) {
+                            int ty = oy + p->pad_t - ky * p->dil_h;
+                            if (ty < 0 || ty % p->stride_h || ty / p->stride_h >= p->h)
+                                continue;
+                            for (int kx = 0; kx < p->kw; kx++) {
+                                int tx = ox + p->pad_l - kx * p->dil_w;
+                                if (tx < 0 || tx % p->stride_w || tx / p->stride_w >= p->w)
+                                    continue;
+                                acc += (double)xc[(int64_t)(ty / p->stride_h) * p->w + tx / p->stride_w] *
+                                       wc[ky * p->kw + kx];
+                            }
+                        }
+                    }
+                    y[(((int64_t)n * p->oc + o) * p->oh + oy) * p->ow + ox] = (float)acc;
+                }
+        }
+}

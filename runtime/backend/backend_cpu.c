@@ -186,6 +186,23 @@ static void pad_run(struct cpu_session *cs, const struct rt_step *s, const union
     kcpu_pad_f32(cs->threads, &k->pad, io->in[0], io->out);
 }
 
+static void conv_transpose2d_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                                 int batch, const struct rt_step_io *io)
+{
+    kcpu_conv_transpose2d_f32(cs->threads, &k->conv, io->in[0], s->node->w[RT_W_WEIGHT].data, bias_of(s), io->out);
+}
+
+static void resize_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
+                       const struct rt_step_io *io)
+{
+    kcpu_resize_f32(cs->threads, &k->resize, io->in[0], io->out, cs->scratch);
+}
+
+static size_t resize_scratch(const union rt_step_params *k, int threads)
+{
+    return kcpu_resize_scratch_bytes(&k->resize, threads);
+}
+
 static void matmul_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
                        const struct rt_step_io *io)
 {
@@ -261,6 +278,8 @@ static const struct cpu_op F32[RT_OP_COUNT] = {
     [RT_OP_REDUCE] = {reduce_run, NULL, NULL},
     [RT_OP_SLICE] = {slice_run, NULL, NULL},
     [RT_OP_PAD] = {pad_run, NULL, NULL},
+    [RT_OP_RESIZE] = {resize_run, NULL, resize_scratch},
+    [RT_OP_CONV_TRANSPOSE2D] = {conv_transpose2d_run, NULL, NULL},
     [RT_OP_MATMUL] = {matmul_run, NULL, matmul_scratch},
     [RT_OP_CONV2D_DYN] = {conv2d_dyn_run, NULL, conv2d_dyn_scratch},
     [RT_OP_BATCH_NORM_DYN] = {batch_norm_dyn_run, NULL, NULL},

@@ -34,6 +34,14 @@ struct rt_conv_attrs {
     int stride[2], pad[4] /* top, left, bottom, right */, dilation[2], groups;
 };
 
+/* conv_transpose2d: the convolution's attributes (pad: the pads removed
+ * from the full output) and output_padding, added to the output's bottom
+ * and right; ONNX only. */
+struct rt_conv_transpose_attrs {
+    struct rt_conv_attrs conv;
+    int out_pad[2];
+};
+
 /* binary: the second operand is input 1, or the constant w[RT_W_WEIGHT]
  * (no batch dim, broadcast against each sample) when the node has one input;
  * const_left puts that constant on the left (it matters for sub and div). */
@@ -72,6 +80,20 @@ struct rt_pad_attrs {
     float value;
 };
 
+/* resize: the last two dims after the batch resampled to out[0] x out[1]
+ * (k_resize's rows and columns; a sample of one dim is one row, out[0] 1)
+ * with the given scales, lengths before rounding, rounding, mode and
+ * coordinates; ONNX only. */
+struct rt_resize_attrs {
+    int64_t out[2];
+    double scale[2], resized[2];
+    enum k_resize_round round[2];
+    enum k_resize_mode mode;
+    enum k_resize_coord coord;
+    float cubic_a;
+    bool exclude_outside;
+};
+
 /* matmul: y = alpha * op(input 0) . op(input 1), two run-time tensors whose
  * per-sample dims are [..., M, K] and [..., K, N] (transposed when trans_a /
  * trans_b), numpy-broadcast over the leading dims (ONNX MatMul, Gemm).
@@ -100,12 +122,14 @@ struct rt_node {
     struct rt_weight w[RT_W_COUNT];
     union {
         struct rt_conv_attrs conv;
+        struct rt_conv_transpose_attrs conv_transpose;
         struct rt_pool_attrs pool;
         struct rt_binary_attrs binary;
         struct rt_unary_attrs unary;
         struct rt_reduce_attrs reduce;
         struct rt_slice_attrs slice;
         struct rt_pad_attrs pad;
+        struct rt_resize_attrs resize;
         struct rt_matmul_attrs matmul;
         float eps;                    /* batch_norm */
         bool gelu_tanh;               /* gelu approximate="tanh" */

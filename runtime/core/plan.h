@@ -62,6 +62,7 @@ union rt_step_params {
     struct k_reduce reduce;
     struct k_slice slice;
     struct k_pad pad;
+    struct k_resize resize;
     struct k_matmul matmul;
     struct k_softmax softmax;
     struct rt_concat_params concat;

@@ -11,6 +11,7 @@
  *   onnx_ops_ew.c  activations, arithmetic, Softmax, Identity, Constant
  *   onnx_ops_math.c  functions, variadic ops, reductions
  *   onnx_ops_shape.c Concat, the reshapes, Transpose, Slice, Split, Pad, Gather
+ *   onnx_ops_resize.c Resize, Upsample
  *   onnx_fold.c    shape computations on constants, evaluated at load
  *
  * Converters work on "values": every ONNX name maps to an activation (a
@@ -228,6 +229,7 @@ extern const struct onnx_op ONNX_OPS_NN[];
 extern const struct onnx_op ONNX_OPS_EW[];
 extern const struct onnx_op ONNX_OPS_MATH[];
 extern const struct onnx_op ONNX_OPS_SHAPE[];
+extern const struct onnx_op ONNX_OPS_RESIZE[];
 extern const struct onnx_op ONNX_OPS_FOLD[];
 
 /* The folder (onnx_fold.c) that evaluates the current node at load, when

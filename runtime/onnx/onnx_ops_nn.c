@@ -1,6 +1,6 @@
 /*
- * onnx_ops_nn.c - ONNX ops with weights or windows: Conv, MaxPool,
- * AveragePool, GlobalAveragePool, BatchNormalization, Gemm, MatMul.
+ * onnx_ops_nn.c - ONNX ops with weights or windows: Conv, ConvTranspose,
+ * MaxPool, AveragePool, GlobalAveragePool, BatchNormalization, Gemm, MatMul.
  *
  * The runtime's kernels are 2-D: a 1-D op runs as 2-D with a height of 1
  * (views on both sides, no copy). Window geometry follows the ONNX spec:
@@ -207,6 +207,118 @@ static enum rt_status conv(struct onnx_ctx *c)
     to_2d(nsp, wn, kern, a->stride, a->pad, a->dilation);
     a->groups = (int)group;
     struct rt_shape ws = {4, {m, wd->shape.dims[1], kern[0], kern[1]}};
+    struct rt_shape bs = {1, {m}};
+    if ((s = onnx_weight(c, &n->w[RT_W_WEIGHT], wd->f, &ws, w->name)) != RT_OK)
+        return s;
+    return b ? onnx_weight(c, &n->w[RT_W_BIAS], b->data->f, &bs, b->name) : RT_OK;
+}
+
+/* ConvTranspose's geometry per spatial dim: strides, dilations,
+ * output_padding, and pads given, derived from output_shape, or split by
+ * auto_pad (SAME_UPPER puts the odd cell at the end) around an output of
+ * in * stride; w[i].out is the output length. */
+static enum rt_status transpose_attrs(struct onnx_ctx *c, const struct rt_shape *x, int nsp, const int64_t *k,
+                                      struct win *w, int64_t *out_pad)
+{
+    int64_t strides[RT_MAX_DIMS] = {0}, dil[RT_MAX_DIMS] = {0}, pads[2 * RT_MAX_DIMS] = {0};
+    int64_t opad[RT_MAX_DIMS] = {0}, oshape[RT_MAX_DIMS] = {0};
+    int ns = 0, nd = 0, np = 0, nop = 0, nos = 0, ap = 0;
+    if (!onnx_attr_ints(c, "strides", strides, RT_MAX_DIMS, &ns) ||
+        !onnx_attr_ints(c, "dilations", dil, RT_MAX_DIMS, &nd) ||
+        !onnx_attr_ints(c, "pads", pads, 2 * RT_MAX_DIMS, &np) ||
+        !onnx_attr_ints(c, "output_padding", opad, RT_MAX_DIMS, &nop) ||
+        !onnx_attr_ints(c, "output_shape", oshape, RT_MAX_DIMS, &nos) ||
+        !onnx_attr_choice(c, "auto_pad", AUTO_PAD, 4, 0, &ap))
+        return c->err->status;
+    if (nos == nsp + 2)   /* an output_shape of the whole output: its spatial dims */
+        memmove(oshape, oshape + 2, sizeof(int64_t) * (size_t)nsp), nos = nsp;
+    if ((ns && ns != nsp) || (nd && nd != nsp) || (np && np != 2 * nsp) || (nop && nop != nsp) ||
+        (nos && nos != nsp))
+        return onnx_bad(c, "strides, dilations, output_padding, output_shape and pads must have one value per "
+                           "spatial dim (pads two)");
+    if (np && (ap != 0 || nos))
+        return onnx_bad(c, "pads together with auto_pad or output_shape");
+    for (int i = 0; i < nsp; i++) {
+        struct win *v = &w[i];
+        v->in = x->dims[2 + i];
+        v->k = k[i];
+        v->s = ns ? strides[i] : 1;
+        v->d = nd ? dil[i] : 1;
+        v->pb = np ? pads[i] : 0;
+        v->pe = np ? pads[nsp + i] : 0;
+        out_pad[i] = nop ? opad[i] : 0;
+        if (v->k < 1 || v->k > 1024 || v->s < 1 || v->s > 1024 || v->d < 1 || v->d > 1024 || v->pb < 0 ||
+            v->pe < 0 || v->pb > 1024 || v->pe > 1024)
+            return onnx_bad(c, "kernel, strides, dilations or pads out of range");
+        if (out_pad[i] < 0 || out_pad[i] >= (v->s > v->d ? v->s : v->d))
+            return onnx_bad(c, "output_padding must be below the stride or the dilation");
+        int64_t full = v->s * (v->in - 1) + out_pad[i] + v->d * (v->k - 1) + 1;
+        if (nos || ap == 1 || ap == 2) {
+            /* a negative total (an output_shape past the full output) adds
+             * cells that only the bias reaches; halves round down */
+            int64_t want = nos ? oshape[i] : v->in * v->s, total = full - want;
+            int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
+            if (want < 1 || want > (1 << 24) || total < -1024)
+                return onnx_bad(c, "output_shape out of range");
+            v->pb = ap == 1 ? half : total - half;
+            v->pe = total - v->pb;
+        }
+        v->out = full - v->pb - v->pe;
+        if (v->out < 1)
+            return onnx_bad(c, "the pads leave no output");
+    }
+    return RT_OK;
+}
+
+/* ConvTranspose (weight [C, M/group, k...] and bias [M] constants) as
+ * conv_transpose2d; 1-D runs as 2-D with a height of 1. */
+static enum rt_status conv_transpose(struct onnx_ctx *c)
+{
+    enum rt_status s = onnx_arity(c, 2, 3, 1);
+    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
+    const struct onnx_value *w = x ? onnx_const_in(c, 1) : NULL;
+    const struct onnx_value *b = onnx_input(c, 2);
+    int nsp = 0;
+    if (!w || spatial_input(c, x, &nsp) != RT_OK)
+        return c->err->status;
+    if (b && (b = onnx_const_in(c, 2)) == NULL)
+        return c->err->status;
+    const struct onnx_data *wd = w->data;
+    int64_t group, ks[RT_MAX_DIMS], out_pad[2] = {0, 0};
+    int nk;
+    if (!onnx_attr_int(c, "group", 1, &group) || !onnx_attr_ints(c, "kernel_shape", ks, RT_MAX_DIMS, &nk))
+        return c->err->status;
+    if (!wd->f || wd->shape.rank != nsp + 2)
+        return onnx_bad(c, "weight must be a float [C, M/group, k...]");
+    int64_t ch = x->shape.dims[1], m = wd->shape.dims[1] * group;
+    if (group < 1 || group > ch || ch % group != 0 || wd->shape.dims[0] != ch)
+        return onnx_bad(c, "weight shape does not match the input channels and group");
+    if (nk && (nk != nsp || memcmp(ks, wd->shape.dims + 2, sizeof(int64_t) * (size_t)nsp) != 0))
+        return onnx_bad(c, "kernel_shape differs from the weight's");
+    struct win wn[2] = {{0}, {0}};
+    if ((s = transpose_attrs(c, &x->shape, nsp, wd->shape.dims + 2, wn, out_pad)) != RT_OK)
+        return s;
+    if (b && (!b->data->f || b->data->elems != m))
+        return onnx_bad(c, "bias must be a float [M]");
+    int64_t in_dims[3], o_dims[3];
+    sample_dims(&x->shape, nsp, wn, ch, false, in_dims);
+    sample_dims(&x->shape, nsp, wn, m, true, o_dims);
+    struct rt_shape oshape = out_shape(&x->shape, nsp, wn, m);
+    int t;
+    if ((s = onnx_samples_in(c, x, in_dims, 3, &t)) != RT_OK)
+        return s;
+    struct rt_node *n = onnx_emit_samples(c, RT_OP_CONV_TRANSPOSE2D, 0, &oshape, o_dims, 3);
+    if (!n)
+        return c->err->status;
+    n->n_inputs = 1;
+    n->inputs[0] = t;
+    struct rt_conv_transpose_attrs *a = &n->a.conv_transpose;
+    int kern[2];
+    to_2d(nsp, wn, kern, a->conv.stride, a->conv.pad, a->conv.dilation);
+    a->conv.groups = (int)group;
+    a->out_pad[0] = nsp == 1 ? 0 : (int)out_pad[0];
+    a->out_pad[1] = (int)out_pad[nsp - 1];
+    struct rt_shape ws = {4, {ch, wd->shape.dims[1], kern[0], kern[1]}};
     struct rt_shape bs = {1, {m}};
     if ((s = onnx_weight(c, &n->w[RT_W_WEIGHT], wd->f, &ws, w->name)) != RT_OK)
         return s;
@@ -715,6 +827,8 @@ static enum rt_status matmul(struct onnx_ctx *c)
 /* Since-versions from the ONNX operator changelog, up to opset 17. */
 const struct onnx_op ONNX_OPS_NN[] = {
     {"Conv", {1, 11}, conv, "auto_pad,dilations,group,kernel_shape,pads,strides"},
+    {"ConvTranspose", {1, 11}, conv_transpose,
+     "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides"},
     {"MaxPool", {1, 8, 10, 11, 12}, max_pool, "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides"},
     {"AveragePool", {1, 7, 10, 11}, avg_pool, "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides"},
     {"GlobalAveragePool", {1}, global_avg_pool, ""},

@@ -1,4 +1,5 @@
-/* op_conv.c - conv2d (constant weights) and conv2d_dyn (weights computed at run time). */
+/* op_conv.c - conv2d (constant weights), conv2d_dyn (weights computed at run
+ * time) and conv_transpose2d. */
 #include <cjson/cJSON.h>
 
 #include "runtime/ops/ops_impl.h"
@@ -169,4 +170,66 @@ const struct rt_op_family rt_family_conv2d_dyn = {
     .infer = conv2d_dyn_infer,
     .params = conv2d_dyn_params,
     .flops = conv2d_dyn_flops,
+};
+
+/* ---- conv_transpose2d: x [N, C, H, W], weight [C, OC/groups, KH, KW], bias
+ * [OC]; output_padding in a.conv_transpose (ONNX only) */
+
+static enum rt_status conv_transpose2d_infer(const struct rt_graph *g, const struct rt_node *n,
+                                             struct rt_shape *out, struct rt_error *err)
+{
+    const struct rt_shape *x = &g->tensors[n->inputs[0]].shape;
+    const struct rt_conv_transpose_attrs *t = &n->a.conv_transpose;
+    const struct rt_conv_attrs *a = &t->conv;
+    const struct rt_weight *w = &n->w[RT_W_WEIGHT];
+    if (x->rank != 4)
+        return rt_op_node_error(err, n, "input must be [N, C, H, W]");
+    if (w->shape.rank != 4)
+        return rt_op_node_error(err, n, "weight must be [C, OC/groups, KH, KW]");
+    int64_t c = x->dims[1], oc = w->shape.dims[1] * a->groups;
+    if (a->groups < 1 || c % a->groups != 0 || w->shape.dims[0] != c)
+        return rt_op_node_error(err, n, "weight shape does not match input channels and groups");
+    if (oc < 1 || w->shape.dims[2] < 1 || w->shape.dims[3] < 1 || w->shape.dims[2] > 1024 ||
+        w->shape.dims[3] > 1024 || oc > (1 << 20))
+        return rt_op_node_error(err, n, "weight has an empty or absurd dimension");
+    if (n->w[RT_W_BIAS].data && !rt_op_weight_is(&n->w[RT_W_BIAS], 1, &oc))
+        return rt_op_node_error(err, n, "bias must be [OC]");
+    int64_t len[2];
+    for (int d = 0; d < 2; d++) {
+        if (a->stride[d] < 1 || a->dilation[d] < 1 || t->out_pad[d] < 0 ||
+            t->out_pad[d] >= (a->stride[d] > a->dilation[d] ? a->stride[d] : a->dilation[d]))
+            return rt_op_node_error(err, n, "output padding must be below the stride or the dilation");
+        len[d] = (x->dims[2 + d] - 1) * a->stride[d] - a->pad[d] - a->pad[d + 2] +
+                 (int64_t)a->dilation[d] * (w->shape.dims[2 + d] - 1) + t->out_pad[d] + 1;
+        if (len[d] < 1 || len[d] > (1 << 24))
+            return rt_op_node_error(err, n, "the pads leave no output");
+    }
+    *out = (struct rt_shape){4, {-1, oc, len[0], len[1]}};
+    return RT_OK;
+}
+
+static void conv_transpose2d_params(const struct rt_graph *g, const struct rt_step *s, union rt_step_params *k)
+{
+    const int64_t *wd = s->node->w[RT_W_WEIGHT].shape.dims;
+    const int64_t w_as_conv[4] = {0, 0, wd[2], wd[3]};   /* conv_params reads the kernel's size only */
+    k->conv = conv_params(1, g->tensors[s->in[0]].shape.dims + 1, g->tensors[s->out].shape.dims + 1, w_as_conv,
+                          &s->node->a.conv_transpose.conv, K_ACT_NONE);
+}
+
+static void conv_transpose2d_at_batch(union rt_step_params *k, int batch) { k->conv.n *= batch; }
+
+/* As many multiply-adds as the convolution it transposes. */
+static double conv_transpose2d_flops(const struct rt_step *s, const union rt_step_params *k, int batch)
+{
+    const struct k_conv2d *p = &k->conv;
+    (void)s, (void)batch;
+    int per_group = p->oc / p->groups;   /* exact: groups divide the channels */
+    return 2.0 * p->n * p->c * p->h * p->w * per_group * p->kh * p->kw;
+}
+
+const struct rt_op_family rt_family_conv_transpose2d = {
+    .infer = conv_transpose2d_infer,
+    .params = conv_transpose2d_params,
+    .at_batch = conv_transpose2d_at_batch,
+    .flops = conv_transpose2d_flops,
 };

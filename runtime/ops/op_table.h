@@ -61,6 +61,8 @@ enum {
     X(REDUCE,          "reduce",           1, 1,   0,                                          K_ACT_NONE,    reduce)   \
     X(SLICE,           "slice",            1, 1,   0,                                          K_ACT_NONE,    slice)    \
     X(PAD,             "pad",              1, 1,   0,                                          K_ACT_NONE,    pad)      \
+    X(RESIZE,          "resize",           1, 1,   0,                                          K_ACT_NONE,    resize)   \
+    X(CONV_TRANSPOSE2D, "conv_transpose2d", 1, 1,  0,                                          K_ACT_NONE,    conv_transpose2d) \
     X(MATMUL,          "matmul",           2, 2,   0,                                          K_ACT_NONE,    matmul)   \
     X(CONV2D_DYN,      "conv2d_dyn",       2, 3,   0,                                          K_ACT_NONE,    conv2d_dyn) \
     X(BATCH_NORM_DYN,  "batch_norm_dyn",   5, 5,   0,                                          K_ACT_NONE,    batch_norm_dyn)

@@ -7,7 +7,12 @@
  *
  * Outcome per case: passed; unsupported (the loader or the backend refused
  * it with RT_ERR_UNSUPPORTED, naming why); failed (any other load error, a
- * wrong value, a shape mismatch). Used by run-tests (make test, make
+ * wrong value, a shape mismatch); bound: refused as it is, passed with its
+ * graph inputs after the first made constants. Many node tests feed an
+ * op's parameters (Reshape's shape, Resize's scales, Slice's starts) as
+ * inputs, which inferd takes only as constants (INT64 inputs it never
+ * serves); bound, each set's values are written into a copy of the model
+ * as initializers, which checks the op against the suite's outputs. Used by run-tests (make test, make
  * test-gpu) and by build/onnx-suite (make test-onnx, the full table).
  */
 #ifndef ONNX_SUITE_H
@@ -29,7 +34,7 @@ struct onnx_suite_opts {
 };
 
 struct onnx_suite_counts {
-    int passed, failed, unsupported;
+    int passed, failed, unsupported, bound;
 };
 
 /* Runs every case in root/dir on backend b. Failures are printed with

@@ -9,7 +9,10 @@ near zero). The models cover Concat (DenseNet's of up to 25 inputs),
 MaxPool with ceil_mode, HardSigmoid, HardSwish, Sigmoid * Mul (SiLU),
 grouped and depthwise convolutions, and ShuffleNetV2's channel shuffle,
 whose shape the export computes at run time (Shape, Gather, Div, Cast,
-Unsqueeze, Concat: folded at load).
+Unsqueeze, Concat: folded at load); ConvNeXt's LayerNorm as exported
+(ReduceMean, Sub, Pow, Sqrt, Div) and its exact GELU (Erf); and two
+segmentation models (their "out" map), whose bilinear Resize takes its
+size from the input's shape.
 
     make test-onnx-exports      (/usr/bin/python3 with python3-torch, python3-torchvision, python3-onnx)
 """
@@ -32,13 +35,30 @@ MODELS = {
     "shufflenet_v2_x0_5": lambda: torchvision.models.shufflenet_v2_x0_5(),
     "resnet18": lambda: torchvision.models.resnet18(),
     "densenet121": lambda: torchvision.models.densenet121(),
+    "convnext_tiny": lambda: torchvision.models.convnext_tiny(),
+    "lraspp_mobilenet_v3_large": lambda: torchvision.models.segmentation.lraspp_mobilenet_v3_large(
+        weights=None, weights_backbone=None),
+    "deeplabv3_mobilenet_v3_large": lambda: torchvision.models.segmentation.deeplabv3_mobilenet_v3_large(
+        weights=None, weights_backbone=None, aux_loss=False),
 }
+
+
+class MainOutput(torch.nn.Module):
+    """A segmentation model's "out" map as the one output (they return a dict)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        y = self.model(x)
+        return y["out"] if isinstance(y, dict) else y
 
 
 def export(root):
     for name, make in MODELS.items():
         torch.manual_seed(0)
-        model = make().eval()
+        model = MainOutput(make().eval()).eval()
         x = torch.randn(2, 3, 224, 224)
         with torch.no_grad():
             y = model(x)

@@ -247,4 +247,30 @@ x=(r(2,5)*20).astype(np.float32)
 save('pow_square_cube',[helper.make_node('Pow',['x','two'],['sq']),helper.make_node('Pow',['x','three'],['cu']),
     helper.make_node('Add',['sq','cu'],['y'])],[('x',['N',5])],['y'],{'two':np.array(2,np.float32),'three':np.array([3],np.float32)},
     {'x':x},[x*x+x**3])
+# F.interpolate as exported: nearest by a scale of 2 (scales constant), bilinear to a size taken from the input
+# (sizes from Shape: the batch size stands for itself), bicubic with align_corners, linear on [N, C, L]
+class Interp(torch.nn.Module):
+    def __init__(s, **kw): super().__init__(); s.kw=kw
+    def forward(s, x): return torch.nn.functional.interpolate(torch.relu(x), **s.kw)
+export('resize_nearest_scale2', Interp(scale_factor=2, mode='nearest').eval(), [r(2,3,4,5)])
+class InterpLike(torch.nn.Module):
+    def forward(s, x): return torch.nn.functional.interpolate(x[:, :, ::2, ::2], size=x.shape[-2:], mode='bilinear',
+                                                             align_corners=False)
+export('resize_bilinear_to_input_size', InterpLike().eval(), [r(2,3,7,6)])
+export('resize_bicubic_align_corners', Interp(size=(5,9), mode='bicubic', align_corners=True).eval(), [r(2,2,4,4)])
+export('resize_linear_1d', Interp(scale_factor=1.5, mode='linear').eval(), [r(2,3,6)])
+# ConvTranspose as PyTorch exports it: stride 2 with output_padding, 1-D with groups and dilation, and a U-Net
+# step (a strided conv down, a transposed conv up, the skip concatenated, a conv)
+torch.manual_seed(0)
+export('conv_transpose2d_output_padding', torch.nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1,
+       output_padding=1).eval(), [r(2,4,5,6)])
+export('conv_transpose1d_groups_dilation', torch.nn.ConvTranspose1d(4, 6, 3, stride=1, padding=2, groups=2,
+       dilation=2, bias=False).eval(), [r(2,4,7)])
+class UNetStep(torch.nn.Module):
+    def __init__(s):
+        super().__init__(); torch.manual_seed(0)
+        s.down=torch.nn.Conv2d(3,8,3,stride=2,padding=1); s.up=torch.nn.ConvTranspose2d(8,4,2,stride=2)
+        s.out=torch.nn.Conv2d(7,2,3,padding=1)
+    def forward(s, x): return s.out(torch.cat([torch.relu(s.up(torch.relu(s.down(x)))), x], dim=1))
+export('unet_step', UNetStep().eval(), [r(2,3,8,8)])
 print(f'wrote {root}')
