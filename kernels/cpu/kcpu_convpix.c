@@ -69,7 +69,7 @@ static int shape_fits(const struct k_conv2d *p, int avx512)
                     p->pad_l == 0 && p->oh == p->h && p->ow == p->w;
     int64_t taps = (int64_t)p->c * p->kh * p->kw, pixels = (int64_t)p->oh * p->ow;
     if (p->groups != 1 || p->oc <= 0 || p->oc % 16 != 0 || p->stride_w > 2 ||
-        taps < (p->kh == 1 && p->kw == 1 ? 16 : avx512 ? 64 : 9))
+        taps < (p->kh == 1 && p->kw == 1 ? 16 : avx512 ? 64 : 9) || (int64_t)(p->kh - 1) * p->dil_h > 8)
         return 0;
     if (plain_1x1)   /* where the GEMM's last strip is part-empty and the reduction long */
         return block_vecs(p, avx512) >= 3 && pixels <= (int64_t)14 * 14 && p->c >= 128;

@@ -290,6 +290,67 @@ static enum rt_status fold_batch_norms(struct rt_graph *g, struct rt_error *err)
     return RT_OK;
 }
 
+/* Whether kernel tap k (0-based) of a window along one axis reads an input
+ * element for some output: in + pad_b... positions oy * s - pad + k * d. */
+static bool tap_reads_input(int64_t in, int64_t out, int s, int pad, int d, int k)
+{
+    int64_t lo = (int64_t)k * d - pad;   /* the position output 0 reads */
+    int64_t first = lo >= 0 ? 0 : (-lo + s - 1) / s;
+    return first < out && lo + first * s < in;
+}
+
+/* The taps of one axis that read only padding, dropped where the pads
+ * allow: *a leading and *b trailing of k. */
+static void unused_taps(int64_t in, int64_t out, int s, int pad_a, int pad_b, int d, int k, int *a, int *b)
+{
+    *a = *b = 0;
+    while (*a < k - 1 && !tap_reads_input(in, out, s, pad_a, d, *a) && pad_a - (*a + 1) * d >= 0)
+        (*a)++;
+    while (*a + *b < k - 1 && !tap_reads_input(in, out, s, pad_a, d, k - 1 - *b) && pad_b - (*b + 1) * d >= 0)
+        (*b)++;
+}
+
+/* A dilated convolution whose outer taps read only zero padding (an atrous
+ * rate at or past the map's size: DeepLab's ASPP at 24 and 36 on 14 x 14)
+ * keeps only the taps that read the input, with its pads reduced to match:
+ * the same output, the same sums without their zero terms, at a fraction of
+ * the work (a 3 x 3 at rate 36 becomes a 1 x 1). */
+static enum rt_status trim_conv_taps(struct rt_graph *g, struct rt_error *err)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct rt_node *n = &g->nodes[i];
+        struct rt_weight *w = &n->w[RT_W_WEIGHT];
+        if (n->removed || n->op != RT_OP_CONV2D || !w->data)
+            continue;
+        const struct rt_shape *x = &g->tensors[n->inputs[0]].shape, *y = &g->tensors[n->output].shape;
+        struct rt_conv_attrs *c = &n->a.conv;
+        int kh = (int)w->shape.dims[2], kw = (int)w->shape.dims[3], t, b, l, r;
+        unused_taps(x->dims[2], y->dims[2], c->stride[0], c->pad[0], c->pad[2], c->dilation[0], kh, &t, &b);
+        unused_taps(x->dims[3], y->dims[3], c->stride[1], c->pad[1], c->pad[3], c->dilation[1], kw, &l, &r);
+        if (t + b + l + r == 0)
+            continue;
+        int nh = kh - t - b, nw = kw - l - r;
+        int64_t planes = w->shape.dims[0] * w->shape.dims[1];
+        float *d = rt_graph_alloc(g, (size_t)(planes * nh * nw));
+        if (!d)
+            return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+        for (int64_t p = 0; p < planes; p++)
+            for (int ky = 0; ky < nh; ky++)
+                for (int kx = 0; kx < nw; kx++)
+                    d[(p * nh + ky) * nw + kx] = w->data[(p * kh + ky + t) * kw + kx + l];
+        w->data = d;
+        w->shape.dims[2] = nh;
+        w->shape.dims[3] = nw;
+        c->pad[0] -= t * c->dilation[0], c->pad[2] -= b * c->dilation[0];
+        c->pad[1] -= l * c->dilation[1], c->pad[3] -= r * c->dilation[1];
+        if (nh == 1)
+            c->dilation[0] = 1;
+        if (nw == 1)
+            c->dilation[1] = 1;
+    }
+    return RT_OK;
+}
+
 enum rt_status rt_graph_finish(struct rt_graph *g, struct rt_model_config *cfg, const char *label,
                                struct rt_error *err)
 {
@@ -324,6 +385,8 @@ enum rt_status rt_graph_finish(struct rt_graph *g, struct rt_model_config *cfg, 
         }
     }
     s = fold_batch_norms(g, err);
+    if (s == RT_OK)
+        s = trim_conv_taps(g, err);
     if (s != RT_OK)
         return s;
     /* compact: drop folded nodes, keep order */

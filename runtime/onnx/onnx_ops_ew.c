@@ -140,7 +140,37 @@ static enum rt_status binary(struct onnx_ctx *c, enum k_binop op)
 
 static enum rt_status add(struct onnx_ctx *c) { return binary(c, K_BIN_ADD); }
 static enum rt_status sub(struct onnx_ctx *c) { return binary(c, K_BIN_SUB); }
-static enum rt_status mul(struct onnx_ctx *c) { return binary(c, K_BIN_MUL); }
+/* Whether activation h is HardSigmoid(x) with alpha 1/6 and beta 0.5, as
+ * the unary node emitted for it (onnx_ops_math.c) says. */
+static bool is_hard_sigmoid_of(const struct onnx_ctx *c, const struct onnx_value *h, const struct onnx_value *x)
+{
+    if (h->kind != OV_ACT || x->kind != OV_ACT || h->shape.rank != x->shape.rank ||
+        memcmp(h->shape.dims, x->shape.dims, sizeof(int64_t) * (size_t)x->shape.rank) != 0)
+        return false;
+    int p = c->g->tensors[h->tensor].producer;
+    const struct rt_node *n = p >= 0 ? &c->g->nodes[p] : NULL;
+    return n && n->op == RT_OP_UNARY && n->a.unary.op == K_UN_HARD_SIGMOID && n->inputs[0] == x->tensor &&
+           n->a.unary.alpha == 1.0f / 6 && n->a.unary.beta == 0.5f;
+}
+
+/* x * HardSigmoid(x) with alpha 1/6 and beta 0.5 is HardSwish, which
+ * PyTorch exports so before opset 14: one activation (fused into the
+ * convolution before it) instead of two passes over the tensor; the
+ * HardSigmoid, left unused, is dropped with the graph's dead nodes. */
+static enum rt_status mul(struct onnx_ctx *c)
+{
+    const struct onnx_value *a = onnx_input(c, 0), *b = onnx_input(c, 1);
+    if (c->version >= 7 && c->node->n_input == 2 && a && b && (is_hard_sigmoid_of(c, b, a) || is_hard_sigmoid_of(c, a, b))) {
+        const struct onnx_value *x = is_hard_sigmoid_of(c, b, a) ? a : b;
+        struct rt_node *n = onnx_emit(c, RT_OP_HARDSWISH, 0, &x->shape);
+        if (!n)
+            return c->err->status;
+        n->n_inputs = 1;
+        n->inputs[0] = x->tensor;
+        return RT_OK;
+    }
+    return binary(c, K_BIN_MUL);
+}
 static enum rt_status div_op(struct onnx_ctx *c) { return binary(c, K_BIN_DIV); }
 
 /* x ^ a constant 2 (the variance of exported LayerNorms) runs as x * x: the

@@ -273,4 +273,17 @@ class UNetStep(torch.nn.Module):
         s.out=torch.nn.Conv2d(7,2,3,padding=1)
     def forward(s, x): return s.out(torch.cat([torch.relu(s.up(torch.relu(s.down(x)))), x], dim=1))
 export('unet_step', UNetStep().eval(), [r(2,3,8,8)])
+# DeepLab's atrous convolutions at rates past the map (their outer taps read only padding: trimmed at load to the
+# taps that read the input) and at a rate reaching part of it; nn.Hardswish after a conv, which opset 13 exports
+# as HardSigmoid and Mul (fused back into one activation at load)
+class Atrous(torch.nn.Module):
+    def __init__(s):
+        super().__init__(); torch.manual_seed(0)
+        s.far=torch.nn.Conv2d(4,5,3,padding=6,dilation=6); s.mid=torch.nn.Conv2d(4,5,3,padding=3,dilation=3)
+        s.wide=torch.nn.Conv2d(4,5,(3,5),padding=(1,8),dilation=(1,4))
+    def forward(s, x): return s.far(x) + s.mid(x) + s.wide(x)
+export('conv_atrous_past_the_map', Atrous().eval(), [r(2,4,5,5)])
+torch.manual_seed(0)
+export('hardswish_exported', torch.nn.Sequential(torch.nn.Conv2d(3,4,3,padding=1), torch.nn.Hardswish()).eval(),
+       [(r(2,3,5,5)*4).astype(np.float32)])
 print(f'wrote {root}')
