@@ -24,6 +24,7 @@
 #   make test-large    generate them when missing, then their large_ tests against PyTorch
 #   make bench-imagenet their CPU images/s against PyTorch
 #   make bench-peers   the four models against onnxruntime and OpenVINO, FP32 and INT8 (PyPI; PEERS_ARGS=--quick)
+#   make bench-onnx-exports  PyTorch's ONNX exports (segmentation, ConvNeXt, ...) against onnxruntime, batch 1
 #
 # Switches:
 CUDA     ?= auto      # auto | 0 | 1 : compile the CUDA backend when nvcc is found
@@ -48,7 +49,7 @@ include mk/tests.mk      # test, test-onnx, test-large, accuracy, bench*
 include mk/gpu.mk        # test-gpu, bench-gpu, gpu-bundle*, cuda-sass, cuda-report
 include mk/deploy.mk     # test-deploy
 include mk/models.mk     # models, models-imagenet
-include mk/peers.mk      # bench-peers
+include mk/peers.mk      # bench-peers, bench-onnx-exports
 include mk/hardening.mk  # fuzz*, lint, soak, overload
 
 .PHONY: all run clean help

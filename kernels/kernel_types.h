@@ -23,6 +23,7 @@ enum k_act {
     K_ACT_GELU,      /* exact: x * 0.5 * (1 + erf(x / sqrt(2))) */
     K_ACT_GELU_TANH, /* tanh approximation, as torch gelu(approximate="tanh") */
     K_ACT_HARDSWISH, /* x * relu6(x + 3) / 6 (MobileNetV3, ONNX HardSwish) */
+    K_ACT_SILU,      /* x * sigmoid(x), SiLU or Swish (EfficientNet, YOLO) */
     K_ACT_COUNT
 };
 

@@ -610,6 +610,7 @@ static const struct op_case CASES[] = {
     {"gelu", P_ALL, -4, 4, build_act, {3, 7, 5, RT_OP_GELU}},
     {"gelu tanh", P_ALL, -4, 4, build_act, {3, 7, 5, RT_OP_GELU, 1}},
     {"hardswish", P_ALL, -5, 5, build_act, {3, 7, 5, RT_OP_HARDSWISH}},
+    {"silu", P_ALL, -12, 12, build_act, {3, 7, 5, RT_OP_SILU}},
     {"max_pool2d 3 s2 p1", P_ALL, -1, 1, build_pool, {3, 9, 8, RT_OP_MAX_POOL2D, 3, 2, 1, 0}},
     {"max_pool2d 2 s2 ceil", P_ALL, -1, 1, build_pool, {2, 7, 7, RT_OP_MAX_POOL2D, 2, 2, 0, 1}},
     {"max_pool2d 3 dilation 2", P_ALL, -1, 1, build_pool, {2, 9, 9, RT_OP_MAX_POOL2D, 3, 1, 1, 4}},

@@ -88,7 +88,7 @@ static int output_ok(const char *what, const float *got, const float *want, cons
 
 static const char *act_name(enum k_act a)
 {
-    static const char *names[K_ACT_COUNT] = {"none", "relu", "relu6", "sigmoid", "tanh", "gelu", "gelu_tanh", "hardswish"};
+    static const char *names[K_ACT_COUNT] = {"none", "relu", "relu6", "sigmoid", "tanh", "gelu", "gelu_tanh", "hardswish", "silu"};
     return (int)a >= 0 && a < K_ACT_COUNT ? names[a] : "?";
 }
 

@@ -200,6 +200,8 @@ static inline float kcpu_act1(enum k_act act, float x)
         return x / (1.0f + expf(-1.59576912160573072f * (x + 0.044715f * x * x * x)));
     case K_ACT_HARDSWISH:
         return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
+    case K_ACT_SILU:
+        return x / (1.0f + expf(-x));
     default:
         return x;
     }

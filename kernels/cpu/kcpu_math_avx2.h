@@ -118,6 +118,8 @@ static inline __m256 kv8_act(enum k_act act, __m256 x)
         __m256 r6 = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(x, _mm256_set1_ps(3.0f)), zero), _mm256_set1_ps(6.0f));
         return _mm256_mul_ps(_mm256_mul_ps(x, r6), _mm256_set1_ps(1.0f / 6.0f));
     }
+    case K_ACT_SILU:
+        return _mm256_div_ps(x, _mm256_add_ps(one, kv8_exp(_mm256_sub_ps(zero, x))));
     default:
         return x;
     }

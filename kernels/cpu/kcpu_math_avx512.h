@@ -118,6 +118,8 @@ static inline __m512 kv16_act(enum k_act act, __m512 x)
         __m512 r6 = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(x, _mm512_set1_ps(3.0f)), zero), _mm512_set1_ps(6.0f));
         return _mm512_mul_ps(_mm512_mul_ps(x, r6), _mm512_set1_ps(1.0f / 6.0f));
     }
+    case K_ACT_SILU:
+        return _mm512_div_ps(x, _mm512_add_ps(one, kv16_exp(_mm512_sub_ps(zero, x))));
     default:
         return x;
     }

@@ -45,6 +45,8 @@ __device__ __forceinline__ float act_apply(enum k_act act, float x)
     }
     case K_ACT_HARDSWISH:
         return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
+    case K_ACT_SILU:
+        return x / (1.0f + expf(-x));
     default:
         return x;
     }

@@ -31,6 +31,8 @@ double kref_act_f64(enum k_act act, double x)
     }
     case K_ACT_HARDSWISH:
         return x * (x + 3 < 0 ? 0.0 : x + 3 > 6 ? 6.0 : x + 3) / 6.0;
+    case K_ACT_SILU:
+        return x / (1.0 + exp(-x));
     case K_ACT_COUNT:
         break;
     }

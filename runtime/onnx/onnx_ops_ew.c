@@ -138,8 +138,100 @@ static enum rt_status binary(struct onnx_ctx *c, enum k_binop op)
     return onnx_emit_binary(c, op, a, &bb, 0, NULL);
 }
 
-static enum rt_status add(struct onnx_ctx *c) { return binary(c, K_BIN_ADD); }
+/* The runtime node that computed activation v, or NULL. */
+static const struct rt_node *producer(const struct onnx_ctx *c, const struct onnx_value *v)
+{
+    int p = v && v->kind == OV_ACT ? c->g->tensors[v->tensor].producer : -1;
+    return p >= 0 ? &c->g->nodes[p] : NULL;
+}
+
+/* How many nodes of the graph read the ONNX value named name, counting a
+ * graph output as one more. */
+static int readers(const struct onnx_ctx *c, const char *name)
+{
+    int n = 0;
+    for (size_t i = 0; i < c->graph->n_node; i++)
+        for (size_t j = 0; j < c->graph->node[i]->n_input; j++)
+            n += strcmp(c->graph->node[i]->input[j], name) == 0;
+    for (size_t i = 0; i < c->graph->n_output; i++)
+        n += strcmp(c->graph->output[i]->name, name) == 0;
+    return n;
+}
+
+/* MatMul then Add of a constant row (torch's Linear on 3-D and 4-D input):
+ * the row becomes the linear's bias when this Add is all that reads the
+ * product p, and the Add's output is the linear's; then an activation
+ * after it fuses into the linear's epilogue too. Whether p and k are such a
+ * pair. */
+static bool is_linear_and_row(const struct onnx_ctx *c, const struct onnx_value *p, const struct onnx_value *k)
+{
+    const struct rt_node *lin = producer(c, p);
+    if (!lin || lin->op != RT_OP_LINEAR || lin->w[RT_W_BIAS].data || !lin->w[RT_W_WEIGHT].data || !k ||
+        k->kind != OV_CONST || !k->data->f || k->shape.rank < 1 || k->shape.rank > p->shape.rank)
+        return false;
+    for (int d = 0; d < k->shape.rank - 1; d++)
+        if (k->shape.dims[d] != 1)
+            return false;
+    return k->shape.dims[k->shape.rank - 1] == lin->w[RT_W_WEIGHT].shape.dims[0] && readers(c, p->name) == 1;
+}
+
+static enum rt_status add(struct onnx_ctx *c)
+{
+    const struct onnx_value *a = onnx_input(c, 0), *b = onnx_input(c, 1);
+    if (c->version >= 7 && c->node->n_input == 2 && a && b &&
+        (is_linear_and_row(c, a, b) || is_linear_and_row(c, b, a))) {
+        const struct onnx_value *p = is_linear_and_row(c, a, b) ? a : b, *k = p == a ? b : a;
+        struct rt_node *lin = &c->g->nodes[c->g->tensors[p->tensor].producer];
+        struct rt_shape bs = {1, {k->shape.dims[k->shape.rank - 1]}};
+        enum rt_status s = onnx_weight(c, &lin->w[RT_W_BIAS], k->data->f, &bs, k->name);
+        return s == RT_OK ? onnx_alias(c, 0, p) : s;
+    }
+    return binary(c, K_BIN_ADD);
+}
 static enum rt_status sub(struct onnx_ctx *c) { return binary(c, K_BIN_SUB); }
+/* Whether n computes t op k (k a one-element constant within 1e-6 of want,
+ * on the right); *t receives the computed operand's tensor. */
+static bool op_by_scalar(const struct rt_node *n, enum k_binop op, double want, int *t)
+{
+    const struct rt_weight *w = n ? &n->w[RT_W_WEIGHT] : NULL;
+    int64_t elems = 1;
+    for (int d = 0; w && d < w->shape.rank; d++)
+        elems *= w->shape.dims[d];
+    if (!n || n->op != RT_OP_BINARY || n->a.binary.op != op || n->n_inputs != 1 || n->a.binary.const_left ||
+        !w->data || elems != 1 || !(fabs(w->data[0] - want) <= 1e-6 * fabs(want)))
+        return false;
+    *t = n->inputs[0];
+    return true;
+}
+
+/* The exact GELU as torch exports it before opset 20: (x * (erf(x / sqrt 2)
+ * + 1)) * 0.5, out of x * 0.5 already matched (*x: x's tensor). */
+static bool is_exported_gelu(const struct onnx_ctx *c, const struct onnx_value *half_of, int *x)
+{
+    const struct rt_node *m = producer(c, half_of);
+    int t_erf, t_div;
+    if (!m || m->op != RT_OP_BINARY || m->a.binary.op != K_BIN_MUL || m->n_inputs != 2)
+        return false;
+    for (int k = 0; k < 2; k++) {
+        int xt = m->inputs[k], at = m->inputs[1 - k];
+        const struct rt_node *add = c->g->tensors[at].producer >= 0 ? &c->g->nodes[c->g->tensors[at].producer] : NULL;
+        if (!op_by_scalar(add, K_BIN_ADD, 1.0, &t_erf) || c->g->tensors[t_erf].producer < 0)
+            continue;
+        const struct rt_node *erf = &c->g->nodes[c->g->tensors[t_erf].producer];
+        if (erf->op != RT_OP_UNARY || erf->a.unary.op != K_UN_ERF || c->g->tensors[erf->inputs[0]].producer < 0)
+            continue;
+        const struct rt_node *div = &c->g->nodes[c->g->tensors[erf->inputs[0]].producer];
+        const struct rt_shape *xs = &c->g->tensors[xt].shape, *hs = &c->g->tensors[half_of->tensor].shape;
+        if ((op_by_scalar(div, K_BIN_DIV, M_SQRT2, &t_div) || op_by_scalar(div, K_BIN_MUL, M_SQRT1_2, &t_div)) &&
+            t_div == xt && xs->rank == hs->rank &&
+            memcmp(xs->dims, hs->dims, sizeof(int64_t) * (size_t)xs->rank) == 0) {
+            *x = xt;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Whether activation h is HardSigmoid(x) with alpha 1/6 and beta 0.5, as
  * the unary node emitted for it (onnx_ops_math.c) says. */
 static bool is_hard_sigmoid_of(const struct onnx_ctx *c, const struct onnx_value *h, const struct onnx_value *x)
@@ -153,16 +245,39 @@ static bool is_hard_sigmoid_of(const struct onnx_ctx *c, const struct onnx_value
            n->a.unary.alpha == 1.0f / 6 && n->a.unary.beta == 0.5f;
 }
 
+/* Whether activation s is Sigmoid(x). */
+static bool is_sigmoid_of(const struct onnx_ctx *c, const struct onnx_value *s, const struct onnx_value *x)
+{
+    const struct rt_node *n = producer(c, s);
+    return n && x->kind == OV_ACT && n->op == RT_OP_SIGMOID && n->inputs[0] == x->tensor;
+}
+
 /* x * HardSigmoid(x) with alpha 1/6 and beta 0.5 is HardSwish, which
- * PyTorch exports so before opset 14: one activation (fused into the
- * convolution before it) instead of two passes over the tensor; the
- * HardSigmoid, left unused, is dropped with the graph's dead nodes. */
+ * PyTorch exports so before opset 14, and x * Sigmoid(x) is SiLU: one
+ * activation (fused into the convolution before it) instead of two passes
+ * over the tensor; the HardSigmoid or Sigmoid, left unused, is dropped with
+ * the graph's dead nodes (so are the GELU's parts below). */
 static enum rt_status mul(struct onnx_ctx *c)
 {
     const struct onnx_value *a = onnx_input(c, 0), *b = onnx_input(c, 1);
-    if (c->version >= 7 && c->node->n_input == 2 && a && b && (is_hard_sigmoid_of(c, b, a) || is_hard_sigmoid_of(c, a, b))) {
-        const struct onnx_value *x = is_hard_sigmoid_of(c, b, a) ? a : b;
-        struct rt_node *n = onnx_emit(c, RT_OP_HARDSWISH, 0, &x->shape);
+    int gx;
+    /* the exported GELU's last step: one gelu activation (fused into the
+     * linear or convolution before it) instead of five element-wise passes */
+    if (c->version >= 7 && c->node->n_input == 2 && a && b && b->kind == OV_CONST && b->data->f &&
+        b->data->elems == 1 && b->data->f[0] == 0.5f && is_exported_gelu(c, a, &gx)) {
+        struct rt_node *n = onnx_emit(c, RT_OP_GELU, 0, &a->shape);
+        if (!n)
+            return c->err->status;
+        n->n_inputs = 1;
+        n->inputs[0] = gx;
+        n->a.gelu_tanh = false;
+        return RT_OK;
+    }
+    bool swish = a && b && (is_sigmoid_of(c, b, a) || is_sigmoid_of(c, a, b));
+    if (c->version >= 7 && c->node->n_input == 2 && a && b &&
+        (swish || is_hard_sigmoid_of(c, b, a) || is_hard_sigmoid_of(c, a, b))) {
+        const struct onnx_value *x = is_sigmoid_of(c, b, a) || is_hard_sigmoid_of(c, b, a) ? a : b;
+        struct rt_node *n = onnx_emit(c, swish ? RT_OP_SILU : RT_OP_HARDSWISH, 0, &x->shape);
         if (!n)
             return c->err->status;
         n->n_inputs = 1;

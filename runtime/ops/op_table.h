@@ -44,6 +44,7 @@ enum {
     X(TANH,            "tanh",             1, 1,   RT_T_JSON | RT_T_INT8 | RT_T_ACT,           K_ACT_TANH,    act)      \
     X(GELU,            "gelu",             1, 1,   RT_T_JSON | RT_T_INT8 | RT_T_ACT,           K_ACT_GELU,    gelu)     \
     X(HARDSWISH,       "hardswish",        1, 1,   RT_T_JSON | RT_T_INT8 | RT_T_ACT,           K_ACT_HARDSWISH, act)    \
+    X(SILU,            "silu",             1, 1,   RT_T_JSON | RT_T_INT8 | RT_T_ACT,           K_ACT_SILU,    act)      \
     X(MAX_POOL2D,      "max_pool2d",       1, 1,   RT_T_JSON | RT_T_INT8 | RT_T_KEEPS_SCALE,   K_ACT_NONE,    max_pool2d) \
     X(AVG_POOL2D,      "avg_pool2d",       1, 1,   RT_T_JSON | RT_T_INT8,                      K_ACT_NONE,    avg_pool2d) \
     X(GLOBAL_AVG_POOL, "global_avg_pool",  1, 1,   RT_T_JSON | RT_T_INT8,                      K_ACT_NONE,    global_avg_pool) \

@@ -286,4 +286,25 @@ export('conv_atrous_past_the_map', Atrous().eval(), [r(2,4,5,5)])
 torch.manual_seed(0)
 export('hardswish_exported', torch.nn.Sequential(torch.nn.Conv2d(3,4,3,padding=1), torch.nn.Hardswish()).eval(),
        [(r(2,3,5,5)*4).astype(np.float32)])
+# torch's Linear on 3-D input (MatMul, then Add of the bias: folded into the linear) and its exact GELU (Div, Erf,
+# Add, Mul, Mul: one gelu at load, fused into the linear); and a product read twice, whose Add must stay an Add
+torch.manual_seed(0)
+export('linear_gelu_exported', torch.nn.Sequential(torch.nn.Linear(8,16), torch.nn.GELU(), torch.nn.Linear(16,4)).eval(),
+       [r(2,5,8)])
+class SharedProduct(torch.nn.Module):
+    def __init__(s): super().__init__(); torch.manual_seed(0); s.w=torch.nn.Parameter(torch.randn(8,6)); s.b=torch.nn.Parameter(torch.randn(6))
+    def forward(s, x):
+        h=torch.matmul(x, s.w)
+        return (h + s.b) * h
+export('linear_product_read_twice', SharedProduct().eval(), [r(2,3,8)])
+# SiLU after a conv (Sigmoid and Mul: one silu at load) and a squeeze-excitation gate, the sigmoid of another
+# tensor, whose Mul must stay a Mul (EfficientNet's block)
+class SiluGate(torch.nn.Module):
+    def __init__(s):
+        super().__init__(); torch.manual_seed(0)
+        s.conv=torch.nn.Conv2d(3,6,3,padding=1); s.squeeze=torch.nn.Conv2d(6,6,1)
+    def forward(s, x):
+        y=torch.nn.functional.silu(s.conv(x))
+        return y * torch.sigmoid(s.squeeze(y.mean((2,3), keepdim=True)))
+export('silu_and_gate', SiluGate().eval(), [(r(2,3,6,6)*4).astype(np.float32)])
 print(f'wrote {root}')
