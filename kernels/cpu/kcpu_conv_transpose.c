@@ -14,15 +14,14 @@ struct ct_job {
     float *y;
 };
 
-/* The first input index i >= 0 whose output i * stride - pad + k * dil is
- * at least 0, and the count of those below out. */
+/* The input indices i in [0, in) whose output i * stride - lead (lead =
+ * pad - koff, koff the tap's offset k * dil) lies in [0, out): the first,
+ * and how many. */
 static void tap_range(int in, int out, int stride, int pad, int koff, int *first, int *count)
 {
-    int lead = pad - koff;   /* i * stride >= lead */
-    int lo = lead <= 0 ? 0 : (lead + stride - 1) / stride;
-    int hi = (out - 1 + lead) / stride;   /* i * stride - lead <= out - 1 (out + lead >= 1 where it matters) */
-    if (out - 1 + lead < 0)
-        hi = -1;
+    int lead = pad - koff;
+    int lo = lead <= 0 ? 0 : (lead + stride - 1) / stride;   /* i * stride >= lead */
+    int hi = out - 1 + lead < 0 ? -1 : (out - 1 + lead) / stride;   /* i * stride - lead <= out - 1 */
     hi = hi < in - 1 ? hi : in - 1;
     *first = lo;
     *count = hi >= lo ? hi - lo + 1 : 0;

@@ -7,7 +7,6 @@
  * itself), and each output column a blend of that row's elements.
  */
 #include <math.h>
-#include <string.h>
 
 #include "kcpu_impl.h"
 

@@ -157,60 +157,88 @@ static enum rt_status conv_dyn(struct onnx_ctx *c, const struct onnx_value *x, c
     return RT_OK;
 }
 
+/* Conv and ConvTranspose's constant operands: the weight (rank nsp + 2,
+ * agreeing with kernel_shape), the optional bias, and group; false with
+ * err set. */
+struct conv_operands {
+    const struct onnx_value *x, *w, *b;
+    int nsp;
+    int64_t group;
+};
+
+static bool conv_operands(struct onnx_ctx *c, struct conv_operands *o)
+{
+    int64_t ks[RT_MAX_DIMS];
+    int nk;
+    *o = (struct conv_operands){.x = onnx_arity(c, 2, 3, 1) == RT_OK ? onnx_act_in(c, 0) : NULL};
+    if (!o->x || !(o->w = onnx_const_in(c, 1)) || spatial_input(c, o->x, &o->nsp) != RT_OK)
+        return false;
+    if ((o->b = onnx_input(c, 2)) && !(o->b = onnx_const_in(c, 2)))
+        return false;
+    if (!onnx_attr_int(c, "group", 1, &o->group) || !onnx_attr_ints(c, "kernel_shape", ks, RT_MAX_DIMS, &nk))
+        return false;
+    const struct rt_shape *ws = &o->w->data->shape;
+    if (!o->w->data->f || ws->rank != o->nsp + 2)
+        return onnx_bad(c, "weight must be a float tensor of %d dims", o->nsp + 2), false;
+    if (nk && (nk != o->nsp || memcmp(ks, ws->dims + 2, sizeof(int64_t) * (size_t)o->nsp) != 0))
+        return onnx_bad(c, "kernel_shape differs from the weight's"), false;
+    if (o->group < 1 || o->group > o->x->shape.dims[1] || o->x->shape.dims[1] % o->group != 0)
+        return onnx_bad(c, "weight shape does not match the input channels and group"), false;
+    return true;
+}
+
+/* Output 0: o's input through runtime op (conv2d or conv_transpose2d) of
+ * geometry wn to m channels, o's weight and bias as 2-D; the node, or NULL
+ * with err set. */
+static struct rt_node *emit_conv(struct onnx_ctx *c, enum rt_op op, const struct conv_operands *o,
+                                 const struct win *wn, int64_t m)
+{
+    if (o->b && (!o->b->data->f || o->b->data->elems != m)) {
+        onnx_bad(c, "bias must be a float [M]");
+        return NULL;
+    }
+    int64_t in_dims[3], o_dims[3], ch = o->x->shape.dims[1];
+    sample_dims(&o->x->shape, o->nsp, wn, ch, false, in_dims);
+    sample_dims(&o->x->shape, o->nsp, wn, m, true, o_dims);
+    struct rt_shape oshape = out_shape(&o->x->shape, o->nsp, wn, m);
+    int t;
+    struct rt_node *n = onnx_samples_in(c, o->x, in_dims, 3, &t) == RT_OK
+                            ? onnx_emit_samples(c, op, 0, &oshape, o_dims, 3)
+                            : NULL;
+    if (!n)
+        return NULL;
+    n->n_inputs = 1;
+    n->inputs[0] = t;
+    struct rt_conv_attrs *a = op == RT_OP_CONV2D ? &n->a.conv : &n->a.conv_transpose.conv;
+    int kern[2];
+    to_2d(o->nsp, wn, kern, a->stride, a->pad, a->dilation);
+    a->groups = (int)o->group;
+    const int64_t *wd = o->w->data->shape.dims;
+    struct rt_shape ws = {4, {wd[0], wd[1], kern[0], kern[1]}}, bs = {1, {m}};
+    if (onnx_weight(c, &n->w[RT_W_WEIGHT], o->w->data->f, &ws, o->w->name) != RT_OK ||
+        (o->b && onnx_weight(c, &n->w[RT_W_BIAS], o->b->data->f, &bs, o->b->name) != RT_OK))
+        return NULL;
+    return n;
+}
+
 static enum rt_status conv(struct onnx_ctx *c)
 {
-    enum rt_status s = onnx_arity(c, 2, 3, 1);
-    const struct onnx_value *w_in = s == RT_OK ? onnx_input(c, 1) : NULL;
+    const struct onnx_value *w_in = onnx_arity(c, 2, 3, 1) == RT_OK ? onnx_input(c, 1) : NULL;
     if (w_in && w_in->kind == OV_ACT) {
         const struct onnx_value *x = onnx_act_in(c, 0);
         return x ? conv_dyn(c, x, w_in, onnx_input(c, 2)) : c->err->status;
     }
-    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
-    const struct onnx_value *w = x ? onnx_const_in(c, 1) : NULL;
-    const struct onnx_value *b = onnx_input(c, 2);
-    int nsp = 0;
-    if (!w || spatial_input(c, x, &nsp) != RT_OK)
+    struct conv_operands o;
+    struct win wn[RT_MAX_DIMS] = {{0}};   /* (nsp <= 2: spatial_input) */
+    enum rt_status s;
+    if (!conv_operands(c, &o))
         return c->err->status;
-    if (b && (b = onnx_const_in(c, 2)) == NULL)
-        return c->err->status;
-    const struct onnx_data *wd = w->data;
-    int64_t group, ks[RT_MAX_DIMS];
-    int nk;
-    if (!onnx_attr_int(c, "group", 1, &group) || !onnx_attr_ints(c, "kernel_shape", ks, RT_MAX_DIMS, &nk))
-        return c->err->status;
-    if (!wd->f || wd->shape.rank != nsp + 2)
-        return onnx_bad(c, "weight must be a float [M, C/group, k...]");
-    int64_t ch = x->shape.dims[1], m = wd->shape.dims[0];
-    if (group < 1 || ch % group != 0 || m % group != 0 || wd->shape.dims[1] * group != ch)
+    int64_t m = o.w->data->shape.dims[0];
+    if (m % o.group != 0 || o.w->data->shape.dims[1] * o.group != o.x->shape.dims[1])
         return onnx_bad(c, "weight shape does not match the input channels and group");
-    if (nk && (nk != nsp || memcmp(ks, wd->shape.dims + 2, sizeof(int64_t) * (size_t)nsp) != 0))
-        return onnx_bad(c, "kernel_shape differs from the weight's");
-    struct win wn[2] = {{0}, {0}};
-    if ((s = window_attrs(c, &x->shape, nsp, wd->shape.dims + 2, true, wn)) != RT_OK)
+    if ((s = window_attrs(c, &o.x->shape, o.nsp, o.w->data->shape.dims + 2, true, wn)) != RT_OK)
         return s;
-    if (b && (!b->data->f || b->data->elems != m))
-        return onnx_bad(c, "bias must be a float [M]");
-    int64_t in_dims[3], o_dims[3];
-    sample_dims(&x->shape, nsp, wn, ch, false, in_dims);
-    sample_dims(&x->shape, nsp, wn, m, true, o_dims);
-    struct rt_shape oshape = out_shape(&x->shape, nsp, wn, m);
-    int t;
-    if ((s = onnx_samples_in(c, x, in_dims, 3, &t)) != RT_OK)
-        return s;
-    struct rt_node *n = onnx_emit_samples(c, RT_OP_CONV2D, 0, &oshape, o_dims, 3);
-    if (!n)
-        return c->err->status;
-    n->n_inputs = 1;
-    n->inputs[0] = t;
-    struct rt_conv_attrs *a = &n->a.conv;
-    int kern[2];
-    to_2d(nsp, wn, kern, a->stride, a->pad, a->dilation);
-    a->groups = (int)group;
-    struct rt_shape ws = {4, {m, wd->shape.dims[1], kern[0], kern[1]}};
-    struct rt_shape bs = {1, {m}};
-    if ((s = onnx_weight(c, &n->w[RT_W_WEIGHT], wd->f, &ws, w->name)) != RT_OK)
-        return s;
-    return b ? onnx_weight(c, &n->w[RT_W_BIAS], b->data->f, &bs, b->name) : RT_OK;
+    return emit_conv(c, RT_OP_CONV2D, &o, wn, m) ? RT_OK : c->err->status;
 }
 
 /* ConvTranspose's geometry per spatial dim: strides, dilations,
@@ -274,55 +302,23 @@ static enum rt_status transpose_attrs(struct onnx_ctx *c, const struct rt_shape 
  * conv_transpose2d; 1-D runs as 2-D with a height of 1. */
 static enum rt_status conv_transpose(struct onnx_ctx *c)
 {
-    enum rt_status s = onnx_arity(c, 2, 3, 1);
-    const struct onnx_value *x = s == RT_OK ? onnx_act_in(c, 0) : NULL;
-    const struct onnx_value *w = x ? onnx_const_in(c, 1) : NULL;
-    const struct onnx_value *b = onnx_input(c, 2);
-    int nsp = 0;
-    if (!w || spatial_input(c, x, &nsp) != RT_OK)
+    struct conv_operands o;
+    struct win wn[RT_MAX_DIMS] = {{0}};   /* (nsp <= 2: spatial_input) */
+    int64_t out_pad[2] = {0, 0};
+    enum rt_status s;
+    if (!conv_operands(c, &o))
         return c->err->status;
-    if (b && (b = onnx_const_in(c, 2)) == NULL)
-        return c->err->status;
-    const struct onnx_data *wd = w->data;
-    int64_t group, ks[RT_MAX_DIMS], out_pad[2] = {0, 0};
-    int nk;
-    if (!onnx_attr_int(c, "group", 1, &group) || !onnx_attr_ints(c, "kernel_shape", ks, RT_MAX_DIMS, &nk))
-        return c->err->status;
-    if (!wd->f || wd->shape.rank != nsp + 2)
-        return onnx_bad(c, "weight must be a float [C, M/group, k...]");
-    int64_t ch = x->shape.dims[1], m = wd->shape.dims[1] * group;
-    if (group < 1 || group > ch || ch % group != 0 || wd->shape.dims[0] != ch)
+    int64_t m = o.w->data->shape.dims[1] * o.group;
+    if (o.w->data->shape.dims[0] != o.x->shape.dims[1])
         return onnx_bad(c, "weight shape does not match the input channels and group");
-    if (nk && (nk != nsp || memcmp(ks, wd->shape.dims + 2, sizeof(int64_t) * (size_t)nsp) != 0))
-        return onnx_bad(c, "kernel_shape differs from the weight's");
-    struct win wn[2] = {{0}, {0}};
-    if ((s = transpose_attrs(c, &x->shape, nsp, wd->shape.dims + 2, wn, out_pad)) != RT_OK)
+    if ((s = transpose_attrs(c, &o.x->shape, o.nsp, o.w->data->shape.dims + 2, wn, out_pad)) != RT_OK)
         return s;
-    if (b && (!b->data->f || b->data->elems != m))
-        return onnx_bad(c, "bias must be a float [M]");
-    int64_t in_dims[3], o_dims[3];
-    sample_dims(&x->shape, nsp, wn, ch, false, in_dims);
-    sample_dims(&x->shape, nsp, wn, m, true, o_dims);
-    struct rt_shape oshape = out_shape(&x->shape, nsp, wn, m);
-    int t;
-    if ((s = onnx_samples_in(c, x, in_dims, 3, &t)) != RT_OK)
-        return s;
-    struct rt_node *n = onnx_emit_samples(c, RT_OP_CONV_TRANSPOSE2D, 0, &oshape, o_dims, 3);
+    struct rt_node *n = emit_conv(c, RT_OP_CONV_TRANSPOSE2D, &o, wn, m);
     if (!n)
         return c->err->status;
-    n->n_inputs = 1;
-    n->inputs[0] = t;
-    struct rt_conv_transpose_attrs *a = &n->a.conv_transpose;
-    int kern[2];
-    to_2d(nsp, wn, kern, a->conv.stride, a->conv.pad, a->conv.dilation);
-    a->conv.groups = (int)group;
-    a->out_pad[0] = nsp == 1 ? 0 : (int)out_pad[0];
-    a->out_pad[1] = (int)out_pad[nsp - 1];
-    struct rt_shape ws = {4, {ch, wd->shape.dims[1], kern[0], kern[1]}};
-    struct rt_shape bs = {1, {m}};
-    if ((s = onnx_weight(c, &n->w[RT_W_WEIGHT], wd->f, &ws, w->name)) != RT_OK)
-        return s;
-    return b ? onnx_weight(c, &n->w[RT_W_BIAS], b->data->f, &bs, b->name) : RT_OK;
+    n->a.conv_transpose.out_pad[0] = o.nsp == 1 ? 0 : (int)out_pad[0];   /* 1-D: one row, its padding below */
+    n->a.conv_transpose.out_pad[1] = (int)out_pad[o.nsp == 1 ? 0 : 1];
+    return RT_OK;
 }
 
 /* The runtime's window count in ceil mode drops a last window that would
