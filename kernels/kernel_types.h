@@ -72,6 +72,19 @@ struct k_channel_affine {
     int64_t inner;
 };
 
+/* Layer normalisation (ONNX LayerNormalization) of each of rows rows of
+ * cols elements: with the row's mean m and variance v (the mean of
+ * (x - m)^2), y = (x - m) / sqrt(v + eps) * scale[i] + bias[i] (scale 1 and
+ * bias 0 when absent). out says what is written: y [rows, cols], or per row
+ * the mean or 1 / sqrt(v + eps) [rows] (ONNX's optional outputs). */
+enum k_layer_norm_out { K_LN_Y = 0, K_LN_MEAN, K_LN_INV_STD };
+
+struct k_layer_norm {
+    int64_t rows, cols;
+    float eps;
+    enum k_layer_norm_out out;
+};
+
 /* Softmax along one axis of a tensor seen as [outer, axis_len, inner]. */
 struct k_softmax {
     int64_t outer, axis_len, inner;

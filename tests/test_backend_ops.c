@@ -412,6 +412,25 @@ static void build_resize(struct gb *b, const struct op_case *c)
     gb_output(b, gb_done(b, n));
 }
 
+/* layer_norm of [N, a[5], a[6], a[7]] over the dims from a[0] (after the
+ * batch) with eps a[1] / 1000, writing a[2] (enum k_layer_norm_out); a
+ * scale when a[3], a bias when a[4] */
+static void build_layer_norm(struct gb *b, const struct op_case *c)
+{
+    const int *a = c->a;
+    int64_t dims[3] = {a[5], a[6], a[7]}, cols = 1;
+    int x = gb_input(b, 4, dims);
+    struct rt_node *n = gb_node(b, RT_OP_LAYER_NORM, 1, &x);
+    n->a.layer_norm = (struct rt_layer_norm_attrs){a[0], (float)a[1] / 1000, (enum k_layer_norm_out)a[2]};
+    for (int d = a[0]; d < 3; d++)
+        cols *= dims[d];
+    if (a[3])
+        gb_weight(b, n, RT_W_WEIGHT, 1, &cols, -2, 2);
+    if (a[4])
+        gb_weight(b, n, RT_W_BIAS, 1, &cols, -1, 1);
+    gb_output(b, gb_done(b, n));
+}
+
 /* matmul [N, 2, 3, 4] . [N, 4, 5] (b transposed: [N, 5, 4] when a[0]) */
 static void build_matmul(struct gb *b, const struct op_case *c)
 {
@@ -706,6 +725,12 @@ static const struct op_case CASES[] = {
     {"conv2d_dyn", P_FLOAT, -1, 1, build_conv2d_dyn, {1}},
     {"conv2d_dyn groups 2", P_FLOAT, -1, 1, build_conv2d_dyn, {2}},
     {"batch_norm_dyn", P_FLOAT, 0.25f, 2, build_batch_norm_dyn, {0}},
+    /* rows of 37 (vector body and tail), 20, 42; values far from 0 (the mean's correction) */
+    {"layer_norm last dim, scale and bias", P_FLOAT, -3, 3, build_layer_norm, {2, 10, K_LN_Y, 1, 1, 3, 4, 37}},
+    {"layer_norm last two dims, scale", P_FLOAT, 100, 101, build_layer_norm, {1, 1, K_LN_Y, 1, 0, 3, 4, 5}},
+    {"layer_norm whole sample, eps 0.1", P_FLOAT, -1, 1, build_layer_norm, {0, 100, K_LN_Y, 0, 0, 2, 3, 7}},
+    {"layer_norm mean", P_FLOAT, -1, 3, build_layer_norm, {1, 1, K_LN_MEAN, 0, 0, 3, 4, 5}},
+    {"layer_norm inverse deviation", P_FLOAT, 5, 6, build_layer_norm, {2, 1, K_LN_INV_STD, 0, 0, 3, 2, 37}},
 };
 
 /* ---- running a case */

@@ -679,6 +679,54 @@ TEST(onnx_resize_refusals)
     return expect_model(m, RT_ERR_UNSUPPORTED, "attribute mode='cubic' is not supported");
 }
 
+/* x [N, 3, 4] normalised over its last dim by LayerNormalization (opset
+ * 17) with the given inputs; scale s [4] and bias b [4] ones and zeros. */
+static struct ob *layer_norm_of_x(const char *inputs, const char *outputs, struct ob_node **n)
+{
+    static const float ones[] = {1, 1, 1, 1}, zeros[] = {0, 0, 0, 0};
+    struct ob *m = ob_new(17);
+    ob_input(m, "x", 3, (int64_t[]){-1, 3, 4});
+    ob_init(m, "s", 1, (int64_t[]){4}, ones);
+    ob_init(m, "b", 1, (int64_t[]){4}, zeros);
+    *n = ob_node(m, "LayerNormalization", "ln", inputs, outputs);
+    ob_output(m, "y");
+    return m;
+}
+
+/* LayerNormalization refuses what it cannot compute, naming the node. */
+TEST(onnx_layer_norm_refusals)
+{
+    static const float five[] = {1, 2, 3, 4, 5};
+    struct ob_node *n;
+    struct ob *m = layer_norm_of_x("x,x", "y", &n);
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "node 'ln' (LayerNormalization, opset 17): input 'x' must be a "
+                                            "constant") != TEST_PASS)
+        return TEST_FAIL;
+    m = layer_norm_of_x("x,s,b", "y", &n);
+    ob_attr_int(m, n, "stash_type", 11);
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "stash_type 11 (only 1, float)") != TEST_PASS)
+        return TEST_FAIL;
+    m = layer_norm_of_x("x,s", "y", &n);
+    ob_attr_float(m, n, "epsilon", -1e-5f);
+    if (expect_model(m, RT_ERR_BAD_MODEL, "epsilon must be finite and not negative") != TEST_PASS)
+        return TEST_FAIL;
+    m = layer_norm_of_x("x,s", "y", &n);
+    ob_attr_int(m, n, "axis", 3);
+    if (expect_model(m, RT_ERR_BAD_MODEL, "axis out of range for rank 3") != TEST_PASS)
+        return TEST_FAIL;
+    m = layer_norm_of_x("x,s5", "y", &n);
+    ob_init(m, "s5", 1, (int64_t[]){5}, five);
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "Scale must be a float constant broadcast over the normalised dims only") !=
+        TEST_PASS)
+        return TEST_FAIL;
+    m = layer_norm_of_x("x,s,s5", "y", &n);   /* a bias varying along a dim before the axis */
+    ob_init(m, "s5", 2, (int64_t[]){3, 1}, five);
+    if (expect_model(m, RT_ERR_UNSUPPORTED, "B must be a float constant broadcast") != TEST_PASS)
+        return TEST_FAIL;
+    m = layer_norm_of_x("x,s,b", "y,mean,inv,extra", &n);
+    return expect_model(m, RT_ERR_BAD_MODEL, "takes 1 to 3 outputs, not 4");
+}
+
 TEST(onnx_batch_or_whole_mode)
 {
     struct rt_model_config cfg;

@@ -100,6 +100,9 @@ void kcpu_binary_f32(struct kcpu_threads *th, const struct k_binary *p,
 void kcpu_unary_f32(struct kcpu_threads *th, const struct k_unary *p, const float *x, float *y);
 void kcpu_softmax_f32(struct kcpu_threads *th, const struct k_softmax *p,
                       const float *x, float *y);
+/* y per k_layer_norm; scale and bias [cols] may be NULL; y must not overlap x. */
+void kcpu_layer_norm_f32(struct kcpu_threads *th, const struct k_layer_norm *p, const float *x, const float *scale,
+                         const float *bias, float *y);
 /* y = the reduction of x per k_reduce; y must not overlap x. */
 void kcpu_reduce_f32(struct kcpu_threads *th, const struct k_reduce *p, const float *x, float *y);
 /* y = the slice of x per k_slice; y must not overlap x. */

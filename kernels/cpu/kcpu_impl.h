@@ -176,6 +176,20 @@ void kcpu_act_avx2(enum k_act act, int64_t count, const float *x, float *y);
 void kcpu_act_avx512(enum k_act act, int64_t count, const float *x, float *y);
 void kcpu_add_avx2(int64_t count, const float *a, const float *b, float *y);
 void kcpu_add_avx512(int64_t count, const float *a, const float *b, float *y);
+/* dst = the sum of w[k] * rows[k] over n rows of len elements (resampling's
+ * row blend, kcpu_resize.c). */
+void kcpu_blend_rows_scalar(int n, const float *const *rows, const float *w, int64_t len, float *dst);
+void kcpu_blend_rows_avx2(int n, const float *const *rows, const float *w, int64_t len, float *dst);
+void kcpu_blend_rows_avx512(int n, const float *const *rows, const float *w, int64_t len, float *dst);
+/* One row of a layer normalisation (kcpu_layer_norm.c): stats[0] and
+ * stats[1] receive the mean and 1 / sqrt(variance + eps); y (NULL: none)
+ * receives (x - mean) * that * s + b, s and b each NULL for 1 and 0. */
+void kcpu_layer_norm_row_scalar(int64_t n, float eps, const float *x, const float *s, const float *b, float *y,
+                                float stats[2]);
+void kcpu_layer_norm_row_avx2(int64_t n, float eps, const float *x, const float *s, const float *b, float *y,
+                              float stats[2]);
+void kcpu_layer_norm_row_avx512(int64_t n, float eps, const float *x, const float *s, const float *b, float *y,
+                                float stats[2]);
 /* y = x * s + t for count elements (one channel of an affine). */
 void kcpu_affine_avx2(int64_t count, const float *x, float s, float t, float *y);
 void kcpu_affine_avx512(int64_t count, const float *x, float s, float t, float *y);

@@ -1,10 +1,19 @@
 /*
  * kcpu_resize.c - resampling on the CPU (k_resize: ONNX Resize, Upsample).
  * Both axes are separable: per axis a table gives each output position its
- * input positions (clamped) and weights, built once a run in scratch. An
- * output row is then its input rows blended by the row weights into one
- * row of the input's width (or, with one tap of weight 1, that input row
- * itself), and each output column a blend of that row's elements.
+ * input positions (clamped) and weights, built once a run in scratch.
+ *
+ * Rows first (output rows no more than input rows): an output row is its
+ * input rows blended by the row weights into one row of the input's width
+ * (or, with one tap of weight 1, that input row itself), and each output
+ * column a blend of that row's elements.
+ *
+ * Columns first (more output rows than input rows, as upsampling: each
+ * input row serves several output rows): an input row is resampled along
+ * its columns once into a per-thread cache of as many rows as there are
+ * taps (a row's taps are consecutive rows, clamped, so row mod taps is a
+ * slot of its own), and an output row is the weighted sum of its cached
+ * rows, a vector loop (kcpu_blend_rows_*) instead of a gather per element.
  */
 #include <math.h>
 
@@ -30,8 +39,14 @@ static int taps_per_position(enum k_resize_mode mode)
     return mode == K_RESIZE_CUBIC ? 4 : mode == K_RESIZE_LINEAR ? 2 : 1;
 }
 
-/* Floats of one thread's blended row: the input's width. */
-static size_t blend_floats(const struct k_resize *p) { return (size_t)p->axis[1].in; }
+static bool columns_first(const struct k_resize *p) { return p->axis[0].out > p->axis[0].in; }
+
+/* Floats of one thread's rows: the blended row of the input's width, or
+ * the cache of column-resampled rows. */
+static size_t blend_floats(const struct k_resize *p)
+{
+    return columns_first(p) ? (size_t)taps_per_position(p->mode) * (size_t)p->axis[1].out : (size_t)p->axis[1].in;
+}
 
 /* Scratch: both axes' positions, then both axes' weights, then a row per
  * thread. */
@@ -94,46 +109,87 @@ static void build_taps(const struct k_resize *p, const struct k_resize_axis *a, 
     }
 }
 
+/* dst[o] for each output column o: the blend of src's elements the column
+ * taps name. */
+static void resample_columns(const struct taps *cols, int64_t out_w, const float *src, float *dst)
+{
+    const int32_t *ax = cols->at;
+    const float *wx = cols->w;
+    if (cols->n == 1) {
+        for (int64_t o = 0; o < out_w; o++)
+            dst[o] = src[ax[o]];
+        return;
+    }
+    for (int64_t o = 0; o < out_w; o++) {
+        float v = 0;
+        for (int k = 0; k < cols->n; k++)
+            v += wx[o * cols->n + k] * src[ax[o * cols->n + k]];
+        dst[o] = v;
+    }
+}
+
+void kcpu_blend_rows_scalar(int n, const float *const *rows, const float *w, int64_t len, float *dst)
+{
+    for (int64_t i = 0; i < len; i++) {
+        float v = w[0] * rows[0][i];
+        for (int k = 1; k < n; k++)
+            v += w[k] * rows[k][i];
+        dst[i] = v;
+    }
+}
+
+static void blend_rows(int n, const float *const *rows, const float *w, int64_t len, float *dst)
+{
+    switch (kcpu_isa()) {
+    case KCPU_ISA_AVX512:
+        kcpu_blend_rows_avx512(n, rows, w, len, dst);
+        return;
+    case KCPU_ISA_AVX2:
+        kcpu_blend_rows_avx2(n, rows, w, len, dst);
+        return;
+    case KCPU_ISA_SCALAR:
+        break;
+    }
+    kcpu_blend_rows_scalar(n, rows, w, len, dst);
+}
+
 static void resize_task(void *arg, int64_t task, int thread)
 {
     const struct resize_job *j = arg;
     const struct k_resize *p = j->p;
-    const int64_t in_w = p->axis[1].in, out_h = p->axis[0].out, out_w = p->axis[1].out;
-    const int ny = j->rows.n, nx = j->cols.n;
+    const int64_t in_h = p->axis[0].in, in_w = p->axis[1].in, out_h = p->axis[0].out, out_w = p->axis[1].out;
+    const int ny = j->rows.n;
+    const bool cols_first = columns_first(p);
     float *blend = j->blend + (size_t)thread * blend_floats(p);
+    int64_t cached[4] = {-1, -1, -1, -1};   /* columns first: the input row (of all planes) in each slot */
+    const float *src[4];
     int64_t end = kcpu_min64(p->n * out_h, (task + 1) * j->rows_per_task);
     for (int64_t r = task * j->rows_per_task; r < end; r++) {
         int64_t s = r / out_h, oy = r % out_h;
-        const float *plane = j->x + s * p->axis[0].in * in_w;
+        const float *plane = j->x + s * in_h * in_w;
         const int32_t *ay = j->rows.at + oy * ny;
-        const float *wy = j->rows.w + oy * ny, *src;
-        if (ny == 1) {
-            src = plane + (int64_t)ay[0] * in_w;
-        } else {
-            const float *r0 = plane + (int64_t)ay[0] * in_w;
-            for (int64_t i = 0; i < in_w; i++)
-                blend[i] = wy[0] * r0[i];
-            for (int k = 1; k < ny; k++) {
-                const float *rk = plane + (int64_t)ay[k] * in_w;
-                for (int64_t i = 0; i < in_w; i++)
-                    blend[i] += wy[k] * rk[i];
-            }
-            src = blend;
-        }
+        const float *wy = j->rows.w + oy * ny;
         float *dst = j->y + r * out_w;
-        const int32_t *ax = j->cols.at;
-        const float *wx = j->cols.w;
-        if (nx == 1) {
-            for (int64_t o = 0; o < out_w; o++)
-                dst[o] = src[ax[o]];
-        } else {
-            for (int64_t o = 0; o < out_w; o++) {
-                float v = 0;
-                for (int k = 0; k < nx; k++)
-                    v += wx[o * nx + k] * src[ax[o * nx + k]];
-                dst[o] = v;
+        if (cols_first) {
+            for (int k = 0; k < ny; k++) {
+                int slot = ay[k] % ny;
+                src[k] = blend + (size_t)slot * (size_t)out_w;
+                if (cached[slot] != s * in_h + ay[k]) {
+                    resample_columns(&j->cols, out_w, plane + (int64_t)ay[k] * in_w, blend + (size_t)slot * (size_t)out_w);
+                    cached[slot] = s * in_h + ay[k];
+                }
             }
+            blend_rows(ny, src, wy, out_w, dst);
+            continue;
         }
+        const float *row = plane + (int64_t)ay[0] * in_w;
+        if (ny > 1) {
+            for (int k = 0; k < ny; k++)
+                src[k] = plane + (int64_t)ay[k] * in_w;
+            blend_rows(ny, src, wy, in_w, blend);
+            row = blend;
+        }
+        resample_columns(&j->cols, out_w, row, dst);
     }
 }
 

@@ -41,6 +41,9 @@ void kref_binary_f32(const struct k_binary *p, const float *a, const float *b, f
 /* y = f(x) per k_unary (kernel_types.h), in double, rounded once. */
 void kref_unary_f32(const struct k_unary *p, const float *x, float *y);
 void kref_softmax_f32(const struct k_softmax *p, const float *x, float *y);
+/* y per k_layer_norm; scale and bias [cols] may be NULL. */
+void kref_layer_norm_f32(const struct k_layer_norm *p, const float *x, const float *scale, const float *bias,
+                         float *y);
 /* inputs[i] is [outer, lens[i], inner]; y is [outer, sum(lens), inner]. */
 void kref_concat_f32(const struct k_concat *p, const float *const *inputs,
                      const int64_t *lens, float *y);

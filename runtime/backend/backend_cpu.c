@@ -192,6 +192,12 @@ static void conv_transpose2d_run(struct cpu_session *cs, const struct rt_step *s
     kcpu_conv_transpose2d_f32(cs->threads, &k->conv, io->in[0], s->node->w[RT_W_WEIGHT].data, bias_of(s), io->out);
 }
 
+static void layer_norm_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
+                           const struct rt_step_io *io)
+{
+    kcpu_layer_norm_f32(cs->threads, &k->layer_norm, io->in[0], s->node->w[RT_W_WEIGHT].data, bias_of(s), io->out);
+}
+
 static void resize_run(struct cpu_session *cs, const struct rt_step *s, const union rt_step_params *k, int batch,
                        const struct rt_step_io *io)
 {
@@ -279,6 +285,7 @@ static const struct cpu_op F32[RT_OP_COUNT] = {
     [RT_OP_SLICE] = {slice_run, NULL, NULL},
     [RT_OP_PAD] = {pad_run, NULL, NULL},
     [RT_OP_RESIZE] = {resize_run, NULL, resize_scratch},
+    [RT_OP_LAYER_NORM] = {layer_norm_run, NULL, NULL},
     [RT_OP_CONV_TRANSPOSE2D] = {conv_transpose2d_run, NULL, NULL},
     [RT_OP_MATMUL] = {matmul_run, NULL, matmul_scratch},
     [RT_OP_CONV2D_DYN] = {conv2d_dyn_run, NULL, conv2d_dyn_scratch},

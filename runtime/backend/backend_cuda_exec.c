@@ -239,8 +239,9 @@ static cudaError_t concat_run(const struct cuda_session *cs, const struct rt_ste
 
 /* Activations all run act_run (the step's act says which); they and add
  * run the same on NCHW and NHWC tensors. No kernel yet: binary, unary,
- * transpose, reduce, slice, pad, log_softmax, matmul, conv2d_dyn,
- * batch_norm_dyn (ONNX models using them stay on the CPU backend); views
+ * transpose, reduce, slice, pad, resize, layer_norm, log_softmax, matmul,
+ * conv_transpose2d, conv2d_dyn, batch_norm_dyn (ONNX models using them stay
+ * on the CPU backend); views
  * are no steps; quantize and dequantize are INT8 steps (backend_cuda_q8.c). */
 static const f32_enqueue_fn F32[RT_OP_COUNT] = {
     [RT_OP_CONV2D] = conv2d_run,

@@ -122,6 +122,12 @@ static void conv_transpose2d_f32(const struct rt_plan *p, const struct rt_step *
     kref_conv_transpose2d_f32(&k->conv, io->in[0], s->node->w[RT_W_WEIGHT].data, bias_of(s), io->out);
 }
 
+static void layer_norm_f32(const struct rt_plan *p, const struct rt_step *s, const union rt_step_params *k,
+                           int batch, const struct rt_step_io *io)
+{
+    kref_layer_norm_f32(&k->layer_norm, io->in[0], s->node->w[RT_W_WEIGHT].data, bias_of(s), io->out);
+}
+
 static void resize_f32(const struct rt_plan *p, const struct rt_step *s, const union rt_step_params *k, int batch,
                        const struct rt_step_io *io)
 {
@@ -183,6 +189,7 @@ static const ref_run_fn F32[RT_OP_COUNT] = {
     [RT_OP_SLICE] = slice_f32,
     [RT_OP_PAD] = pad_f32,
     [RT_OP_RESIZE] = resize_f32,
+    [RT_OP_LAYER_NORM] = layer_norm_f32,
     [RT_OP_CONV_TRANSPOSE2D] = conv_transpose2d_f32,
     [RT_OP_MATMUL] = matmul_f32,
     [RT_OP_CONV2D_DYN] = conv2d_dyn_f32,

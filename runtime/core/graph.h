@@ -94,6 +94,17 @@ struct rt_resize_attrs {
     bool exclude_outside;
 };
 
+/* layer_norm: each sample normalised over its dims from `first` on
+ * (counted after the batch) with eps, scaled by w[RT_W_WEIGHT] and shifted
+ * by w[RT_W_BIAS] ([the normalised elements], each optional); out picks
+ * what is written (k_layer_norm): y shaped as the input, or the mean or
+ * the inverse deviation shaped as it with the normalised dims 1; ONNX only. */
+struct rt_layer_norm_attrs {
+    int first;
+    float eps;
+    enum k_layer_norm_out out;
+};
+
 /* matmul: y = alpha * op(input 0) . op(input 1), two run-time tensors whose
  * per-sample dims are [..., M, K] and [..., K, N] (transposed when trans_a /
  * trans_b), numpy-broadcast over the leading dims (ONNX MatMul, Gemm).
@@ -130,6 +141,7 @@ struct rt_node {
         struct rt_slice_attrs slice;
         struct rt_pad_attrs pad;
         struct rt_resize_attrs resize;
+        struct rt_layer_norm_attrs layer_norm;
         struct rt_matmul_attrs matmul;
         float eps;                    /* batch_norm */
         bool gelu_tanh;               /* gelu approximate="tanh" */

@@ -65,6 +65,7 @@ union rt_step_params {
     struct k_resize resize;
     struct k_matmul matmul;
     struct k_softmax softmax;
+    struct k_layer_norm layer_norm;
     struct rt_concat_params concat;
     struct rt_channels channels;    /* global_avg_pool [n, c, h*w]; dequantize (I32: per channel) */
     int64_t count;                  /* element-wise ops: elements */

@@ -214,6 +214,29 @@ static enum rt_status arith(struct onnx_ctx *c)
     return define(c, &d, s);
 }
 
+/* Neg of a constant (an integer wraps as its type: the most negative stays). */
+static enum rt_status neg(struct onnx_ctx *c)
+{
+    const struct onnx_data *in[1] = {NULL};
+    struct onnx_data d;
+    enum rt_status s;
+    if (onnx_arity(c, 1, 1, 1) != RT_OK || !const_inputs(c, in, 1))
+        return c->err->status;
+    if (!in[0])
+        return onnx_bad(c, "input 0 is missing");
+    if (in[0]->batch_at)
+        return uses_batch(c);
+    if ((s = make(c, &d, &in[0]->shape, in[0]->type)) != RT_OK)
+        return s;
+    for (int64_t k = 0; k < d.elems; k++) {
+        if (d.f)
+            d.f[k] = -in[0]->f[k];
+        else
+            d.i[k] = onnx_int_wrap(d.type, 0 - (uint64_t)in[0]->i[k]);
+    }
+    return define(c, &d, RT_OK);
+}
+
 /* Equal, Less, Greater into a BOOL constant. A marked batch size is known
  * to be at least 1, so it compares against values below 1 as a huge one. */
 static enum rt_status compare(struct onnx_ctx *c)
@@ -683,7 +706,7 @@ static const struct {
     const char *type;
     onnx_convert_fn fn;
 } FOLDERS[] = {
-    {"Add", arith}, {"Sub", arith}, {"Mul", arith}, {"Div", arith},
+    {"Add", arith}, {"Sub", arith}, {"Mul", arith}, {"Div", arith}, {"Neg", neg},
     {"Equal", compare}, {"Less", compare}, {"Greater", compare},
     {"Where", where}, {"Cast", cast}, {"Shape", shape}, {"Size", size},
     {"ConstantOfShape", constant_of_shape}, {"Expand", expand}, {"Range", range},

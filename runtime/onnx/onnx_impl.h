@@ -12,6 +12,7 @@
  *   onnx_ops_math.c  functions, variadic ops, reductions
  *   onnx_ops_shape.c Concat, the reshapes, Transpose, Slice, Split, Pad, Gather
  *   onnx_ops_resize.c Resize, Upsample
+ *   onnx_ops_norm.c LayerNormalization, and layer norms written out
  *   onnx_fold.c    shape computations on constants, evaluated at load
  *
  * Converters work on "values": every ONNX name maps to an activation (a
@@ -147,6 +148,12 @@ struct rt_shape onnx_rt_shape(const struct onnx_ctx *c, const struct rt_shape *s
 /* Runtime axis of ONNX axis a (normalised, >= 0) of an activation. */
 int onnx_rt_axis(const struct onnx_ctx *c, int a);
 
+/* The runtime node computing tensor t (NULL when t < 0 or t is an input). */
+const struct rt_node *onnx_producer(const struct onnx_ctx *c, int t);
+/* How many nodes of the ONNX graph read the value named name, counting a
+ * graph output as one more. */
+int onnx_readers(const struct onnx_ctx *c, const char *name);
+
 /* Appends a runtime node writing tensor out (inputs still to fill). */
 struct rt_node *onnx_append_node(struct onnx_ctx *c, enum rt_op op, int out, const char *name);
 /* Defines output k of the current node as an activation of ONNX shape s,
@@ -213,6 +220,13 @@ bool onnx_axis(struct onnx_ctx *c, int64_t axis, int rank, bool inclusive, int *
 enum rt_status onnx_emit_binary(struct onnx_ctx *c, enum k_binop op, const struct onnx_value *a,
                                 const struct onnx_value *b, int out_k, struct onnx_value *res);
 
+/* Layer normalisation written out in primitive ops (onnx_ops_norm.c):
+ * whether the current Div ends one, or the current Mul or Add (op) applies a
+ * constant scale or bias to one already found; when so, the node is
+ * converted (the runtime node emitted or updated) with status *s. */
+bool onnx_layer_norm_div(struct onnx_ctx *c, enum rt_status *s);
+bool onnx_layer_norm_affine(struct onnx_ctx *c, enum k_binop op, enum rt_status *s);
+
 /* Copies count floats into a graph-owned weight of the given shape. */
 enum rt_status onnx_weight(struct onnx_ctx *c, struct rt_weight *w, const float *data, const struct rt_shape *shape,
                            const char *name);
@@ -230,6 +244,7 @@ extern const struct onnx_op ONNX_OPS_EW[];
 extern const struct onnx_op ONNX_OPS_MATH[];
 extern const struct onnx_op ONNX_OPS_SHAPE[];
 extern const struct onnx_op ONNX_OPS_RESIZE[];
+extern const struct onnx_op ONNX_OPS_NORM[];
 extern const struct onnx_op ONNX_OPS_FOLD[];
 
 /* The folder (onnx_fold.c) that evaluates the current node at load, when

@@ -404,7 +404,7 @@ done:
 static const struct onnx_op *find_op(const char *type)
 {
     const struct onnx_op *const tables[] = {ONNX_OPS_NN,    ONNX_OPS_EW,     ONNX_OPS_MATH,
-                                            ONNX_OPS_SHAPE, ONNX_OPS_RESIZE, ONNX_OPS_FOLD};
+                                            ONNX_OPS_SHAPE, ONNX_OPS_RESIZE, ONNX_OPS_NORM, ONNX_OPS_FOLD};
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
         for (const struct onnx_op *op = tables[t]; op->type; op++) {
             if (strcmp(op->type, type) == 0)

@@ -229,6 +229,23 @@ int onnx_rt_axis(const struct onnx_ctx *c, int a) { return c->whole ? a + 1 : a;
 
 /* ------------------------------------------------------------ emitting */
 
+const struct rt_node *onnx_producer(const struct onnx_ctx *c, int t)
+{
+    int p = t >= 0 ? c->g->tensors[t].producer : -1;
+    return p >= 0 ? &c->g->nodes[p] : NULL;
+}
+
+int onnx_readers(const struct onnx_ctx *c, const char *name)
+{
+    int n = 0;
+    for (size_t i = 0; i < c->graph->n_node; i++)
+        for (size_t j = 0; j < c->graph->node[i]->n_input; j++)
+            n += strcmp(c->graph->node[i]->input[j], name) == 0;
+    for (size_t i = 0; i < c->graph->n_output; i++)
+        n += strcmp(c->graph->output[i]->name, name) == 0;
+    return n;
+}
+
 /* A new runtime tensor, named after the ONNX name when that fits and is
  * free, else a generated name that carries its start. */
 static int new_tensor(struct onnx_ctx *c, const char *name)

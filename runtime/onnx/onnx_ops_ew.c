@@ -141,21 +141,7 @@ static enum rt_status binary(struct onnx_ctx *c, enum k_binop op)
 /* The runtime node that computed activation v, or NULL. */
 static const struct rt_node *producer(const struct onnx_ctx *c, const struct onnx_value *v)
 {
-    int p = v && v->kind == OV_ACT ? c->g->tensors[v->tensor].producer : -1;
-    return p >= 0 ? &c->g->nodes[p] : NULL;
-}
-
-/* How many nodes of the graph read the ONNX value named name, counting a
- * graph output as one more. */
-static int readers(const struct onnx_ctx *c, const char *name)
-{
-    int n = 0;
-    for (size_t i = 0; i < c->graph->n_node; i++)
-        for (size_t j = 0; j < c->graph->node[i]->n_input; j++)
-            n += strcmp(c->graph->node[i]->input[j], name) == 0;
-    for (size_t i = 0; i < c->graph->n_output; i++)
-        n += strcmp(c->graph->output[i]->name, name) == 0;
-    return n;
+    return onnx_producer(c, v && v->kind == OV_ACT ? v->tensor : -1);
 }
 
 /* MatMul then Add of a constant row (torch's Linear on 3-D and 4-D input):
@@ -172,18 +158,23 @@ static bool is_linear_and_row(const struct onnx_ctx *c, const struct onnx_value 
     for (int d = 0; d < k->shape.rank - 1; d++)
         if (k->shape.dims[d] != 1)
             return false;
-    return k->shape.dims[k->shape.rank - 1] == lin->w[RT_W_WEIGHT].shape.dims[0] && readers(c, p->name) == 1;
+    return k->shape.dims[k->shape.rank - 1] == lin->w[RT_W_WEIGHT].shape.dims[0] && onnx_readers(c, p->name) == 1;
 }
 
 static enum rt_status add(struct onnx_ctx *c)
 {
     const struct onnx_value *a = onnx_input(c, 0), *b = onnx_input(c, 1);
-    if (c->version >= 7 && c->node->n_input == 2 && a && b &&
-        (is_linear_and_row(c, a, b) || is_linear_and_row(c, b, a))) {
-        const struct onnx_value *p = is_linear_and_row(c, a, b) ? a : b, *k = p == a ? b : a;
+    enum rt_status s;
+    if (c->version >= 7 && onnx_layer_norm_affine(c, K_BIN_ADD, &s))
+        return s;
+    const struct onnx_value *p = NULL;
+    if (c->version >= 7 && c->node->n_input == 2 && a && b)
+        p = is_linear_and_row(c, a, b) ? a : is_linear_and_row(c, b, a) ? b : NULL;
+    if (p) {
+        const struct onnx_value *k = p == a ? b : a;
         struct rt_node *lin = &c->g->nodes[c->g->tensors[p->tensor].producer];
         struct rt_shape bs = {1, {k->shape.dims[k->shape.rank - 1]}};
-        enum rt_status s = onnx_weight(c, &lin->w[RT_W_BIAS], k->data->f, &bs, k->name);
+        s = onnx_weight(c, &lin->w[RT_W_BIAS], k->data->f, &bs, k->name);
         return s == RT_OK ? onnx_alias(c, 0, p) : s;
     }
     return binary(c, K_BIN_ADD);
@@ -213,18 +204,14 @@ static bool is_exported_gelu(const struct onnx_ctx *c, const struct onnx_value *
     if (!m || m->op != RT_OP_BINARY || m->a.binary.op != K_BIN_MUL || m->n_inputs != 2)
         return false;
     for (int k = 0; k < 2; k++) {
-        int xt = m->inputs[k], at = m->inputs[1 - k];
-        const struct rt_node *add = c->g->tensors[at].producer >= 0 ? &c->g->nodes[c->g->tensors[at].producer] : NULL;
-        if (!op_by_scalar(add, K_BIN_ADD, 1.0, &t_erf) || c->g->tensors[t_erf].producer < 0)
+        int xt = m->inputs[k];
+        const struct rt_node *add = onnx_producer(c, m->inputs[1 - k]), *erf, *div;
+        if (!op_by_scalar(add, K_BIN_ADD, 1.0, &t_erf) || !(erf = onnx_producer(c, t_erf)) ||
+            erf->op != RT_OP_UNARY || erf->a.unary.op != K_UN_ERF || !(div = onnx_producer(c, erf->inputs[0])))
             continue;
-        const struct rt_node *erf = &c->g->nodes[c->g->tensors[t_erf].producer];
-        if (erf->op != RT_OP_UNARY || erf->a.unary.op != K_UN_ERF || c->g->tensors[erf->inputs[0]].producer < 0)
-            continue;
-        const struct rt_node *div = &c->g->nodes[c->g->tensors[erf->inputs[0]].producer];
-        const struct rt_shape *xs = &c->g->tensors[xt].shape, *hs = &c->g->tensors[half_of->tensor].shape;
+        /* erf's argument is x scaled, so the product has x's shape */
         if ((op_by_scalar(div, K_BIN_DIV, M_SQRT2, &t_div) || op_by_scalar(div, K_BIN_MUL, M_SQRT1_2, &t_div)) &&
-            t_div == xt && xs->rank == hs->rank &&
-            memcmp(xs->dims, hs->dims, sizeof(int64_t) * (size_t)xs->rank) == 0) {
+            t_div == xt) {
             *x = xt;
             return true;
         }
@@ -239,8 +226,7 @@ static bool is_hard_sigmoid_of(const struct onnx_ctx *c, const struct onnx_value
     if (h->kind != OV_ACT || x->kind != OV_ACT || h->shape.rank != x->shape.rank ||
         memcmp(h->shape.dims, x->shape.dims, sizeof(int64_t) * (size_t)x->shape.rank) != 0)
         return false;
-    int p = c->g->tensors[h->tensor].producer;
-    const struct rt_node *n = p >= 0 ? &c->g->nodes[p] : NULL;
+    const struct rt_node *n = producer(c, h);
     return n && n->op == RT_OP_UNARY && n->a.unary.op == K_UN_HARD_SIGMOID && n->inputs[0] == x->tensor &&
            n->a.unary.alpha == 1.0f / 6 && n->a.unary.beta == 0.5f;
 }
@@ -273,10 +259,15 @@ static enum rt_status mul(struct onnx_ctx *c)
         n->a.gelu_tanh = false;
         return RT_OK;
     }
-    bool swish = a && b && (is_sigmoid_of(c, b, a) || is_sigmoid_of(c, a, b));
-    if (c->version >= 7 && c->node->n_input == 2 && a && b &&
-        (swish || is_hard_sigmoid_of(c, b, a) || is_hard_sigmoid_of(c, a, b))) {
-        const struct onnx_value *x = is_sigmoid_of(c, b, a) || is_hard_sigmoid_of(c, b, a) ? a : b;
+    const struct onnx_value *x = NULL;   /* x of x * Sigmoid(x) or x * HardSigmoid(x) */
+    bool swish = false;
+    if (c->version >= 7 && c->node->n_input == 2 && a && b) {
+        swish = is_sigmoid_of(c, b, a) || is_sigmoid_of(c, a, b);
+        x = is_sigmoid_of(c, b, a) || is_hard_sigmoid_of(c, b, a) ? a
+            : is_sigmoid_of(c, a, b) || is_hard_sigmoid_of(c, a, b) ? b
+                                                                   : NULL;
+    }
+    if (x) {
         struct rt_node *n = onnx_emit(c, swish ? RT_OP_SILU : RT_OP_HARDSWISH, 0, &x->shape);
         if (!n)
             return c->err->status;
@@ -284,9 +275,19 @@ static enum rt_status mul(struct onnx_ctx *c)
         n->inputs[0] = x->tensor;
         return RT_OK;
     }
+    enum rt_status s;
+    if (c->version >= 7 && onnx_layer_norm_affine(c, K_BIN_MUL, &s))
+        return s;
     return binary(c, K_BIN_MUL);
 }
-static enum rt_status div_op(struct onnx_ctx *c) { return binary(c, K_BIN_DIV); }
+
+static enum rt_status div_op(struct onnx_ctx *c)
+{
+    enum rt_status s;
+    if (c->version >= 7 && onnx_layer_norm_div(c, &s))
+        return s;
+    return binary(c, K_BIN_DIV);
+}
 
 /* x ^ a constant 2 (the variance of exported LayerNorms) runs as x * x: the
  * same float as pow in double rounded once (the exact square, rounded), at

@@ -1,5 +1,5 @@
 /* op_norm.c - batch_norm (constant parameters, folded or run as a per-channel
- * affine) and batch_norm_dyn (parameters computed at run time). */
+ * affine), batch_norm_dyn (parameters computed at run time) and layer_norm. */
 #include <cjson/cJSON.h>
 #include <math.h>
 
@@ -99,4 +99,57 @@ const struct rt_op_family rt_family_batch_norm_dyn = {
     .infer = batch_norm_dyn_infer,
     .params = batch_norm_dyn_params,
     .at_batch = batch_norm_dyn_at_batch,
+};
+
+/* ---- layer_norm: x per-sample [..., normalised dims from a.first]; the
+ * optional scale and bias [normalised elements]. */
+static int64_t layer_norm_cols(const struct rt_shape *x, int first)
+{
+    int64_t cols = 1;
+    for (int i = first + 1; i < x->rank; i++)
+        cols *= x->dims[i];
+    return cols;
+}
+
+static enum rt_status layer_norm_infer(const struct rt_graph *g, const struct rt_node *n, struct rt_shape *out,
+                                       struct rt_error *err)
+{
+    const struct rt_shape *x = &g->tensors[n->inputs[0]].shape;
+    const struct rt_layer_norm_attrs *a = &n->a.layer_norm;
+    if (a->first < 0 || a->first > x->rank - 2)
+        return rt_op_node_error(err, n, "normalises dims the input does not have");
+    if (!(a->eps >= 0) || !isfinite(a->eps) || (unsigned)a->out > K_LN_INV_STD)
+        return rt_op_node_error(err, n, "epsilon must be finite and not negative");
+    int64_t cols = layer_norm_cols(x, a->first);
+    for (int r = RT_W_WEIGHT; r <= RT_W_BIAS; r++)
+        if (n->w[r].data && !rt_op_weight_is(&n->w[r], 1, &cols))
+            return rt_op_node_error(err, n, r == RT_W_WEIGHT ? "scale must have one value per normalised element"
+                                                             : "bias must have one value per normalised element");
+    *out = *x;
+    for (int i = a->first + 1; a->out != K_LN_Y && i < x->rank; i++)
+        out->dims[i] = 1;
+    return RT_OK;
+}
+
+static void layer_norm_params(const struct rt_graph *g, const struct rt_step *s, union rt_step_params *k)
+{
+    const struct rt_tensor *x = &g->tensors[s->in[0]];
+    const struct rt_layer_norm_attrs *a = &s->node->a.layer_norm;
+    int64_t cols = layer_norm_cols(&x->shape, a->first);
+    k->layer_norm = (struct k_layer_norm){x->sample_elems / cols, cols, a->eps, a->out};
+}
+
+static void layer_norm_at_batch(union rt_step_params *k, int batch) { k->layer_norm.rows *= batch; }
+
+/* Three passes over the input and the affine: eight operations an element. */
+static double layer_norm_flops(const struct rt_step *s, const union rt_step_params *k, int batch)
+{
+    return 8.0 * (double)k->layer_norm.rows * (double)k->layer_norm.cols;
+}
+
+const struct rt_op_family rt_family_layer_norm = {
+    .infer = layer_norm_infer,
+    .params = layer_norm_params,
+    .at_batch = layer_norm_at_batch,
+    .flops = layer_norm_flops,
 };

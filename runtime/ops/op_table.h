@@ -63,6 +63,7 @@ enum {
     X(SLICE,           "slice",            1, 1,   0,                                          K_ACT_NONE,    slice)    \
     X(PAD,             "pad",              1, 1,   0,                                          K_ACT_NONE,    pad)      \
     X(RESIZE,          "resize",           1, 1,   0,                                          K_ACT_NONE,    resize)   \
+    X(LAYER_NORM,      "layer_norm",       1, 1,   0,                                          K_ACT_NONE,    layer_norm) \
     X(CONV_TRANSPOSE2D, "conv_transpose2d", 1, 1,  0,                                          K_ACT_NONE,    conv_transpose2d) \
     X(MATMUL,          "matmul",           2, 2,   0,                                          K_ACT_NONE,    matmul)   \
     X(CONV2D_DYN,      "conv2d_dyn",       2, 3,   0,                                          K_ACT_NONE,    conv2d_dyn) \

@@ -14,7 +14,9 @@ graph; Equal / Where / ConstantOfShape / Expand), Gather of computed
 tensors, a Concat of 20 inputs, batch-first self-attention (MatMul of
 two computed tensors with a symbolic batch), constants concatenated around
 a computed tensor, a tiny ViT exported with fixed shapes, and Pow by a
-constant 2 (run as a multiply) and 3. Expected outputs come from PyTorch
+constant 2 (run as a multiply) and 3, and layer norms (as opset 13 writes
+them out, fused back into one at load; channels-last as ConvNeXt's; read
+twice; LayerNormalization of opset 17). Expected outputs come from PyTorch
 and numpy.
 
     /usr/bin/python3 tests/data/onnx/make_cases.py     (python3-onnx, python3-torch)
@@ -170,14 +172,14 @@ save('pad13_reflect',[helper.make_node('Pad',['x','p'],['y'],mode='reflect')],[(
     {'p':np.array([0,0,3,2,0,0,1,4],np.int64)},{'x':x},[np.pad(x,((0,0),(0,0),(3,1),(2,4)),mode='reflect')])
 # PyTorch exports (opset 13, batch symbolic) whose shapes are computed at run time: Shape, Gather, Div, Cast,
 # Unsqueeze, Concat, Range feeding Reshape and arithmetic
-def export(name, module, xs, outputs=('y',), dynamic=True):
+def export(name, module, xs, outputs=('y',), dynamic=True, opset=13):
     d=os.path.join(root,name,'test_data_set_0'); os.makedirs(d, exist_ok=True)
     names=[f'x{i}' for i in range(len(xs))]
     with torch.no_grad():
         ys=module(*[t(x) for x in xs])
     ys=ys if isinstance(ys,tuple) else (ys,)
     torch.onnx.export(module, tuple(t(x) for x in xs), os.path.join(root,name,'model.onnx'), input_names=names,
-                      output_names=list(outputs), opset_version=13,
+                      output_names=list(outputs), opset_version=opset,
                       dynamic_axes={n:{0:'N'} for n in names+list(outputs)} if dynamic else None)
     for i,x in enumerate(xs):
         open(os.path.join(d,f'input_{i}.pb'),'wb').write(numpy_helper.from_array(x,names[i]).SerializeToString())
@@ -307,4 +309,26 @@ class SiluGate(torch.nn.Module):
         y=torch.nn.functional.silu(s.conv(x))
         return y * torch.sigmoid(s.squeeze(y.mean((2,3), keepdim=True)))
 export('silu_and_gate', SiluGate().eval(), [(r(2,3,6,6)*4).astype(np.float32)])
+# LayerNorm as opset 13 writes it out (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add: one layer_norm
+# at load with its scale and bias), after a Linear and channels-last between permutes as ConvNeXt's (values far
+# from 0); a normalised tensor read twice, whose Mul must stay a Mul; and opset 17's LayerNormalization
+torch.manual_seed(0)
+export('layer_norm_exported', torch.nn.Sequential(torch.nn.Linear(8,16), torch.nn.LayerNorm(16), torch.nn.GELU()).eval(),
+       [r(2,5,8)])
+class LayerNorm2d(torch.nn.Module):
+    def __init__(s):
+        super().__init__(); torch.manual_seed(0)
+        s.conv=torch.nn.Conv2d(3,6,3,padding=1); s.norm=torch.nn.LayerNorm(6, eps=1e-6)
+        with torch.no_grad(): s.norm.weight.uniform_(0.5,2); s.norm.bias.uniform_(-1,1)
+    def forward(s, x): return s.norm(s.conv(x).permute(0,2,3,1) + 50).permute(0,3,1,2)
+export('layer_norm_channels_last', LayerNorm2d().eval(), [r(2,3,5,5)])
+class NormReadTwice(torch.nn.Module):
+    def __init__(s): super().__init__(); torch.manual_seed(0); s.w=torch.nn.Parameter(torch.randn(8))
+    def forward(s, x):
+        n=F.layer_norm(x, (8,))
+        return n * s.w + n
+export('layer_norm_read_twice', NormReadTwice().eval(), [r(2,3,8)])
+torch.manual_seed(0)
+export('layer_norm_opset17', torch.nn.Sequential(torch.nn.Linear(8,12), torch.nn.LayerNorm(12)).eval(), [r(2,4,8)],
+       opset=17)
 print(f'wrote {root}')
