@@ -393,6 +393,27 @@ static void build_pad(struct gb *b, const struct op_case *c)
     gb_output(b, gb_done(b, n));
 }
 
+/* conv2d of [N, a[0], a[1], a[2]] by a[3] x a[4] taps at dilation a[5]
+ * (rows) and a[6] (columns), padded as much, stride 1, 20 output
+ * channels, relu; a residual add when a[7] (rates near the map's size: the
+ * taps that read the input, kcpu_conv_taps.c) */
+static void build_conv_atrous(struct gb *b, const struct op_case *c)
+{
+    const int *a = c->a;
+    int x = gb_input(b, 4, (int64_t[]){a[0], a[1], a[2]});
+    struct rt_node *n = gb_node(b, RT_OP_CONV2D, 1, &x);
+    int ph = a[5] * (a[3] - 1) / 2, pw = a[6] * (a[4] - 1) / 2;
+    n->a.conv = (struct rt_conv_attrs){{1, 1}, {ph, pw, ph, pw}, {a[5], a[6]}, 1};
+    gb_weight(b, n, RT_W_WEIGHT, 4, (int64_t[]){20, a[0], a[3], a[4]}, -0.5f, 0.5f);
+    gb_weight(b, n, RT_W_BIAS, 1, (int64_t[]){20}, -0.5f, 0.5f);
+    int y = gb_done(b, n);
+    if (a[7]) {
+        int r = gb_input(b, 4, (int64_t[]){20, a[1], a[2]});
+        y = gb_done(b, gb_node(b, RT_OP_ADD, 2, (int[]){y, r}));
+    }
+    gb_output(b, gb_done(b, gb_node(b, RT_OP_RELU, 1, &y)));
+}
+
 /* resize of [N, 3, 5, 6] to a[2] x a[3] (rows x columns): mode a[0]
  * (enum k_resize_mode), coordinates a[1], rounding a[4], exclude_outside
  * a[5]; scales out / in, or a[6] / 100 on both axes when a[6] is set */
@@ -725,6 +746,11 @@ static const struct op_case CASES[] = {
     {"conv2d_dyn", P_FLOAT, -1, 1, build_conv2d_dyn, {1}},
     {"conv2d_dyn groups 2", P_FLOAT, -1, 1, build_conv2d_dyn, {2}},
     {"batch_norm_dyn", P_FLOAT, 0.25f, 2, build_batch_norm_dyn, {0}},
+    /* atrous rates near the map: the taps that read the input (whole-row taps read in place, others
+     * gathered), 7x11 not square, 40 input channels past one strip's gather */
+    {"conv2d 3x3 at rate 6 on 9x9", P_FLOAT, -1, 1, build_conv_atrous, {6, 9, 9, 3, 3, 6, 6, 0}},
+    {"conv2d 3x3 at rates 5, 8 on 7x11 + residual", P_FLOAT, -1, 1, build_conv_atrous, {40, 7, 11, 3, 3, 5, 8, 1}},
+    {"conv2d 3x5 at rates 4, 3 on 5x6", P_FLOAT, -1, 1, build_conv_atrous, {3, 5, 6, 3, 5, 4, 3, 0}},
     /* rows of 37 (vector body and tail), 20, 42; values far from 0 (the mean's correction) */
     {"layer_norm last dim, scale and bias", P_FLOAT, -3, 3, build_layer_norm, {2, 10, K_LN_Y, 1, 1, 3, 4, 37}},
     {"layer_norm last two dims, scale", P_FLOAT, 100, 101, build_layer_norm, {1, 1, K_LN_Y, 1, 0, 3, 4, 5}},

@@ -448,6 +448,39 @@ TEST(kernels_conv2d_pixel_tile_avx2)
  * columns (or 256 or more input channels), whatever the batch and ISA; its
  * results are held to the same bound as every other path's, under every
  * ISA, on shapes that end tile rows and blocks anywhere. */
+/* Which dilated convolutions go to the reading-taps kernel (any ISA): at
+ * most half of the tap-pixels reading the input; the backend_ops cases
+ * "conv2d ... at rate(s)" check its outputs. */
+TEST(kernels_conv2d_reading_taps_dispatch)
+{
+#define TAPS(p) (strcmp(kcpu_conv2d_method(p), "reading taps gemm") == 0)
+    struct k_conv2d p = {.n = 1, .c = 960, .h = 14, .w = 14, .oc = 256, .oh = 14, .ow = 14, .kh = 3, .kw = 3,
+                         .stride_h = 1, .stride_w = 1, .pad_t = 12, .pad_l = 12, .dil_h = 12, .dil_w = 12,
+                         .groups = 1};
+    ASSERT_TRUE(TAPS(&p));   /* DeepLab's ASPP at rate 12: 18 % read the input */
+    p.n = 64;
+    ASSERT_TRUE(TAPS(&p));
+    p.pad_t = p.pad_l = p.dil_h = p.dil_w = 6;   /* rate 6: (14 + 8 + 8) / 42 per axis, 51 % */
+    ASSERT_FALSE(TAPS(&p));
+    p.h = p.w = p.oh = p.ow = 9;   /* on 9x9: (9 + 3 + 3) / 27 per axis, 31 % */
+    ASSERT_TRUE(TAPS(&p));
+    p.groups = 2;
+    ASSERT_FALSE(TAPS(&p));
+    p.groups = 1;
+    p.pad_t = p.pad_l = p.dil_h = p.dil_w = 1;   /* undilated: never (3x3 on 2x2 would qualify) */
+    p.h = p.w = p.oh = p.ow = 2;
+    ASSERT_FALSE(TAPS(&p));
+    /* the backend_ops cases' shapes */
+    p = (struct k_conv2d){.n = 1, .c = 40, .h = 7, .w = 11, .oc = 20, .oh = 7, .ow = 11, .kh = 3, .kw = 3,
+                          .stride_h = 1, .stride_w = 1, .pad_t = 5, .pad_l = 8, .dil_h = 5, .dil_w = 8, .groups = 1};
+    ASSERT_TRUE(TAPS(&p));
+    p = (struct k_conv2d){.n = 1, .c = 3, .h = 5, .w = 6, .oc = 20, .oh = 5, .ow = 6, .kh = 3, .kw = 5,
+                          .stride_h = 1, .stride_w = 1, .pad_t = 4, .pad_l = 6, .dil_h = 4, .dil_w = 3, .groups = 1};
+    ASSERT_TRUE(TAPS(&p));
+#undef TAPS
+    return TEST_PASS;
+}
+
 TEST(kernels_conv2d_winograd)
 {
 #define WINOGRAD(p) (strcmp(kcpu_conv2d_method(p), "winograd gemm") == 0)

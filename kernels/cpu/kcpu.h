@@ -51,8 +51,8 @@ void kcpu_conv2d_f32(struct kcpu_threads *th, const struct k_conv2d *p,
                      const float *x, const float *packed_w, const float *bias,
                      const float *residual, float *y, void *scratch);
 /* How kcpu_conv2d_f32 computes p, for profiles: "direct gemm" (1x1),
- * "implicit gemm", "im2col gemm", "pixel-tile gemm", "winograd gemm" or
- * "depthwise direct". */
+ * "implicit gemm", "im2col gemm", "pixel-tile gemm", "winograd gemm",
+ * "reading taps gemm" (kcpu_conv_taps.h) or "depthwise direct". */
 const char *kcpu_conv2d_method(const struct k_conv2d *p);
 
 /* A 1x1 convolution pw (stride 1, unpadded, one group) and the depthwise

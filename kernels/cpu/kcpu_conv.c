@@ -35,6 +35,7 @@
  */
 #include <string.h>
 
+#include "kcpu_conv_taps.h"
 #include "kcpu_convpix.h"
 #include "kcpu_dwconv.h"
 #include "kcpu_impl.h"
@@ -170,6 +171,8 @@ size_t kcpu_conv2d_packed_floats(const struct k_conv2d *p)
 {
     if (kcpu_dwconv_applies(p))
         return kcpu_dwconv_packed_floats(p);
+    if (kcpu_conv_taps_applies(p))
+        return kcpu_conv_taps_packed_floats(p);
     if (kcpu_wino_applies(p))
         return kcpu_wino_packed_floats(p);
     struct conv_plan c = plan(p);
@@ -180,6 +183,10 @@ void kcpu_conv2d_pack(const struct k_conv2d *p, const float *w, float *packed)
 {
     if (kcpu_dwconv_applies(p)) {
         kcpu_dwconv_pack(p, w, packed);
+        return;
+    }
+    if (kcpu_conv_taps_applies(p)) {
+        kcpu_conv_taps_pack(p, w, packed);
         return;
     }
     if (kcpu_wino_applies(p)) {
@@ -197,6 +204,8 @@ const char *kcpu_conv2d_method(const struct k_conv2d *p)
                                         [PATH_IM2COL] = "im2col gemm"};
     if (kcpu_dwconv_applies(p))
         return p->groups > 1 ? "depthwise direct" : "direct";
+    if (kcpu_conv_taps_applies(p))
+        return "reading taps gemm";
     if (kcpu_wino_applies(p))
         return "winograd gemm";
     return kcpu_convpix_applies(p) ? "pixel-tile gemm" : NAMES[plan(p).path];
@@ -211,6 +220,8 @@ size_t kcpu_conv2d_scratch_bytes(const struct k_conv2d *p, int threads)
 {
     if (kcpu_dwconv_applies(p))
         return kcpu_dwconv_scratch_bytes(p, threads);
+    if (kcpu_conv_taps_applies(p))
+        return kcpu_conv_taps_scratch_bytes(p, threads);
     if (kcpu_wino_applies(p))
         return kcpu_wino_scratch_bytes(p, threads);
     int64_t most = 0;
@@ -398,6 +409,10 @@ void kcpu_conv2d_f32(struct kcpu_threads *th, const struct k_conv2d *p,
 {
     if (kcpu_dwconv_applies(p)) {
         kcpu_dwconv_f32(th, p, x, packed_w, bias, residual, y, scratch);
+        return;
+    }
+    if (kcpu_conv_taps_applies(p)) {
+        kcpu_conv_taps_f32(th, p, x, packed_w, bias, residual, y, scratch);
         return;
     }
     if (kcpu_wino_applies(p)) {

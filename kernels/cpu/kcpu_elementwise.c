@@ -12,7 +12,7 @@ void kcpu_act_scalar(enum k_act act, int64_t count, const float *x, float *y)
         y[i] = kcpu_act1(act, x[i]);
 }
 
-static void act_run(enum k_act act, int64_t count, const float *x, float *y)
+void kcpu_act_run(enum k_act act, int64_t count, const float *x, float *y)
 {
     switch (kcpu_isa()) {
     case KCPU_ISA_AVX512:
@@ -70,7 +70,7 @@ static void act_task(void *arg, int64_t task, int thread)
 {
     const struct ew_job *j = arg;
     int64_t i = task * KCPU_CHUNK;
-    act_run(j->act, kcpu_min64(KCPU_CHUNK, j->count - i), j->a + i, j->y + i);
+    kcpu_act_run(j->act, kcpu_min64(KCPU_CHUNK, j->count - i), j->a + i, j->y + i);
 }
 
 void kcpu_act_f32(struct kcpu_threads *th, enum k_act act, int64_t count,

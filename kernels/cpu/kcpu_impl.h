@@ -46,7 +46,9 @@
  * Columns j are mapped to outputs in two levels, images then rows:
  *     img = j / seg_len, row = j % seg_len / row_len, col = j % seg_len % row_len
  * and only row < rows_valid, col < row_valid are real outputs, stored at
- *     c[img * seg_stride + row * row_valid + col + i * ldc].
+ *     c[img * seg_stride + row * row_stride + col + i * ldc]
+ * (row_stride 0 meaning row_valid: output rows back to back; more when the
+ * outputs are a rectangle inside a larger map).
  * A plain row-major matrix has one huge segment and row; the im2col path's
  * NCHW batch has seg_len = row_len = row_valid = oh * ow, rows_valid = 1;
  * the implicit path's columns cover a padded grid whose extra rows and
@@ -61,7 +63,7 @@ struct kcpu_gemm {
     const int64_t *boff;   /* [k] or NULL */
     int64_t ldb, b_strip;
     int64_t j0, n;
-    int64_t seg_len, seg_stride, row_len, row_valid, rows_valid, ldc;
+    int64_t seg_len, seg_stride, row_len, row_valid, rows_valid, row_stride, ldc;
     float *c;
     const float *res;      /* or NULL */
     const float *bias_row; /* [m] or NULL */
@@ -98,7 +100,7 @@ static inline int64_t kcpu_gemm_next_run(const struct kcpu_gemm *g, int64_t j, i
         } else {
             int64_t len = g->row_valid - col;
             *first = j;
-            *off = img * g->seg_stride + row * g->row_valid + col;
+            *off = img * g->seg_stride + row * (g->row_stride ? g->row_stride : g->row_valid) + col;
             return len < end - j ? len : end - j;
         }
     }
@@ -171,6 +173,9 @@ void kcpu_sum_pixels_nhwc_q8_avx512(int64_t hw, int64_t c, const int8_t *x, int6
 void kcpu_max_pool_2x2_avx512(const struct k_pool2d *p, int s8, const void *x, void *y);
 
 /* Vectorised element-wise loops; y may alias x, a or b element for element. */
+/* y = act(x) for count elements on the calling thread, vectorised per ISA
+ * (kcpu_elementwise.c); y may be x. */
+void kcpu_act_run(enum k_act act, int64_t count, const float *x, float *y);
 void kcpu_act_scalar(enum k_act act, int64_t count, const float *x, float *y);
 void kcpu_act_avx2(enum k_act act, int64_t count, const float *x, float *y);
 void kcpu_act_avx512(enum k_act act, int64_t count, const float *x, float *y);
