@@ -348,10 +348,12 @@ static void build_unary(struct gb *b, const struct op_case *c)
     gb_output(b, gb_done(b, n));
 }
 
-/* transpose of [N, 2, 3, 4, 5] by perm a[0..3] of the dims after the batch */
+/* transpose of [N, 2, 3, 4, 5] (or [N, a[4..7]] when a[4] is set) by perm
+ * a[0..3] of the dims after the batch */
 static void build_transpose(struct gb *b, const struct op_case *c)
 {
-    int x = gb_input(b, 5, (int64_t[]){2, 3, 4, 5});
+    const int *a = c->a;
+    int x = gb_input(b, 5, a[4] ? (int64_t[]){a[4], a[5], a[6], a[7]} : (int64_t[]){2, 3, 4, 5});
     struct rt_node *n = gb_node(b, RT_OP_TRANSPOSE, 1, &x);
     for (int i = 0; i < 4; i++)
         n->a.perm[i] = c->a[i];
@@ -680,6 +682,11 @@ static const struct op_case CASES[] = {
     {"binary pow constant base", P_FLOAT, -1, 1, build_binary, {K_BIN_POW, 2}},
     {"transpose last axis moved", P_ALL, -1, 1, build_transpose, {3, 0, 1, 2}},
     {"transpose last axis kept", P_FLOAT, -1, 1, build_transpose, {2, 0, 1, 3}},
+    /* the tiled matrix transpose, after axes of 1 go and adjacent ones merge */
+    {"transpose NCHW to NHWC", P_ALL, -1, 1, build_transpose, {1, 2, 3, 0, 5, 7, 9, 11}},
+    {"transpose last two, batched matrices", P_FLOAT, -1, 1, build_transpose, {0, 1, 3, 2}},
+    {"transpose 300x70 between axes of 1", P_FLOAT, -1, 1, build_transpose, {0, 2, 1, 3, 1, 300, 70, 1}},
+    {"transpose axes of 1 moved too", P_FLOAT, -1, 1, build_transpose, {2, 3, 0, 1, 3, 1, 1, 5}},
     {"reduce sum inner axis", P_FLOAT, -1, 1, build_reduce, {K_RED_SUM, 1, 1, 1}},
     {"reduce mean last two", P_ALL, -1, 1, build_reduce, {K_RED_MEAN, 1, 2, 0}},
     {"reduce max first", P_FLOAT, -1, 1, build_reduce, {K_RED_MAX, 0, 1, 1}},

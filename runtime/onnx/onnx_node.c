@@ -241,8 +241,10 @@ int onnx_readers(const struct onnx_ctx *c, const char *name)
     for (size_t i = 0; i < c->graph->n_node; i++)
         for (size_t j = 0; j < c->graph->node[i]->n_input; j++)
             n += strcmp(c->graph->node[i]->input[j], name) == 0;
-    for (size_t i = 0; i < c->graph->n_output; i++)
-        n += strcmp(c->graph->output[i]->name, name) == 0;
+    for (size_t i = 0; i < c->graph->n_output; i++) {
+        const char *out = c->graph->output[i]->name;   /* NULL when absent (refused later) */
+        n += out && strcmp(out, name) == 0;
+    }
     return n;
 }
 

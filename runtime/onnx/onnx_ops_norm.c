@@ -142,9 +142,11 @@ static bool is_deviation_of(const struct onnx_ctx *c, int t, int d, int rank, in
         return false;
     add = onnx_producer(c, sq->inputs[0]);
     const struct rt_weight *w = add ? &add->w[RT_W_WEIGHT] : NULL;
+    int64_t elems = 1;
+    for (int i = 0; w && i < w->shape.rank; i++)
+        elems *= w->shape.dims[i];
     if (!add || add->op != RT_OP_BINARY || add->a.binary.op != K_BIN_ADD || add->n_inputs != 1 || !w->data ||
-        w->shape.rank > 1 || (w->shape.rank == 1 && w->shape.dims[0] != 1) || !(w->data[0] >= 0) ||
-        !isfinite(w->data[0]))
+        elems != 1 || !(w->data[0] >= 0) || !isfinite(w->data[0]))
         return false;
     var = trailing_mean(c, add->inputs[0], rank);
     d2 = var ? onnx_producer(c, var->inputs[0]) : NULL;
