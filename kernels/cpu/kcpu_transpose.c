@@ -57,19 +57,19 @@ static void transpose_task(void *arg, int64_t task, int thread)
 static struct k_transpose merged(const struct k_transpose *p)
 {
     struct k_transpose q = {.n = p->n};
-    int keep[K_BINARY_MAX_DIMS], renum[K_BINARY_MAX_DIMS], kept = 0;
+    int keep[K_BINARY_MAX_DIMS] = {0}, renum[K_BINARY_MAX_DIMS] = {0}, kept = 0;
     for (int d = 0; d < p->rank; d++)   /* input axes left, renumbered */
         renum[d] = p->dims[d] == 1 ? -1 : kept++;
     for (int k = 0, m = 0; k < p->rank; k++)
         if (renum[p->perm[k]] >= 0)
             keep[m++] = renum[p->perm[k]];
-    int64_t dims[K_BINARY_MAX_DIMS];
+    int64_t dims[K_BINARY_MAX_DIMS] = {0};
     for (int d = 0, m = 0; d < p->rank; d++)
         if (p->dims[d] != 1)
             dims[m++] = p->dims[d];
     /* output axis k joins k - 1 where its input axis follows k - 1's */
-    int group[K_BINARY_MAX_DIMS], first_in[K_BINARY_MAX_DIMS], groups = 0;
-    int64_t gdims[K_BINARY_MAX_DIMS];
+    int group[K_BINARY_MAX_DIMS] = {0}, first_in[K_BINARY_MAX_DIMS] = {0}, groups = 0;
+    int64_t gdims[K_BINARY_MAX_DIMS] = {0};
     for (int k = 0; k < kept; k++) {
         if (k > 0 && keep[k] == keep[k - 1] + 1) {
             gdims[groups - 1] *= dims[keep[k]];
