@@ -49,6 +49,23 @@ static char *read_text(const char *dir, const char *file, size_t *len)
     return buf;
 }
 
+/* The source model.json: the folder's, or for an ONNX folder without one
+ * an empty object (the writer then takes the inputs and outputs from the
+ * ONNX graph). */
+static char *source_json(const char *dir, size_t *len)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/model.json", dir);
+    if (access(path, F_OK) != 0) {
+        snprintf(path, sizeof(path), "%s/model.onnx", dir);
+        if (access(path, F_OK) == 0) {
+            *len = 2;
+            return strdup("{}");
+        }
+    }
+    return read_text(dir, "model.json", len);
+}
+
 static bool make_dir(const char *dir)
 {
     if (mkdir(dir, 0755) == 0 || errno == EEXIST)
@@ -113,7 +130,7 @@ bool ctl_calibrate(const char *dir, int images, const char *calib_dir, int threa
         fprintf(stderr, "inferctl: %s: calibration needs an fp32 model with one image input\n", dir);
         goto done;
     }
-    if (!(c->json = read_text(dir, "model.json", &c->json_len)))
+    if (!(c->json = source_json(dir, &c->json_len)))
         goto done;
     const struct rt_graph *g = rt_model_graph(c->model);
     int batch = cfg->max_batch_size, in_elems = (int)cfg->inputs[0].sample_elems;
@@ -190,7 +207,7 @@ bool ctl_convert(const char *dir, enum rt_precision prec, const char *out_dir)
     struct rt_backend *b = NULL;
     struct rt_model *m = NULL;
     size_t len = 0;
-    char *json = read_text(dir, "model.json", &len), name[RT_NAME_MAX];
+    char *json = source_json(dir, &len), name[RT_NAME_MAX];
     bool ok = false;
     if (!json || !make_dir(out_dir))
         goto done;

@@ -206,6 +206,24 @@ static cJSON *write_nodes(struct wlist *l, const struct rt_graph *g, enum rt_pre
     return nodes;
 }
 
+/* Inputs or outputs as model.json declares them. */
+static cJSON *io_list(const struct rt_io_desc *io, int n)
+{
+    cJSON *list = cJSON_CreateArray();
+    bool ok = list != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        cJSON *o = cJSON_CreateObject(), *dims = NULL;
+        ok = o && cJSON_AddItemToArray(list, o) && cJSON_AddStringToObject(o, "name", io[i].name) &&
+             cJSON_AddStringToObject(o, "datatype", rt_dtype_kserve_name(io[i].dtype)) &&
+             (dims = cJSON_AddArrayToObject(o, "shape"));
+        for (int d = 0; ok && d < io[i].shape.rank; d++)
+            ok = cJSON_AddItemToArray(dims, cJSON_CreateNumber((double)io[i].shape.dims[d]));
+    }
+    if (!ok)
+        cJSON_Delete(list);
+    return ok ? list : NULL;
+}
+
 /* Sets root[key], keeping its place when present. */
 static bool set_item(cJSON *root, const char *key, cJSON *item)
 {
@@ -356,6 +374,14 @@ enum rt_status rt_model_write(const char *dir, const char *source_json, size_t s
     bool ok = set_item(root, "name", cJSON_CreateString(opt->name)) &&
               set_item(root, "precision", cJSON_CreateString(rt_precision_name(opt->precision))) &&
               set_item(root, "nodes", write_nodes(&l, g, opt->precision));
+    /* A source without them (an ONNX folder's model.json, or none): the
+     * model's own, as it was loaded. */
+    if (ok && !cJSON_GetObjectItemCaseSensitive(root, "format_version"))
+        ok = set_item(root, "format_version", cJSON_CreateNumber(1));
+    if (ok && !cJSON_GetObjectItemCaseSensitive(root, "inputs"))
+        ok = set_item(root, "inputs", io_list(cfg->inputs, cfg->n_inputs));
+    if (ok && !cJSON_GetObjectItemCaseSensitive(root, "outputs"))
+        ok = set_item(root, "outputs", io_list(cfg->outputs, cfg->n_outputs));
     cJSON_DeleteItemFromObjectCaseSensitive(root, "quantization");
     if (ok && opt->precision == RT_PRECISION_INT8)
         ok = set_item(root, "quantization", quantization(g, opt));

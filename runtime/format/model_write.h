@@ -25,7 +25,9 @@ struct rt_write_options {
 /* Writes dir/model.json, dir/model.safetensors and, when cfg has labels,
  * dir/labels.txt; dir must exist. model.json keeps every serving setting of
  * source_json (the source model.json) and replaces name, precision, nodes
- * and quantization. The graph must be an FP32 one (no quantize nodes); a
+ * and quantization; format_version, inputs and outputs it lacks (an ONNX
+ * folder's model.json, or "{}" for none) come from cfg. The graph must be
+ * an FP32 one (no quantize nodes); a
  * graph with ops model.json cannot name (an ONNX graph's binary, unary,
  * reduce, ...) is refused with RT_ERR_UNSUPPORTED, nothing written. */
 enum rt_status rt_model_write(const char *dir, const char *source_json, size_t source_len,
