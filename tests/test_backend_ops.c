@@ -701,6 +701,8 @@ static const struct op_case CASES[] = {
     {"slice middle dim step 2", P_FLOAT, -1, 1, build_slice, {1, 1, 2, 3}},
     {"slice last dim reversed", P_ALL, -1, 1, build_slice, {2, 4, -1, 5}},
     {"slice first dim", P_FLOAT, -1, 1, build_slice, {0, 2, 1, 1}},
+    {"slice last dim step 1 (attention's q, k, v)", P_ALL, -1, 1, build_slice, {2, 1, 1, 3}},
+    {"slice middle dim step 1", P_FLOAT, -1, 1, build_slice, {1, 2, 1, 4}},
     {"pad constant", P_FLOAT, -1, 1, build_pad, {K_PAD_CONSTANT, 1, 0, 2, 0, 3, 1}},
     {"pad edge", P_FLOAT, -1, 1, build_pad, {K_PAD_EDGE, 0, 2, 3, 1, 1, 4}},
     {"pad reflect", P_ALL, -1, 1, build_pad, {K_PAD_REFLECT, 2, 3, 4, 1, 0, 2}},

@@ -181,6 +181,9 @@ void kcpu_act_avx2(enum k_act act, int64_t count, const float *x, float *y);
 void kcpu_act_avx512(enum k_act act, int64_t count, const float *x, float *y);
 void kcpu_add_avx2(int64_t count, const float *a, const float *b, float *y);
 void kcpu_add_avx512(int64_t count, const float *a, const float *b, float *y);
+/* y = softmax(x) along len contiguous elements (kcpu_softmax.c); y may be x. */
+void kcpu_softmax_row_avx2(int64_t len, const float *x, float *y);
+void kcpu_softmax_row_avx512(int64_t len, const float *x, float *y);
 /* dst = the sum of w[k] * rows[k] over n rows of len elements (resampling's
  * row blend, kcpu_resize.c). */
 void kcpu_blend_rows_scalar(int n, const float *const *rows, const float *w, int64_t len, float *dst);

@@ -1,7 +1,9 @@
 /*
  * kcpu_softmax.c - softmax and log-softmax along one axis on the CPU
  * (kcpu.h): rows of the axis split over the threads; max-subtracted,
- * summed in double.
+ * summed in double. A softmax along the last axis (attention's, a
+ * classifier's) runs vectorised per ISA (softmax_avx2.c,
+ * softmax_avx512.c: a vector exp, summed in float lanes).
  */
 #include <math.h>
 
@@ -54,7 +56,12 @@ static void softmax_task(void *arg, int64_t task, int thread)
     for (int64_t r = task * j->rows_per_task; r < end; r++) {
         int64_t o = r / p->inner, in = r % p->inner;
         int64_t base = o * p->axis_len * p->inner + in;
-        (p->log ? log_softmax_row : softmax_row)(p->axis_len, p->inner, j->x + base, j->y + base);
+        if (p->inner == 1 && !p->log && kcpu_isa() == KCPU_ISA_AVX512)
+            kcpu_softmax_row_avx512(p->axis_len, j->x + base, j->y + base);
+        else if (p->inner == 1 && !p->log && kcpu_isa() == KCPU_ISA_AVX2)
+            kcpu_softmax_row_avx2(p->axis_len, j->x + base, j->y + base);
+        else
+            (p->log ? log_softmax_row : softmax_row)(p->axis_len, p->inner, j->x + base, j->y + base);
     }
 }
 

@@ -41,13 +41,13 @@ void kcpu_layer_norm_row_avx2(int64_t n, float eps, const float *x, const float 
     stats[1] = 1 / sqrtf((hsum(sq) + sqtail) / (float)n - c * c + eps);
     if (!y)
         return;
-    __m256 vmean = _mm256_set1_ps(stats[0]), vinv = _mm256_set1_ps(stats[1]);
+    __m256 vc = _mm256_set1_ps(c), vinv = _mm256_set1_ps(stats[1]);
     __m256 one = _mm256_set1_ps(1), zero = _mm256_setzero_ps();
-    for (i = 0; i < body; i += 8) {
-        __m256 v = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmean), vinv);
+    for (i = 0; i < body; i += 8) {   /* (x - m0) - c: see kcpu_layer_norm.c */
+        __m256 v = _mm256_mul_ps(_mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm), vc), vinv);
         __m256 vs = s ? _mm256_loadu_ps(s + i) : one, vb = b ? _mm256_loadu_ps(b + i) : zero;
         _mm256_storeu_ps(y + i, _mm256_fmadd_ps(v, vs, vb));
     }
     for (; i < n; i++)
-        y[i] = (x[i] - stats[0]) * stats[1] * (s ? s[i] : 1.0f) + (b ? b[i] : 0.0f);
+        y[i] = (x[i] - mean - c) * stats[1] * (s ? s[i] : 1.0f) + (b ? b[i] : 0.0f);
 }

@@ -36,11 +36,11 @@ void kcpu_layer_norm_row_avx512(int64_t n, float eps, const float *x, const floa
     stats[1] = 1 / sqrtf(_mm512_reduce_add_ps(sq) / (float)n - c * c + eps);
     if (!y)
         return;
-    __m512 vmean = _mm512_set1_ps(stats[0]), vinv = _mm512_set1_ps(stats[1]);
+    __m512 vc = _mm512_set1_ps(c), vinv = _mm512_set1_ps(stats[1]);
     __m512 one = _mm512_set1_ps(1), zero = _mm512_setzero_ps();
-    for (i = 0; i < n; i += 16) {
+    for (i = 0; i < n; i += 16) {   /* (x - m0) - c: see kcpu_layer_norm.c */
         __mmask16 k = i + 16 <= n ? (__mmask16)0xffff : m;
-        __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vmean), vinv);
+        __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm), vc), vinv);
         __m512 vs = s ? _mm512_maskz_loadu_ps(k, s + i) : one, vb = b ? _mm512_maskz_loadu_ps(k, b + i) : zero;
         _mm512_mask_storeu_ps(y + i, k, _mm512_fmadd_ps(v, vs, vb));
     }

@@ -12,7 +12,8 @@ whose shape the export computes at run time (Shape, Gather, Div, Cast,
 Unsqueeze, Concat: folded at load); ConvNeXt's LayerNorm as exported
 (ReduceMean, Sub, Pow, Sqrt, Div) and its exact GELU (Erf); and two
 segmentation models (their "out" map), whose bilinear Resize takes its
-size from the input's shape.
+size from the input's shape; and ViT-B/16 with a fixed batch of one
+(its attention, LayerNorms and exact GELUs as exported).
 
     make test-onnx-exports      (/usr/bin/python3 with python3-torch, python3-torchvision, python3-onnx)
 """
@@ -40,7 +41,21 @@ MODELS = {
         weights=None, weights_backbone=None),
     "deeplabv3_mobilenet_v3_large": lambda: torchvision.models.segmentation.deeplabv3_mobilenet_v3_large(
         weights=None, weights_backbone=None, aux_loss=False),
+    "vit_b_16": lambda: vit_with_a_head(),
 }
+# Exported with a fixed batch of one: attention moves the batch off the first
+# axis, so inferd runs these whole (docs/onnx.md, "Batch dimension").
+FIXED = {"vit_b_16"}
+
+
+def vit_with_a_head():
+    """ViT-B/16 with random classifier weights: torchvision starts its head at
+    zero, whose output (all zeros) would match anything."""
+    model = torchvision.models.vit_b_16()
+    with torch.no_grad():
+        model.heads.head.weight.normal_(0, 0.02)
+        model.heads.head.bias.normal_(0, 0.02)
+    return model
 
 
 class MainOutput(torch.nn.Module):
@@ -59,14 +74,14 @@ def export(root):
     for name, make in MODELS.items():
         torch.manual_seed(0)
         model = MainOutput(make().eval()).eval()
-        x = torch.randn(2, 3, 224, 224)
+        x = torch.randn(1 if name in FIXED else 2, 3, 224, 224)
         with torch.no_grad():
             y = model(x)
         folder = os.path.join(root, name)
         data = os.path.join(folder, "test_data_set_0")
         os.makedirs(data, exist_ok=True)
         torch.onnx.export(model, x, os.path.join(folder, "model.onnx"), input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}}, opset_version=13)
+                          dynamic_axes=None if name in FIXED else {"x": {0: "N"}, "y": {0: "N"}}, opset_version=13)
         with open(os.path.join(data, "input_0.pb"), "wb") as f:
             f.write(numpy_helper.from_array(x.numpy(), "x").SerializeToString())
         with open(os.path.join(data, "output_0.pb"), "wb") as f:
