@@ -78,6 +78,17 @@ static inline simde__m512i emu_cvtps_epi32(simde__m512 a)
     return simde_mm512_loadu_si512(v);
 }
 
+/* The largest lane (the maximum is the same in any order). */
+static inline float emu_reduce_max_ps(simde__m512 a)
+{
+    float f[16], m;
+    simde_mm512_storeu_ps(f, a);
+    m = f[0];
+    for (int i = 1; i < 16; i++)
+        m = f[i] > m ? f[i] : m;
+    return m;
+}
+
 /* GCC's order: upper and lower 256 bits, then 128, then pairs. */
 static inline float emu_reduce_add_ps(simde__m512 a)
 {
@@ -138,6 +149,8 @@ static inline simde__m512 emu_cvtph_ps(simde__m256i a)
 #define _mm512_cvtps_epi32 emu_cvtps_epi32
 #undef _mm512_reduce_add_ps
 #define _mm512_reduce_add_ps emu_reduce_add_ps
+#undef _mm512_reduce_max_ps
+#define _mm512_reduce_max_ps emu_reduce_max_ps
 #undef _mm512_alignr_epi32
 #define _mm512_alignr_epi32 emu_alignr_epi32
 #undef _mm512_cvtps_ph
