@@ -235,9 +235,10 @@ TEST(onnx_model_folder_with_serving_json)
     return TEST_PASS;
 }
 
-/* MatMul then Add of a constant row loads as one linear with a bias, which
- * model.json can hold: written and read back, the model computes the same. */
-TEST(onnx_linear_bias_written_as_model_json)
+/* The small ONNX folder loaded, written as model.json spliced into source
+ * json, and loaded back: y[0] and y[1] receive the two models' outputs for
+ * the same two samples, *back_cfg the written model's configuration. */
+static enum test_result written_and_back(const char *json, float y[2][6], struct rt_model_config *back_cfg)
 {
     char dir[256], out[256];
     ASSERT_TRUE(small_onnx_folder(dir, sizeof(dir)));
@@ -248,17 +249,15 @@ TEST(onnx_linear_bias_written_as_model_json)
     ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 1}, &b, &err), RT_OK);
     enum rt_status s = rt_model_load(dir, b, &m, &err);
     TEST_FAIL_IF(s != RT_OK, "%s", err.msg);
-    /* the source model.json declares the tensors (as inferctl convert's would) */
-    static const char JSON[] = "{\"format_version\": 1, \"inputs\": [{\"name\": \"x\", \"datatype\": \"FP32\", "
-                               "\"shape\": [-1, 4]}], \"outputs\": [{\"name\": \"y\", \"datatype\": \"FP32\", "
-                               "\"shape\": [-1, 3]}]}";
     const char *slash = strrchr(out, '/');
     struct rt_write_options wo = {.name = slash ? slash + 1 : out, .precision = RT_PRECISION_FP32};
-    s = rt_model_write(out, JSON, strlen(JSON), rt_model_config(m), rt_model_graph(m), &wo, &err);
+    s = rt_model_write(out, json, strlen(json), rt_model_config(m), rt_model_graph(m), &wo, &err);
     TEST_FAIL_IF(s != RT_OK, "%s", err.msg);
     s = rt_model_load(out, b, &back, &err);
     TEST_FAIL_IF(s != RT_OK, "%s", err.msg);
-    float x[8] = {1, 2, 3, 4, -1, 0, 1, 0}, y[2][6] = {{0}};
+    *back_cfg = *rt_model_config(back);
+    back_cfg->labels = NULL;   /* owned by the model, freed below */
+    float x[8] = {1, 2, 3, 4, -1, 0, 1, 0};
     struct rt_model *both[2] = {m, back};
     for (int k = 0; k < 2; k++) {
         struct rt_session *sess;
@@ -266,11 +265,6 @@ TEST(onnx_linear_bias_written_as_model_json)
         ASSERT_EQ_INT(rt_session_run(sess, 2, (const float *const[]){x}, (float *const[]){y[k]}, &err), RT_OK);
         rt_session_free(sess);
     }
-    for (int i = 0; i < 6; i++)
-        ASSERT_NEAR(y[1][i], y[0][i], 1e-7);
-    /* softmax(x . w + b) of the first row, by hand */
-    double z[3] = {1 + 0.5, 2, 3 - 0.5}, sum = exp(z[0]) + exp(z[1]) + exp(z[2]);
-    ASSERT_NEAR(y[1][0], exp(z[0]) / sum, 1e-6);
     rt_model_free(m);
     rt_model_free(back);
     rt_backend_free(b);
@@ -279,48 +273,43 @@ TEST(onnx_linear_bias_written_as_model_json)
     return TEST_PASS;
 }
 
+/* MatMul then Add of a constant row loads as one linear with a bias, which
+ * model.json can hold: written and read back, the model computes the same. */
+TEST(onnx_linear_bias_written_as_model_json)
+{
+    /* the source model.json declares the tensors (as a hand-written one would) */
+    static const char JSON[] = "{\"format_version\": 1, \"inputs\": [{\"name\": \"x\", \"datatype\": \"FP32\", "
+                               "\"shape\": [-1, 4]}], \"outputs\": [{\"name\": \"y\", \"datatype\": \"FP32\", "
+                               "\"shape\": [-1, 3]}]}";
+    float y[2][6] = {{0}};
+    struct rt_model_config cfg;
+    if (written_and_back(JSON, y, &cfg) != TEST_PASS)
+        return TEST_FAIL;
+    for (int i = 0; i < 6; i++)
+        ASSERT_NEAR(y[1][i], y[0][i], 1e-7);
+    /* softmax(x . w + b) of the first row, by hand */
+    double z[3] = {1 + 0.5, 2, 3 - 0.5}, sum = exp(z[0]) + exp(z[1]) + exp(z[2]);
+    ASSERT_NEAR(y[1][0], exp(z[0]) / sum, 1e-6);
+    return TEST_PASS;
+}
+
 /* An ONNX folder without model.json (inferctl convert passes "{}" then):
  * the written model.json declares the ONNX graph's inputs and outputs, and
  * loads back computing the same. */
 TEST(onnx_written_as_model_json_without_a_source)
 {
-    char dir[256], out[256];
-    ASSERT_TRUE(small_onnx_folder(dir, sizeof(dir)));
-    ASSERT_TRUE(tmp_dir_make(out, sizeof(out)));
-    struct rt_error err = {0};
-    struct rt_backend *b;
-    struct rt_model *m = NULL, *back = NULL;
-    ASSERT_EQ_INT(rt_backend_create(RT_BACKEND_CPU, &(struct rt_backend_options){.threads = 1}, &b, &err), RT_OK);
-    enum rt_status s = rt_model_load(dir, b, &m, &err);
-    TEST_FAIL_IF(s != RT_OK, "%s", err.msg);
-    const char *slash = strrchr(out, '/');
-    struct rt_write_options wo = {.name = slash ? slash + 1 : out, .precision = RT_PRECISION_FP32};
-    s = rt_model_write(out, "{}", 2, rt_model_config(m), rt_model_graph(m), &wo, &err);
-    TEST_FAIL_IF(s != RT_OK, "%s", err.msg);
-    s = rt_model_load(out, b, &back, &err);
-    TEST_FAIL_IF(s != RT_OK, "%s", err.msg);
-    const struct rt_model_config *cfg = rt_model_config(back);
-    ASSERT_EQ_INT(cfg->n_inputs, 1);
-    ASSERT_STR_EQ(cfg->inputs[0].name, "x");
-    ASSERT_EQ_INT(cfg->inputs[0].shape.rank, 2);
-    ASSERT_EQ_INT(cfg->inputs[0].shape.dims[1], 4);
-    ASSERT_STR_EQ(cfg->outputs[0].name, "y");
-    ASSERT_EQ_INT(cfg->outputs[0].shape.dims[1], 3);
-    float x[8] = {1, 2, 3, 4, -1, 0, 1, 0}, y[2][6] = {{0}};
-    struct rt_model *both[2] = {m, back};
-    for (int k = 0; k < 2; k++) {
-        struct rt_session *sess;
-        ASSERT_EQ_INT(rt_session_create(both[k], &sess, &err), RT_OK);
-        ASSERT_EQ_INT(rt_session_run(sess, 2, (const float *const[]){x}, (float *const[]){y[k]}, &err), RT_OK);
-        rt_session_free(sess);
-    }
+    float y[2][6] = {{0}};
+    struct rt_model_config cfg;
+    if (written_and_back("{}", y, &cfg) != TEST_PASS)
+        return TEST_FAIL;
+    ASSERT_EQ_INT(cfg.n_inputs, 1);
+    ASSERT_STR_EQ(cfg.inputs[0].name, "x");
+    ASSERT_EQ_INT(cfg.inputs[0].shape.rank, 2);
+    ASSERT_EQ_INT(cfg.inputs[0].shape.dims[1], 4);
+    ASSERT_STR_EQ(cfg.outputs[0].name, "y");
+    ASSERT_EQ_INT(cfg.outputs[0].shape.dims[1], 3);
     for (int i = 0; i < 6; i++)
         ASSERT_NEAR(y[1][i], y[0][i], 1e-7);
-    rt_model_free(m);
-    rt_model_free(back);
-    rt_backend_free(b);
-    tmp_dir_remove(dir);
-    tmp_dir_remove(out);
     return TEST_PASS;
 }
 
