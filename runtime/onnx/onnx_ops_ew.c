@@ -261,11 +261,10 @@ static enum rt_status mul(struct onnx_ctx *c)
     }
     const struct onnx_value *x = NULL;   /* x of x * Sigmoid(x) or x * HardSigmoid(x) */
     bool swish = false;
-    if (c->version >= 7 && c->node->n_input == 2 && a && b) {
-        swish = is_sigmoid_of(c, b, a) || is_sigmoid_of(c, a, b);
-        x = is_sigmoid_of(c, b, a) || is_hard_sigmoid_of(c, b, a) ? a
-            : is_sigmoid_of(c, a, b) || is_hard_sigmoid_of(c, a, b) ? b
-                                                                   : NULL;
+    if (c->version >= 7 && c->node->n_input == 2 && a && b) {   /* each matcher once per side */
+        bool sig_b = is_sigmoid_of(c, b, a), sig_a = !sig_b && is_sigmoid_of(c, a, b);
+        swish = sig_b || sig_a;
+        x = sig_b || is_hard_sigmoid_of(c, b, a) ? a : sig_a || is_hard_sigmoid_of(c, a, b) ? b : NULL;
     }
     if (x) {
         struct rt_node *n = onnx_emit(c, swish ? RT_OP_SILU : RT_OP_HARDSWISH, 0, &x->shape);
