@@ -168,6 +168,8 @@ const struct k_conv2d TEST_MODEL_CONVS[] = {
     CONV(2, 96, 14, 96, 3, 2, 1, 7),   /* stride-2 3x3, 6 channel vectors */
     CONV(2, 160, 7, 64, 1, 1, 0, 7),   /* plain 1x1s with long reductions (pixel tiles) */
     CONV(1, 192, 14, 48, 1, 1, 0, 14),
+    CONV(1, 80, 7, 128, 3, 1, 1, 7),   /* 7x7 at batch 1: AVX-512 two-row tiles, depth in chunks, */
+    CONV(1, 64, 14, 128, 3, 2, 1, 7),  /* a band copied once for its channel blocks; and strided */
 };
 const int TEST_MODEL_CONV_COUNT = (int)(sizeof(TEST_MODEL_CONVS) / sizeof(TEST_MODEL_CONVS[0]));
 

@@ -494,9 +494,13 @@ TEST(kernels_conv2d_winograd)
     }
     ASSERT_EQ_INT(kcpu_isa(), before);
     struct k_conv2d q = p;
-    q.c = q.oc = 512, q.h = q.w = q.oh = q.ow = 7;   /* its last: 256 channels or more */
+    q.c = q.oc = 512, q.h = q.w = q.oh = q.ow = 7;   /* its last, 256 channels or more: Winograd's */
+    FOR_EACH_ISA(isa) {                               /* unless the hardware has AVX-512's two-row tiles */
+        ASSERT_EQ_INT(WINOGRAD(&q), kcpu_isa_hardware() != KCPU_ISA_AVX512);
+    }
+    q.oc = 80;                                        /* 5 channel vectors: one-row tiles */
     ASSERT_TRUE(WINOGRAD(&q));
-    q.c = 128;                                        /* a narrow map with fewer */
+    q.c = 128, q.oc = 512;                            /* a narrow map with fewer */
     ASSERT_FALSE(WINOGRAD(&q));
     q = p, q.c = q.oc = 32;                           /* resnet-mini's second stage */
     ASSERT_FALSE(WINOGRAD(&q));

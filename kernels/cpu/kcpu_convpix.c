@@ -25,6 +25,7 @@ struct pix_plan {
     int64_t pixels;            /* oh * ow */
     int64_t blocks;
     int64_t band_max;          /* output rows a band may have */
+    int two_rows;              /* AVX-512 tiles of two 7-pixel rows (kcpu_pix_tile.next_row) */
     int padded;                /* the input is copied into per-thread slices first */
     int64_t gh, gw;            /* rows and columns of a plane the taps read: a slice's, or the input's */
 };
@@ -46,8 +47,16 @@ static int block_vecs_up_to(const struct k_conv2d *p, int most)
     return 1;
 }
 
+int kcpu_convpix_two_row_tiles(const struct k_conv2d *p, int avx512)
+{
+    return avx512 && p->ow == 7 && p->oc % 32 == 0;
+}
+
 /* On AVX2 a block is one vector (kcpu_pix_tile_avx2). */
-static int block_vecs(const struct k_conv2d *p, int avx512) { return block_vecs_up_to(p, avx512 ? 4 : 1); }
+static int block_vecs(const struct k_conv2d *p, int avx512)
+{
+    return kcpu_convpix_two_row_tiles(p, avx512) ? 2 : block_vecs_up_to(p, avx512 ? 4 : 1);
+}
 
 /* Shapes the kernel computes, on any ISA (scratch is sized for them so
  * that the ISA may change after sizing). Measured against the GEMM paths
@@ -71,9 +80,10 @@ static int shape_fits(const struct k_conv2d *p, int avx512)
     if (p->groups != 1 || p->oc <= 0 || p->oc % 16 != 0 || p->stride_w > 2 ||
         taps < (p->kh == 1 && p->kw == 1 ? 16 : avx512 ? 64 : 9) || (int64_t)(p->kh - 1) * p->dil_h > 8)
         return 0;
+    const int vecs = block_vecs_up_to(p, avx512 ? 4 : 1);   /* the channels' blocks, before any two-row tiles */
     if (plain_1x1)   /* where the GEMM's last strip is part-empty and the reduction long */
-        return block_vecs(p, avx512) >= 3 && pixels <= (int64_t)14 * 14 && p->c >= 128;
-    return block_vecs(p, avx512) <= 2 || pixels <= (int64_t)28 * 28;
+        return vecs >= 3 && pixels <= (int64_t)14 * 14 && p->c >= 128;
+    return vecs <= 2 || pixels <= (int64_t)28 * 28;
 }
 
 int kcpu_convpix_applies(const struct k_conv2d *p)
@@ -88,6 +98,7 @@ static struct pix_plan plan_vecs(const struct k_conv2d *p, int vecs, int avx512)
 {
     struct pix_plan c;
     c.vecs = vecs;
+    c.two_rows = vecs == 2 && kcpu_convpix_two_row_tiles(p, avx512);
     c.kg = (int64_t)p->c * p->kh * p->kw;
     c.pixels = (int64_t)p->oh * p->ow;
     /* Each output row in runs of near-equal length, none above what a tile holds. */
@@ -109,6 +120,8 @@ static struct pix_plan plan(const struct k_conv2d *p, int avx512)
     return plan_vecs(p, block_vecs(p, avx512), avx512);
 }
 
+#define HELD_STRIDE 8      /* int64s between the threads' held marks: a cache line */
+
 static int64_t table_floats(const struct pix_plan *c)
 {
     return kcpu_ceil_div(c->kg * (int64_t)sizeof(int64_t), 64) * 16;
@@ -127,7 +140,8 @@ size_t kcpu_convpix_scratch_bytes(const struct k_conv2d *p, int threads)
     if (!kcpu_convpix_fits_some_isa(p))
         return 0;
     struct pix_plan c = plan(p, 1);
-    return (size_t)(table_floats(&c) + threads * slice_floats(p, &c)) * sizeof(float) + 64;
+    return (size_t)(table_floats(&c) + threads * slice_floats(p, &c)) * sizeof(float) +
+           (size_t)threads * HELD_STRIDE * sizeof(int64_t) + 64;
 }
 
 struct pix_job {
@@ -137,6 +151,7 @@ struct pix_job {
     float *y;
     const int64_t *boff;
     float *slices;             /* per thread, when padded */
+    int64_t *held;             /* per thread, a line apart: 1 + the band its slice holds, or 0 */
     int64_t band_rows, bands;  /* output rows per band, bands per image */
     int64_t bands_per_task, groups;
     int64_t blocks_per_task;   /* channel blocks a task runs over each of its bands */
@@ -193,15 +208,27 @@ static void block_tiles(const struct pix_job *j, int64_t block, const float *top
         avx2_tiles(j, &t, top, img, ch0, oh0, oh1);
         return;
     }
-    for (int64_t oh = oh0; oh < oh1; oh++)
+    struct kcpu_pix_tile group[KCPU_PIX_GROUP];
+    int count = 0;
+    for (int64_t oh = oh0, rows; oh < oh1; oh += rows) {
+        rows = c->two_rows && oh + 1 < oh1 ? 2 : 1;
         for (int64_t ow = 0; ow < p->ow; ow += c->rows) {
             int64_t out = (img * p->oc + ch0) * c->pixels + oh * p->ow + ow;
-            t.pixels = (int)kcpu_min64(c->rows, p->ow - ow);
-            t.origin = top + (oh - oh0) * p->stride_h * c->gw + ow * p->stride_w;
-            t.y = j->y + out;
-            t.res = j->residual ? j->residual + out : NULL;
-            kcpu_pix_tile_avx512(&t);
+            struct kcpu_pix_tile *g = &group[count++];
+            *g = t;
+            g->pixels = rows == 2 ? 2 * p->ow : (int)kcpu_min64(c->rows, p->ow - ow);
+            g->next_row = rows == 2 ? p->stride_h * c->gw : 0;
+            g->origin = top + (oh - oh0) * p->stride_h * c->gw + ow * p->stride_w;
+            g->y = j->y + out;
+            g->res = j->residual ? j->residual + out : NULL;
+            if (count == KCPU_PIX_GROUP) {
+                kcpu_pix_tiles_avx512(group, count);
+                count = 0;
+            }
         }
+    }
+    if (count > 0)
+        kcpu_pix_tiles_avx512(group, count);
 }
 
 static void band_task(void *arg, int64_t task, int thread)
@@ -212,13 +239,17 @@ static void band_task(void *arg, int64_t task, int thread)
     int64_t block0 = task / j->groups * j->blocks_per_task, group = task % j->groups;
     int64_t block1 = kcpu_min64(c->blocks, block0 + j->blocks_per_task);
     float *slice = j->slices ? j->slices + thread * slice_floats(p, c) : NULL;
+    int64_t *held = j->held + (int64_t)thread * HELD_STRIDE;
     int64_t first = group * j->bands_per_task, last = kcpu_min64(p->n * j->bands, first + j->bands_per_task);
     for (int64_t band = first; band < last; band++) {
         int64_t img = band / j->bands, oh0 = band % j->bands * j->band_rows;
         int64_t oh1 = kcpu_min64(p->oh, oh0 + j->band_rows);
         /* Where output row oh0's windows start: the slice, or the input. */
         const float *top = j->x + (img * p->c * p->h + oh0 * p->stride_h) * p->w;
-        if (slice) {
+        /* The slice still holds this band where the thread's previous task
+         * was another channel block of it (a map of few rows at batch 1:
+         * each block's task copied the whole band again). */
+        if (slice && *held != band + 1) {
             struct kcpu_pix_band b = {
                 .x = j->x + img * p->c * p->h * p->w, .c = p->c, .h = p->h, .w = p->w,
                 .pad_t = p->pad_t, .pad_l = p->pad_l,
@@ -229,8 +260,10 @@ static void band_task(void *arg, int64_t task, int thread)
                 kcpu_pix_band_avx512(&b);
             else
                 kcpu_pix_band_avx2(&b);
-            top = slice;
+            *held = band + 1;
         }
+        if (slice)
+            top = slice;
         for (int64_t block = block0; block < block1; block++)
             block_tiles(j, block, top, img, oh0, oh1);
     }
@@ -261,7 +294,7 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
             }
         }
     }
-    /* Scratch: the tap offsets, then the threads' slices. */
+    /* Scratch: the tap offsets, the threads' slices, their held marks. */
     char *base = kcpu_align64(scratch);
     int64_t *boff = (int64_t *)(void *)base;
     for (int64_t ci = 0, k = 0; ci < p->c; ci++)
@@ -270,6 +303,8 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
                 boff[k++] = (ci * c->gh + ki * p->dil_h) * c->gw + kj * p->dil_w;
     j.boff = boff;
     j.slices = c->padded ? (float *)(void *)(base + table_floats(c) * (int64_t)sizeof(float)) : NULL;
+    j.held = (int64_t *)(void *)(base + (table_floats(c) + threads * slice_floats(p, c)) * (int64_t)sizeof(float));
+    memset(j.held, 0, (size_t)threads * HELD_STRIDE * sizeof(int64_t));
     /* Bands: an image split among the threads as above; tasks: one band
      * each, the pool deals them out in runs (never below
      * KCPU_MIN_TASK_MACS). */

@@ -6,8 +6,10 @@
  * 7x7 map fills 49 of 64 lanes, a padded grid computes columns it drops,
  * and im2col copies every window. Here the roles are turned round: a tile
  * is a run of up to 16 consecutive output pixels of one output row (on
- * AVX2 up to 6, carrying on across rows) by 16-64 output channels, the
- * channels in vectors. Per reduction step the
+ * AVX2 up to 6, carrying on across rows; on AVX-512 two whole rows of a
+ * 7-wide map) by 16-64 output channels, the channels in vectors. AVX-512
+ * runs a group of tiles over the depth in chunks, so that a chunk's
+ * weights are read from L1 by every tile of the group. Per reduction step the
  * kernel loads the weights of 16 channels once per vector and broadcasts
  * one input value per pixel (pixel r reads the first pixel's window plus
  * r * stride), so nothing is computed that is not an output. Inputs with
@@ -36,6 +38,11 @@ int kcpu_convpix_applies(const struct k_conv2d *p);
  * weights in panel pairs (kcpu_impl.h), whichever ISA runs them. */
 int kcpu_convpix_fits_some_isa(const struct k_conv2d *p);
 
+/* Whether the AVX-512 tiles (avx512 != 0) of p take two rows of a 7-wide
+ * map, 2 channel vectors by 14 pixels: 28 chains, as many as one-row tiles
+ * of 4 vectors by 7 pixels, with half the weight loads a pixel. */
+int kcpu_convpix_two_row_tiles(const struct k_conv2d *p, int avx512);
+
 /* Same contracts as kcpu_conv2d_scratch_bytes and kcpu_conv2d_f32
  * (kcpu.h), with kcpu_conv2d_pack's weights. */
 size_t kcpu_convpix_scratch_bytes(const struct k_conv2d *p, int threads);
@@ -60,6 +67,9 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
 /* One tile: pixels consecutive output pixels by vecs * 16 output
  * channels, on AVX-512 of one output row:
  *     out[o][r] = act(bias[o] + sum_k w[o][k] * origin[boff[k] + r * stride] + res[o][r])
+ * or of two whole 7-pixel rows (next_row > 0: 2 vectors, 14 pixels, pixel
+ * r >= 7 at origin + next_row + (r - 7) * stride; a 7-wide map in one-row
+ * tiles left half of a 14-pixel tile's chains idle),
  * and on AVX2 consecutive in the plane, across rows, pixel r's window at
  * origin + poff[r] instead (a 7-wide row was tiles of 4 and 3 pixels:
  * 8 and 6 chains of multiply-adds, too few for two FMA pipes), stored at
@@ -70,6 +80,8 @@ struct kcpu_pix_tile {
     int vecs;                  /* 1 .. 4 */
     int stride;                /* 1 or 2: the convolution's stride_w (AVX-512) */
     int pixels;                /* 1 .. kcpu_pix_rows(vecs) */
+    enum k_act act;
+    int64_t next_row;          /* AVX-512: 0, or a two-row tile's second row from origin */
     int64_t poff[KCPU_PIX_AVX2_ROWS];   /* AVX2: pixel r's window, from origin */
     int64_t k;
     const float *w;
@@ -80,7 +92,6 @@ struct kcpu_pix_tile {
     int64_t ldy;
     const float *res;          /* or NULL */
     float *y;
-    enum k_act act;
 };
 
 /* The most pixels a tile of vecs channel vectors holds: on AVX-512 its
@@ -92,7 +103,11 @@ static inline int kcpu_pix_rows(int vecs, int avx512)
     return avx512 ? ROWS[vecs] : KCPU_PIX_AVX2_ROWS;
 }
 
-void kcpu_pix_tile_avx512(const struct kcpu_pix_tile *t);
+/* AVX-512: count (1 .. KCPU_PIX_GROUP) tiles of one channel block (the
+ * same w, k, boff, vecs and stride), the depth in chunks that pass over
+ * every tile of the group while their weights are in L1. */
+#define KCPU_PIX_GROUP 8
+void kcpu_pix_tiles_avx512(const struct kcpu_pix_tile *tiles, int count);
 void kcpu_pix_tile_avx2(const struct kcpu_pix_tile *t);
 
 /* Rows [g0, g0 + rows) of the zero-padded grid of every channel of one

@@ -14,6 +14,7 @@
  */
 #include <string.h>
 
+#include "kcpu_convpix.h"
 #include "kcpu_wino.h"
 
 /* Tiles a task takes at most: 4096 / c rounded to whole 24-tile strips
@@ -36,12 +37,22 @@
 /* A map under 12 columns leaves the transforms' 8-tile vectors half
  * empty (7x7: 4 tiles a row): 64 -> 64 channels on 7x7 maps ran 0.83-1.2x
  * the pixel tile's speed, slower in resnet-mini; from 256 input channels
- * the GEMMs outweigh it (512 -> 512: 1.1-1.34x). */
+ * the GEMMs outweigh it (512 -> 512: 1.1-1.34x, Zen 3). Not where the
+ * hardware has AVX-512 and the pixel tile's two-row tiles take the map:
+ * ResNet-18's 512 -> 512 on 7x7 at batch 1 ran 610-670 us a layer in the
+ * model against Winograd's ~810 (16 tiles: its 16.8 MB of transformed
+ * weights stream from L3 with 16 multiply-adds per float; the direct
+ * weights are 9.4 MB with 49). On AVX2 Winograd stays: 890-950 us against
+ * the AVX2 pixel tile's 1,130 on the same Xeon. The hardware decides, not
+ * kcpu_isa(): the packed weights must not change with the ISA setting. */
 #define WINO_MIN_WIDTH 12
 #define WINO_NARROW_CHANNELS 256
 
 int kcpu_wino_applies(const struct k_conv2d *p)
 {
+    if (p->w < WINO_MIN_WIDTH &&
+        kcpu_convpix_two_row_tiles(p, kcpu_isa_hardware() == KCPU_ISA_AVX512) && kcpu_convpix_fits_some_isa(p))
+        return 0;
     return p->groups == 1 && p->kh == 3 && p->kw == 3 && p->stride_h == 1 && p->stride_w == 1 &&
            p->dil_h == 1 && p->dil_w == 1 && p->pad_t == 1 && p->pad_l == 1 && p->oh == p->h &&
            p->ow == p->w && p->c >= WINO_MIN_CHANNELS && p->oc >= WINO_MIN_CHANNELS && p->h >= 4 &&
