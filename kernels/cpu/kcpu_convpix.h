@@ -6,8 +6,8 @@
  * 7x7 map fills 49 of 64 lanes, a padded grid computes columns it drops,
  * and im2col copies every window. Here the roles are turned round: a tile
  * is a run of up to 16 consecutive output pixels of one output row (on
- * AVX2 up to 6, carrying on across rows; on AVX-512 two whole rows of a
- * 7-wide map) by 16-64 output channels, the channels in vectors. AVX-512
+ * AVX2 up to 6, carrying on across rows; on AVX-512 at batch 1 two whole
+ * rows of a 7-wide map) by 16-64 output channels, the channels in vectors. AVX-512
  * runs a group of tiles over the depth in chunks, so that a chunk's
  * weights are read from L1 by every tile of the group. Per reduction step the
  * kernel loads the weights of 16 channels once per vector and broadcasts
@@ -38,9 +38,10 @@ int kcpu_convpix_applies(const struct k_conv2d *p);
  * weights in panel pairs (kcpu_impl.h), whichever ISA runs them. */
 int kcpu_convpix_fits_some_isa(const struct k_conv2d *p);
 
-/* Whether the AVX-512 tiles (avx512 != 0) of p take two rows of a 7-wide
- * map, 2 channel vectors by 14 pixels: 28 chains, as many as one-row tiles
- * of 4 vectors by 7 pixels, with half the weight loads a pixel. */
+/* Whether at batch 1 the AVX-512 tiles (avx512 != 0) of p's shape take
+ * two rows of a 7-wide map, 2 channel vectors by 14 pixels: 28 chains, as
+ * many as one-row tiles of 4 vectors by 7 pixels, with half the weight
+ * loads a pixel. p->n is not read (kcpu_wino_applies asks, for every batch). */
 int kcpu_convpix_two_row_tiles(const struct k_conv2d *p, int avx512);
 
 /* Same contracts as kcpu_conv2d_scratch_bytes and kcpu_conv2d_f32
@@ -67,7 +68,7 @@ void kcpu_convpix_f32(struct kcpu_threads *th, const struct k_conv2d *p, const f
 /* One tile: pixels consecutive output pixels by vecs * 16 output
  * channels, on AVX-512 of one output row:
  *     out[o][r] = act(bias[o] + sum_k w[o][k] * origin[boff[k] + r * stride] + res[o][r])
- * or of two whole 7-pixel rows (next_row > 0: 2 vectors, 14 pixels, pixel
+ * or, at batch 1, of two whole 7-pixel rows (next_row > 0: 2 vectors, 14 pixels, pixel
  * r >= 7 at origin + next_row + (r - 7) * stride; a 7-wide map in one-row
  * tiles left half of a 14-pixel tile's chains idle),
  * and on AVX2 consecutive in the plane, across rows, pixel r's window at

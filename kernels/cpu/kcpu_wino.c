@@ -38,13 +38,16 @@
  * empty (7x7: 4 tiles a row): 64 -> 64 channels on 7x7 maps ran 0.83-1.2x
  * the pixel tile's speed, slower in resnet-mini; from 256 input channels
  * the GEMMs outweigh it (512 -> 512: 1.1-1.34x, Zen 3). Not where the
- * hardware has AVX-512 and the pixel tile's two-row tiles take the map:
- * ResNet-18's 512 -> 512 on 7x7 at batch 1 ran 610-670 us a layer in the
+ * hardware has AVX-512 and the pixel tile's two-row tiles take the map at
+ * batch 1: ResNet-18's 512 -> 512 on 7x7 ran 610-670 us a layer in the
  * model against Winograd's ~810 (16 tiles: its 16.8 MB of transformed
  * weights stream from L3 with 16 multiply-adds per float; the direct
- * weights are 9.4 MB with 49). On AVX2 Winograd stays: 890-950 us against
- * the AVX2 pixel tile's 1,130 on the same Xeon. The hardware decides, not
- * kcpu_isa(): the packed weights must not change with the ISA setting. */
+ * weights are 9.4 MB with 49). The packing cannot follow the batch, so
+ * larger ones lose: ResNet-50's at batch 16 took 11.2 ms a layer against
+ * Winograd's 9.3-10.0 (the model as a whole no slower, other layers
+ * gained). On AVX2 Winograd stays: 890-950 us against the AVX2 pixel
+ * tile's 1,130 on the same Xeon. The hardware decides, not kcpu_isa():
+ * the packed weights must not change with the ISA setting. */
 #define WINO_MIN_WIDTH 12
 #define WINO_NARROW_CHANNELS 256
 
