@@ -186,6 +186,20 @@ void kcpu_softmax_row_avx2(int64_t len, const float *x, float *y);
 void kcpu_softmax_row_avx512(int64_t len, const float *x, float *y);
 /* dst = the sum of w[k] * rows[k] over n rows of len elements (resampling's
  * row blend, kcpu_resize.c). */
+/* A row of an element-wise binary op in vectors (kcpu_binary.c): y[i] =
+ * a[i * sa] op b[i * sb] for i < len; 0 where taken, -1 where the op or the
+ * strides are not kcpu_binary_row_vectors' (the caller loops instead). y
+ * is a, b or apart from both. */
+static inline bool kcpu_binary_row_vectors(enum k_binop op, int64_t sa, int64_t sb)
+{
+    return (op == K_BIN_ADD || op == K_BIN_SUB || op == K_BIN_MUL || op == K_BIN_DIV) &&
+           ((sa == 1 && (sb == 0 || sb == 1)) || (sa == 0 && sb == 1));
+}
+int kcpu_binary_row_avx2(enum k_binop op, int64_t len, const float *a, int64_t sa, const float *b, int64_t sb,
+                         float *y);
+int kcpu_binary_row_avx512(enum k_binop op, int64_t len, const float *a, int64_t sa, const float *b, int64_t sb,
+                           float *y);
+
 void kcpu_blend_rows_scalar(int n, const float *const *rows, const float *w, int64_t len, float *dst);
 void kcpu_blend_rows_avx2(int n, const float *const *rows, const float *w, int64_t len, float *dst);
 void kcpu_blend_rows_avx512(int n, const float *const *rows, const float *w, int64_t len, float *dst);
