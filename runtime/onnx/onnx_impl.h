@@ -153,6 +153,10 @@ const struct rt_node *onnx_producer(const struct onnx_ctx *c, int t);
 /* How many nodes of the ONNX graph read the value named name, counting a
  * graph output as one more. */
 int onnx_readers(const struct onnx_ctx *c, const char *name);
+/* The constant of n where n (may be NULL) is a binary op of one tensor and
+ * a one-element constant, on either side (n->a.binary.const_left says
+ * which); else NULL. */
+const float *onnx_binary_scalar(const struct rt_node *n, enum k_binop op);
 
 /* Appends a runtime node writing tensor out (inputs still to fill). */
 struct rt_node *onnx_append_node(struct onnx_ctx *c, enum rt_op op, int out, const char *name);

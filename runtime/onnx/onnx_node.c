@@ -248,6 +248,17 @@ int onnx_readers(const struct onnx_ctx *c, const char *name)
     return n;
 }
 
+const float *onnx_binary_scalar(const struct rt_node *n, enum k_binop op)
+{
+    if (!n || n->op != RT_OP_BINARY || n->a.binary.op != op || n->n_inputs != 1 || !n->w[RT_W_WEIGHT].data)
+        return NULL;
+    const struct rt_shape *s = &n->w[RT_W_WEIGHT].shape;
+    int64_t elems = 1;
+    for (int d = 0; d < s->rank; d++)
+        elems *= s->dims[d];
+    return elems == 1 ? n->w[RT_W_WEIGHT].data : NULL;
+}
+
 /* A new runtime tensor, named after the ONNX name when that fits and is
  * free, else a generated name that carries its start. */
 static int new_tensor(struct onnx_ctx *c, const char *name)

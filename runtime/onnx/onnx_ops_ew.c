@@ -184,12 +184,8 @@ static enum rt_status sub(struct onnx_ctx *c) { return binary(c, K_BIN_SUB); }
  * on the right); *t receives the computed operand's tensor. */
 static bool op_by_scalar(const struct rt_node *n, enum k_binop op, double want, int *t)
 {
-    const struct rt_weight *w = n ? &n->w[RT_W_WEIGHT] : NULL;
-    int64_t elems = 1;
-    for (int d = 0; w && d < w->shape.rank; d++)
-        elems *= w->shape.dims[d];
-    if (!n || n->op != RT_OP_BINARY || n->a.binary.op != op || n->n_inputs != 1 || n->a.binary.const_left ||
-        !w->data || elems != 1 || !(fabs(w->data[0] - want) <= 1e-6 * fabs(want)))
+    const float *v = onnx_binary_scalar(n, op);
+    if (!v || n->a.binary.const_left || !(fabs(*v - want) <= 1e-6 * fabs(want)))
         return false;
     *t = n->inputs[0];
     return true;

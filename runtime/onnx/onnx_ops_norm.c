@@ -141,19 +141,15 @@ static bool is_deviation_of(const struct onnx_ctx *c, int t, int d, int rank, in
     if (!sq || sq->op != RT_OP_UNARY || sq->a.unary.op != K_UN_SQRT)
         return false;
     add = onnx_producer(c, sq->inputs[0]);
-    const struct rt_weight *w = add ? &add->w[RT_W_WEIGHT] : NULL;
-    int64_t elems = 1;
-    for (int i = 0; w && i < w->shape.rank; i++)
-        elems *= w->shape.dims[i];
-    if (!add || add->op != RT_OP_BINARY || add->a.binary.op != K_BIN_ADD || add->n_inputs != 1 || !w->data ||
-        elems != 1 || !(w->data[0] >= 0) || !isfinite(w->data[0]))
+    const float *e = onnx_binary_scalar(add, K_BIN_ADD);
+    if (!e || !(*e >= 0) || !isfinite(*e))
         return false;
     var = trailing_mean(c, add->inputs[0], rank);
     d2 = var ? onnx_producer(c, var->inputs[0]) : NULL;
     if (!d2 || var->a.reduce.first != first || d2->op != RT_OP_BINARY || d2->a.binary.op != K_BIN_MUL ||
         d2->n_inputs != 2 || d2->inputs[0] != d || d2->inputs[1] != d)
         return false;
-    *eps = w->data[0];
+    *eps = *e;
     return true;
 }
 
