@@ -238,7 +238,23 @@ TEST(onnx_model_folder_with_serving_json)
 /* The small ONNX folder loaded, written as model.json spliced into source
  * json, and loaded back: y[0] and y[1] receive the two models' outputs for
  * the same two samples, *back_cfg the written model's configuration. */
-static enum test_result written_and_back(const char *json, float y[2][6], struct rt_model_config *back_cfg)
+/* The first cap - 1 bytes of dir/model.json into text. */
+static bool read_model_json(const char *dir, char *text, size_t cap)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/model.json", dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(text, 1, cap - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return n > 0;
+}
+
+/* text (NULL: not wanted) receives up to cap bytes of the written model.json. */
+static enum test_result written_and_back(const char *json, float y[2][6], struct rt_model_config *back_cfg,
+                                         char *text, size_t cap)
 {
     char dir[256], out[256];
     ASSERT_TRUE(small_onnx_folder(dir, sizeof(dir)));
@@ -253,6 +269,8 @@ static enum test_result written_and_back(const char *json, float y[2][6], struct
     struct rt_write_options wo = {.name = slash ? slash + 1 : out, .precision = RT_PRECISION_FP32};
     s = rt_model_write(out, json, strlen(json), rt_model_config(m), rt_model_graph(m), &wo, &err);
     TEST_FAIL_IF(s != RT_OK, "%s", err.msg);
+    if (text)
+        ASSERT_TRUE(read_model_json(out, text, cap));
     s = rt_model_load(out, b, &back, &err);
     TEST_FAIL_IF(s != RT_OK, "%s", err.msg);
     *back_cfg = *rt_model_config(back);
@@ -283,7 +301,7 @@ TEST(onnx_linear_bias_written_as_model_json)
                                "\"shape\": [-1, 3]}]}";
     float y[2][6] = {{0}};
     struct rt_model_config cfg;
-    if (written_and_back(JSON, y, &cfg) != TEST_PASS)
+    if (written_and_back(JSON, y, &cfg, NULL, 0) != TEST_PASS)
         return TEST_FAIL;
     for (int i = 0; i < 6; i++)
         ASSERT_NEAR(y[1][i], y[0][i], 1e-7);
@@ -294,14 +312,22 @@ TEST(onnx_linear_bias_written_as_model_json)
 }
 
 /* An ONNX folder without model.json (inferctl convert passes "{}" then):
- * the written model.json declares the ONNX graph's inputs and outputs, and
- * loads back computing the same. */
+ * the written model.json declares the ONNX graph's inputs and outputs,
+ * where model.json files have them (format_version first, inputs and
+ * outputs before the nodes), and loads back computing the same. */
 TEST(onnx_written_as_model_json_without_a_source)
 {
     float y[2][6] = {{0}};
     struct rt_model_config cfg;
-    if (written_and_back("{}", y, &cfg) != TEST_PASS)
+    char text[4096];
+    if (written_and_back("{}", y, &cfg, text, sizeof(text)) != TEST_PASS)
         return TEST_FAIL;
+    const char *version = strstr(text, "\"format_version\""), *name = strstr(text, "\"name\"");
+    const char *inputs = strstr(text, "\"inputs\""), *outputs = strstr(text, "\"outputs\"");
+    const char *nodes = strstr(text, "\"nodes\"");
+    TEST_FAIL_IF(!version || !name || !inputs || !outputs || !nodes || version > name || name > inputs ||
+                     inputs > outputs || outputs > nodes,
+                 "keys out of order in the written model.json:\n%.600s", text);
     ASSERT_EQ_INT(cfg.n_inputs, 1);
     ASSERT_STR_EQ(cfg.inputs[0].name, "x");
     ASSERT_EQ_INT(cfg.inputs[0].shape.rank, 2);

@@ -251,6 +251,61 @@ static void print_compact(FILE *f, const cJSON *item)
     free(text);
 }
 
+/* The order model.json files are written in (the shipped ones'); a key
+ * not here follows them as found. */
+static const char *const KEY_ORDER[] = {"format_version", "name", "precision", "max_batch_size",
+                                        "dynamic_batching", "instances", "conv_engine", "labels", "inputs",
+                                        "outputs", "preprocessing", "nodes", "quantization"};
+
+static bool in_key_order(const char *key)
+{
+    for (size_t i = 0; i < sizeof(KEY_ORDER) / sizeof(KEY_ORDER[0]); i++)
+        if (strcmp(KEY_ORDER[i], key) == 0)
+            return true;
+    return false;
+}
+
+/* One root item, key and value, after a separator unless first. */
+static void print_entry(FILE *f, const cJSON *it, bool first)
+{
+    cJSON *key = cJSON_CreateString(it->string);
+    fputs(first ? "\n  " : ",\n  ", f);
+    print_compact(f, key);
+    fputs(": ", f);
+    cJSON_Delete(key);
+    const cJSON *scales = cJSON_GetObjectItemCaseSensitive(it, "activation_scales");
+    if (strcmp(it->string, "nodes") == 0 && cJSON_IsArray(it)) {
+        fputs("[", f);
+        for (const cJSON *n = it->child; n; n = n->next) {
+            fputs(n == it->child ? "\n    " : ",\n    ", f);
+            print_compact(f, n);
+        }
+        fputs("\n  ]", f);
+    } else if (strcmp(it->string, "quantization") == 0 && cJSON_IsObject(scales)) {
+        fputs("{", f);
+        for (const cJSON *q = it->child; q; q = q->next) {
+            fprintf(f, "%s\n    \"%s\": ", q == it->child ? "" : ",", q->string);
+            if (q != scales) {
+                print_compact(f, q);
+                continue;
+            }
+            fputs("{", f);
+            for (const cJSON *v = scales->child; v; v = v->next) {
+                cJSON *name = cJSON_CreateString(v->string);
+                fputs(v == scales->child ? "\n      " : ",\n      ", f);
+                print_compact(f, name);
+                fputs(": ", f);
+                print_compact(f, v);
+                cJSON_Delete(name);
+            }
+            fputs("\n    }", f);
+        }
+        fputs("\n  }", f);
+    } else {
+        print_compact(f, it);
+    }
+}
+
 /* The file's layout: one top-level field per line, one node per line, one
  * activation scale per line. */
 static char *print_model(const cJSON *root)
@@ -261,44 +316,19 @@ static char *print_model(const cJSON *root)
     if (!f)
         return NULL;
     fputs("{", f);
-    for (const cJSON *it = root->child; it; it = it->next) {
-        cJSON *key = cJSON_CreateString(it->string);
-        fputs(it == root->child ? "\n  " : ",\n  ", f);
-        print_compact(f, key);
-        fputs(": ", f);
-        cJSON_Delete(key);
-        const cJSON *scales = cJSON_GetObjectItemCaseSensitive(it, "activation_scales");
-        if (strcmp(it->string, "nodes") == 0 && cJSON_IsArray(it)) {
-            fputs("[", f);
-            for (const cJSON *n = it->child; n; n = n->next) {
-                fputs(n == it->child ? "\n    " : ",\n    ", f);
-                print_compact(f, n);
-            }
-            fputs("\n  ]", f);
-        } else if (strcmp(it->string, "quantization") == 0 && cJSON_IsObject(scales)) {
-            fputs("{", f);
-            for (const cJSON *q = it->child; q; q = q->next) {
-                fprintf(f, "%s\n    \"%s\": ", q == it->child ? "" : ",", q->string);
-                if (q != scales) {
-                    print_compact(f, q);
-                    continue;
-                }
-                fputs("{", f);
-                for (const cJSON *v = scales->child; v; v = v->next) {
-                    cJSON *name = cJSON_CreateString(v->string);
-                    fputs(v == scales->child ? "\n      " : ",\n      ", f);
-                    print_compact(f, name);
-                    fputs(": ", f);
-                    print_compact(f, v);
-                    cJSON_Delete(name);
-                }
-                fputs("\n    }", f);
-            }
-            fputs("\n  }", f);
-        } else {
-            print_compact(f, it);
+    bool first = true;
+    for (size_t i = 0; i < sizeof(KEY_ORDER) / sizeof(KEY_ORDER[0]); i++) {
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, KEY_ORDER[i]);
+        if (it) {
+            print_entry(f, it, first);
+            first = false;
         }
     }
+    for (const cJSON *it = root->child; it; it = it->next)
+        if (!in_key_order(it->string)) {
+            print_entry(f, it, first);
+            first = false;
+        }
     fputs("\n}\n", f);
     if (fclose(f) != 0) {
         free(buf);
