@@ -17,7 +17,7 @@
 
 static atomic_int chosen = -1;  /* cached kcpu_isa(), -1 until first asked */
 
-enum kcpu_isa kcpu_isa_hardware(void)
+static enum kcpu_isa detect(void)
 {
 #if defined(KCPU_EMULATED_AVX512)
     return KCPU_ISA_AVX512;   /* make test-emulated-avx512: SIMDe stands in for it */
@@ -31,6 +31,18 @@ enum kcpu_isa kcpu_isa_hardware(void)
         return KCPU_ISA_AVX2;
 #endif
     return KCPU_ISA_SCALAR;
+}
+
+/* Found once: kcpu_wino_applies asks on every convolution. */
+enum kcpu_isa kcpu_isa_hardware(void)
+{
+    static atomic_int found = -1;
+    int isa = atomic_load_explicit(&found, memory_order_relaxed);
+    if (isa < 0) {
+        isa = (int)detect();
+        atomic_store_explicit(&found, isa, memory_order_relaxed);
+    }
+    return (enum kcpu_isa)isa;
 }
 
 enum kcpu_isa kcpu_isa(void)
