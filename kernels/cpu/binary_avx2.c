@@ -27,37 +27,34 @@ row(enum k_binop op, int64_t len, const float *a, int sa, const float *b, int sb
     for (; i + 8 <= len; i += 8)
         _mm256_storeu_ps(y + i, apply(op, sa ? _mm256_loadu_ps(a + i) : va, sb ? _mm256_loadu_ps(b + i) : vb));
     if (i < len) {
-        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(len - i)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(len - i)), lane);   /* lanes < len - i */
         _mm256_maskstore_ps(y + i, m, apply(op, sa ? _mm256_maskload_ps(a + i, m) : va,
                                             sb ? _mm256_maskload_ps(b + i, m) : vb));
     }
 }
 
-#define ROWS_OF(OP)                                  \
-    static void rows_##OP(int64_t len, const float *a, int64_t sa, const float *b, int64_t sb, float *y) \
-    {                                                \
-        if (sa && sb)                                \
-            row(OP, len, a, 1, b, 1, y);             \
-        else if (sa)                                 \
-            row(OP, len, a, 1, b, 0, y);             \
-        else                                         \
-            row(OP, len, a, 0, b, 1, y);             \
-    }
-ROWS_OF(K_BIN_ADD)
-ROWS_OF(K_BIN_SUB)
-ROWS_OF(K_BIN_MUL)
-ROWS_OF(K_BIN_DIV)
+/* The strides as constants too. */
+static inline __attribute__((always_inline)) void
+rows(enum k_binop op, int64_t len, const float *a, int64_t sa, const float *b, int64_t sb, float *y)
+{
+    if (sa && sb)
+        row(op, len, a, 1, b, 1, y);
+    else if (sa)
+        row(op, len, a, 1, b, 0, y);
+    else
+        row(op, len, a, 0, b, 1, y);
+}
 
-int kcpu_binary_row_avx2(enum k_binop op, int64_t len, const float *a, int64_t sa, const float *b, int64_t sb,
-                           float *y)
+int kcpu_binary_row_avx2(enum k_binop op, int64_t len, const float *a, int64_t sa, const float *b, int64_t sb, float *y)
 {
     if (!kcpu_binary_row_vectors(op, sa, sb))
         return -1;
-    switch (op) {
-    case K_BIN_ADD: rows_K_BIN_ADD(len, a, sa, b, sb, y); break;
-    case K_BIN_SUB: rows_K_BIN_SUB(len, a, sa, b, sb, y); break;
-    case K_BIN_MUL: rows_K_BIN_MUL(len, a, sa, b, sb, y); break;
-    default: rows_K_BIN_DIV(len, a, sa, b, sb, y); break;
+    switch (op) {   /* each case its own loops, the op a constant in them */
+    case K_BIN_ADD: rows(K_BIN_ADD, len, a, sa, b, sb, y); break;
+    case K_BIN_SUB: rows(K_BIN_SUB, len, a, sa, b, sb, y); break;
+    case K_BIN_MUL: rows(K_BIN_MUL, len, a, sa, b, sb, y); break;
+    default: rows(K_BIN_DIV, len, a, sa, b, sb, y); break;
     }
     return 0;
 }

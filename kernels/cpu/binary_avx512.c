@@ -33,31 +33,27 @@ row(enum k_binop op, int64_t len, const float *a, int sa, const float *b, int sb
     }
 }
 
-#define ROWS_OF(OP)                                  \
-    static void rows_##OP(int64_t len, const float *a, int64_t sa, const float *b, int64_t sb, float *y) \
-    {                                                \
-        if (sa && sb)                                \
-            row(OP, len, a, 1, b, 1, y);             \
-        else if (sa)                                 \
-            row(OP, len, a, 1, b, 0, y);             \
-        else                                         \
-            row(OP, len, a, 0, b, 1, y);             \
-    }
-ROWS_OF(K_BIN_ADD)
-ROWS_OF(K_BIN_SUB)
-ROWS_OF(K_BIN_MUL)
-ROWS_OF(K_BIN_DIV)
+/* The strides as constants too. */
+static inline __attribute__((always_inline)) void
+rows(enum k_binop op, int64_t len, const float *a, int64_t sa, const float *b, int64_t sb, float *y)
+{
+    if (sa && sb)
+        row(op, len, a, 1, b, 1, y);
+    else if (sa)
+        row(op, len, a, 1, b, 0, y);
+    else
+        row(op, len, a, 0, b, 1, y);
+}
 
-int kcpu_binary_row_avx512(enum k_binop op, int64_t len, const float *a, int64_t sa, const float *b, int64_t sb,
-                           float *y)
+int kcpu_binary_row_avx512(enum k_binop op, int64_t len, const float *a, int64_t sa, const float *b, int64_t sb, float *y)
 {
     if (!kcpu_binary_row_vectors(op, sa, sb))
         return -1;
-    switch (op) {
-    case K_BIN_ADD: rows_K_BIN_ADD(len, a, sa, b, sb, y); break;
-    case K_BIN_SUB: rows_K_BIN_SUB(len, a, sa, b, sb, y); break;
-    case K_BIN_MUL: rows_K_BIN_MUL(len, a, sa, b, sb, y); break;
-    default: rows_K_BIN_DIV(len, a, sa, b, sb, y); break;
+    switch (op) {   /* each case its own loops, the op a constant in them */
+    case K_BIN_ADD: rows(K_BIN_ADD, len, a, sa, b, sb, y); break;
+    case K_BIN_SUB: rows(K_BIN_SUB, len, a, sa, b, sb, y); break;
+    case K_BIN_MUL: rows(K_BIN_MUL, len, a, sa, b, sb, y); break;
+    default: rows(K_BIN_DIV, len, a, sa, b, sb, y); break;
     }
     return 0;
 }

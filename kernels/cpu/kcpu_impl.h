@@ -184,8 +184,6 @@ void kcpu_add_avx512(int64_t count, const float *a, const float *b, float *y);
 /* y = softmax(x) along len contiguous elements (kcpu_softmax.c); y may be x. */
 void kcpu_softmax_row_avx2(int64_t len, const float *x, float *y);
 void kcpu_softmax_row_avx512(int64_t len, const float *x, float *y);
-/* dst = the sum of w[k] * rows[k] over n rows of len elements (resampling's
- * row blend, kcpu_resize.c). */
 /* A row of an element-wise binary op in vectors (kcpu_binary.c): y[i] =
  * a[i * sa] op b[i * sb] for i < len; 0 where taken, -1 where the op or the
  * strides are not kcpu_binary_row_vectors' (the caller loops instead). y
@@ -200,6 +198,8 @@ int kcpu_binary_row_avx2(enum k_binop op, int64_t len, const float *a, int64_t s
 int kcpu_binary_row_avx512(enum k_binop op, int64_t len, const float *a, int64_t sa, const float *b, int64_t sb,
                            float *y);
 
+/* dst = the sum of w[k] * rows[k] over n rows of len elements (resampling's
+ * row blend, kcpu_resize.c). */
 void kcpu_blend_rows_scalar(int n, const float *const *rows, const float *w, int64_t len, float *dst);
 void kcpu_blend_rows_avx2(int n, const float *const *rows, const float *w, int64_t len, float *dst);
 void kcpu_blend_rows_avx512(int n, const float *const *rows, const float *w, int64_t len, float *dst);
