@@ -45,7 +45,8 @@ rows(enum k_binop op, int64_t len, const float *a, int64_t sa, const float *b, i
         row(op, len, a, 0, b, 1, y);
 }
 
-int kcpu_binary_row_avx512(enum k_binop op, int64_t len, const float *a, int64_t sa, const float *b, int64_t sb, float *y)
+int kcpu_binary_row_avx512(enum k_binop op, int64_t len, const float *a, int64_t sa, const float *b, int64_t sb,
+                           float *y)
 {
     if (!kcpu_binary_row_vectors(op, sa, sb))
         return -1;
