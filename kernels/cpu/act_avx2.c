@@ -1,6 +1,6 @@
 /*
  * act_avx2.c - AVX2 element-wise loops: activation, add, one channel of an
- * affine. Tails use maskload/maskstore, so every element goes through the
+ * affine, the sum of a row. Tails use maskload/maskstore, so every element goes through the
  * same vector arithmetic. y may alias an input element for element.
  */
 #include "kcpu_impl.h"
@@ -32,6 +32,26 @@ void kcpu_add_avx2(int64_t count, const float *a, const float *b, float *y)
         _mm256_maskstore_ps(y + i, m, _mm256_add_ps(_mm256_maskload_ps(a + i, m),
                                                     _mm256_maskload_ps(b + i, m)));
     }
+}
+
+float kcpu_sum_avx2(int64_t count, const float *x)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();   /* two chains of adds */
+    int64_t i = 0;
+    for (; i + 16 <= count; i += 16) {
+        s0 = _mm256_add_ps(s0, _mm256_loadu_ps(x + i));
+        s1 = _mm256_add_ps(s1, _mm256_loadu_ps(x + i + 8));
+    }
+    if (i + 8 <= count) {
+        s0 = _mm256_add_ps(s0, _mm256_loadu_ps(x + i));
+        i += 8;
+    }
+    if (i < count)
+        s1 = _mm256_add_ps(s1, _mm256_maskload_ps(x + i, tail_mask(count - i)));
+    __m256 s = _mm256_add_ps(s0, s1);
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
 }
 
 void kcpu_affine_avx2(int64_t count, const float *x, float s, float t, float *y)

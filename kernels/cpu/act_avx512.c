@@ -1,6 +1,6 @@
 /*
  * act_avx512.c - AVX-512 element-wise loops: activation, add, one channel of
- * an affine. Tails use masked loads and stores, so every element goes
+ * an affine, the sum of a row. Tails use masked loads and stores, so every element goes
  * through the same vector arithmetic. y may alias an input element for
  * element: each vector is loaded before it is stored.
  */
@@ -33,6 +33,23 @@ void kcpu_add_avx512(int64_t count, const float *a, const float *b, float *y)
         _mm512_mask_storeu_ps(y + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + i),
                                                       _mm512_maskz_loadu_ps(m, b + i)));
     }
+}
+
+float kcpu_sum_avx512(int64_t count, const float *x)
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();   /* two chains of adds */
+    int64_t i = 0;
+    for (; i + 32 <= count; i += 32) {
+        s0 = _mm512_add_ps(s0, _mm512_loadu_ps(x + i));
+        s1 = _mm512_add_ps(s1, _mm512_loadu_ps(x + i + 16));
+    }
+    if (i + 16 <= count) {
+        s0 = _mm512_add_ps(s0, _mm512_loadu_ps(x + i));
+        i += 16;
+    }
+    if (i < count)
+        s1 = _mm512_add_ps(s1, _mm512_maskz_loadu_ps(tail_mask(count - i), x + i));
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
 void kcpu_affine_avx512(int64_t count, const float *x, float s, float t, float *y)

@@ -181,6 +181,9 @@ void kcpu_act_avx2(enum k_act act, int64_t count, const float *x, float *y);
 void kcpu_act_avx512(enum k_act act, int64_t count, const float *x, float *y);
 void kcpu_add_avx2(int64_t count, const float *a, const float *b, float *y);
 void kcpu_add_avx512(int64_t count, const float *a, const float *b, float *y);
+/* The sum of count floats, in vector lanes (global average pooling). */
+float kcpu_sum_avx2(int64_t count, const float *x);
+float kcpu_sum_avx512(int64_t count, const float *x);
 /* y = softmax(x) along len contiguous elements (kcpu_softmax.c); y may be x. */
 void kcpu_softmax_row_avx2(int64_t len, const float *x, float *y);
 void kcpu_softmax_row_avx512(int64_t len, const float *x, float *y);

@@ -6,6 +6,8 @@
  *
  * The window's valid range is computed per output instead of testing every
  * cell; 2x2 stride-2 unpadded max pooling (LeNet, VGG) has its own loop.
+ * Global average pooling sums each plane in vector lanes (kcpu_sum_avx2 /
+ * kcpu_sum_avx512): EfficientNet-B0 has 17 of them on planes of 49 to 12,544.
  */
 #include <math.h>
 
@@ -135,7 +137,21 @@ struct gap_job {
     int64_t planes, hw, planes_per_task;
     const float *x;
     float *y;
+    enum kcpu_isa isa;   /* read once a call */
 };
+
+/* Four partial sums: shorter dependency chains and less rounding. */
+static float sum_scalar(int64_t count, const float *x)
+{
+    float s[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= count; i += 4)
+        for (int t = 0; t < 4; t++)
+            s[t] += x[i + t];
+    for (; i < count; i++)
+        s[0] += x[i];
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
 
 static void gap_task(void *arg, int64_t task, int thread)
 {
@@ -143,15 +159,10 @@ static void gap_task(void *arg, int64_t task, int thread)
     int64_t end = kcpu_min64(j->planes, (task + 1) * j->planes_per_task);
     for (int64_t pl = task * j->planes_per_task; pl < end; pl++) {
         const float *xp = j->x + pl * j->hw;
-        /* Four partial sums: shorter dependency chains and less rounding. */
-        float s[4] = {0, 0, 0, 0};
-        int64_t i = 0;
-        for (; i + 4 <= j->hw; i += 4)
-            for (int t = 0; t < 4; t++)
-                s[t] += xp[i + t];
-        for (; i < j->hw; i++)
-            s[0] += xp[i];
-        j->y[pl] = ((s[0] + s[1]) + (s[2] + s[3])) / (float)j->hw;
+        float sum = j->isa == KCPU_ISA_AVX512 ? kcpu_sum_avx512(j->hw, xp)
+                    : j->isa == KCPU_ISA_AVX2 ? kcpu_sum_avx2(j->hw, xp)
+                                              : sum_scalar(j->hw, xp);
+        j->y[pl] = sum / (float)j->hw;
     }
 }
 
@@ -159,6 +170,7 @@ void kcpu_global_avg_pool_f32(struct kcpu_threads *th, int n, int c, int64_t hw,
                               const float *x, float *y)
 {
     struct gap_job j = {.planes = (int64_t)n * c, .hw = hw, .x = x, .y = y,
-                        .planes_per_task = kcpu_max64(1, (int64_t)16 * PLANE_WORK / kcpu_max64(1, hw))};
+                        .planes_per_task = kcpu_max64(1, (int64_t)16 * PLANE_WORK / kcpu_max64(1, hw)),
+                        .isa = kcpu_isa()};
     kcpu_threads_run(th, kcpu_ceil_div(j.planes, j.planes_per_task), gap_task, &j);
 }
