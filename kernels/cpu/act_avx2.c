@@ -48,10 +48,7 @@ float kcpu_sum_avx2(int64_t count, const float *x)
     }
     if (i < count)
         s1 = _mm256_add_ps(s1, _mm256_maskload_ps(x + i, tail_mask(count - i)));
-    __m256 s = _mm256_add_ps(s0, s1);
-    __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-    return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
+    return kv8_hsum(_mm256_add_ps(s0, s1));
 }
 
 void kcpu_affine_avx2(int64_t count, const float *x, float s, float t, float *y)

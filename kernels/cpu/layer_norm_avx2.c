@@ -6,13 +6,7 @@
 #include <immintrin.h>
 
 #include "kcpu_impl.h"
-
-static float hsum(__m256 v)
-{
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
-}
+#include "kcpu_math_avx2.h"
 
 void kcpu_layer_norm_row_avx2(int64_t n, float eps, const float *x, const float *s, const float *b, float *y,
                               float stats[2])
@@ -24,7 +18,7 @@ void kcpu_layer_norm_row_avx2(int64_t n, float eps, const float *x, const float 
         sum = _mm256_add_ps(sum, _mm256_loadu_ps(x + i));
     for (; i < n; i++)
         tail += x[i];
-    float mean = (hsum(sum) + tail) / (float)n;
+    float mean = (kv8_hsum(sum) + tail) / (float)n;
     __m256 vm = _mm256_set1_ps(mean);
     for (i = 0; i < body; i += 8) {
         __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), vm);
@@ -36,9 +30,9 @@ void kcpu_layer_norm_row_avx2(int64_t n, float eps, const float *x, const float 
         dtail += d;
         sqtail += d * d;
     }
-    float c = (hsum(dsum) + dtail) / (float)n;
+    float c = (kv8_hsum(dsum) + dtail) / (float)n;
     stats[0] = mean + c;
-    stats[1] = 1 / sqrtf((hsum(sq) + sqtail) / (float)n - c * c + eps);
+    stats[1] = 1 / sqrtf((kv8_hsum(sq) + sqtail) / (float)n - c * c + eps);
     if (!y)
         return;
     __m256 vc = _mm256_set1_ps(c), vinv = _mm256_set1_ps(stats[1]);
