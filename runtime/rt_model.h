@@ -289,7 +289,8 @@ enum rt_status rt_model_step_desc(const struct rt_model *m, int step, int batch,
                                   struct rt_error *err);
 
 /* The rates a backend reaches on work chosen to reach them: a large FP32
- * (FP16 for prec FP16) GEMM through its own linear kernel, and a streaming
+ * (FP16 for prec FP16; on the CUDA backend INT8 for prec INT8, in
+ * operations a second) GEMM through its own linear kernel, and a streaming
  * element-wise kernel over buffers much larger than the caches; the ceilings
  * a profile's GFLOP/s and GB/s are read against. Each is the best of a few
  * timed repetitions after a warm-up (about 0.2 s on the CPU). The CPU also

@@ -15,9 +15,9 @@
 #   lease2  the second call, if the lease has time left: profile (each
 #           step against its floor), the full model checks, onnx, sticky,
 #           the HTTP suite, the sanitizers
-#   full    everything but bench; longer than one 10-minute command, so on
-#           the device run it as `models onnx sticky`, `http racecheck` and
-#           `memcheck` (docs/performance.md, "Running the GPU checks")
+#   all     lease, then lease2: every step; 357 s on an H200 (2026-12-04),
+#           so one call of a lease (--budget 560)
+#   full    everything but bench
 #   bench   the benchmarks against cuBLAS, cuDNN and PyTorch, and HTTP on the GPU
 #   STEP    any step by name (the table below)
 #
@@ -160,6 +160,7 @@ declare -A GROUP=(
   [quick]="device bundle unit ops models-quick http-smoke"
   [lease]="device bundle unit ops models-quick http-smoke imagenet-export imagenet bench http-bench"
   [lease2]="profile models onnx sticky http racecheck memcheck"
+  [all]="device bundle unit ops models-quick http-smoke imagenet-export imagenet bench http-bench profile models onnx sticky http memcheck racecheck"
   [full]="device bundle unit ops http-smoke models imagenet-export imagenet onnx sticky http racecheck memcheck"
   [bench]="device imagenet-export bench http-bench profile"
 )
@@ -179,6 +180,8 @@ for arg in "$@"; do
   [ $found -eq 1 ] || { echo "unknown step or group '$arg' (groups: ${!GROUP[*]})" >&2; exit 2; }
   want+=("$arg")
 done
+# each step once, where groups overlap, in the order first named
+mapfile -t want < <(printf '%s\n' "${want[@]}" | awk '!seen[$0]++')
 
 # The summary and every log so far into $OUT, where the device tool
 # fetches them (two files of its eight).

@@ -66,6 +66,13 @@ static inline bool test_same_bits(const void *a, const void *b, size_t n)
 
 /* max_i |a_i - b_i| / max(max_i |b_i|, tiny): the relative error of a vs a reference b. */
 double test_rel_error(const float *a, const float *b, int64_t count);
+/* max_i |got_i - want_i| / max(max_i |scale_i|, tiny); infinite where got
+ * and want differ in NaN. With scale the pre-activation reference of a conv
+ * or linear layer: float rounding of a k-term sum is proportional to the
+ * sum's own size, and a saturating activation (tanh, sigmoid) shrinks the
+ * output to 1 without shrinking that error, while no activation here has a
+ * slope above 1.5 (hardswish), so the bound carries through. */
+double test_scaled_error(const float *got, const float *want, const float *scale, int64_t count);
 /* Count of NaN or infinity in x. */
 int64_t test_count_nonfinite(const float *x, int64_t count);
 

@@ -117,6 +117,35 @@ TEST(cuda_dnn_algorithms_keep_precision)
 #endif
 }
 
+/* The algorithm a cuDNN step runs: the heuristics' first that is usable,
+ * keeps the precision contract and fits the workspace; after a refusal at
+ * run time (the bits of `refused`), the next such one. */
+TEST(cuda_dnn_pick_skips_refused)
+{
+#ifndef HAVE_CUDNN_H
+    SKIP("this build found no cudnn.h");
+#else
+    const struct cuda_dnn_candidate c[] = {
+        {CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, CUDNN_TENSOR_OP_MATH, true, 0},   /* not allowed */
+        {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_TENSOR_OP_MATH, true, 1000},
+        {CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_TENSOR_OP_MATH, false, 0},                /* not usable */
+        {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_TENSOR_OP_MATH, true, 0},
+        {CUDNN_CONVOLUTION_FWD_ALGO_DIRECT, CUDNN_TENSOR_OP_MATH, true, 0},
+    };
+    const unsigned precomp = 1u << CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    const unsigned implicit = 1u << CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    const unsigned direct = 1u << CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
+    ASSERT_EQ_INT(cuda_dnn_pick(c, 5, KCUDA_F16, 1000, 0), 1);
+    ASSERT_EQ_INT(cuda_dnn_pick(c, 5, KCUDA_F16, 999, 0), 3);          /* workspace too small for #1 */
+    ASSERT_EQ_INT(cuda_dnn_pick(c, 5, KCUDA_F16, 1000, precomp), 3);
+    ASSERT_EQ_INT(cuda_dnn_pick(c, 5, KCUDA_F16, 1000, precomp | implicit), 4);
+    ASSERT_EQ_INT(cuda_dnn_pick(c, 5, KCUDA_F16, 1000, precomp | implicit | direct), -1);
+    ASSERT_EQ_INT(cuda_dnn_pick(c, 5, KCUDA_F32, 1000, 0), -1);         /* tensor-op math: TF32 on FP32 data */
+    ASSERT_EQ_INT(cuda_dnn_pick(c, 0, KCUDA_F16, 1000, 0), -1);
+    return TEST_PASS;
+#endif
+}
+
 TEST(cuda_conv_engine_parse)
 {
     char dir[64];
@@ -449,9 +478,12 @@ static enum test_result model_vs_cpu(const char *name, bool channels_last)
         int64_t bad = test_count_nonfinite(y, (int64_t)n_out);
         double e = test_rel_error(y, want, (int64_t)n_out);
         double tol = f16 ? fp16_bound_vs_fp16(roundings, dnn ? convs : 0) : 1e-5;
-        printf("  %s %s conv %s vs CPU %s: rel error %.3g (tol %.3g), top-1 agrees on %d of %d, accuracy %.2f%%, "
+        char accuracy[32] = "no labels";
+        if (inputs.labels)
+            snprintf(accuracy, sizeof(accuracy), "%.2f%%", 100.0 * correct / es.count);
+        printf("  %s %s conv %s vs CPU %s: rel error %.3g (tol %.3g), top-1 agrees on %d of %d, accuracy %s, "
                "%d steps nhwc (%s)\n", name, VARIANTS[v].prec, VARIANTS[v].engine, VARIANTS[v].prec, e, tol, agree,
-               es.count, inputs.labels ? 100.0 * correct / es.count : NAN, nhwc, rt_backend_describe(b));
+               es.count, accuracy, nhwc, rt_backend_describe(b));
         /* FP32 may flip a near-tie or two in 10 000; FP16 rounds differently
          * near ties more often. On random pictures (no labels, random
          * weights) FP16's top-1 is only reported: near-ties are common. */

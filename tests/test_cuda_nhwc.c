@@ -128,11 +128,15 @@ static bool conv_case(const struct k_conv2d *p, enum kcuda_layout xl, enum kcuda
     int64_t nx = (int64_t)p->n * p->c * hw, ny = (int64_t)p->n * p->oc * pixels;
     int64_t nw = (int64_t)p->oc * (p->c / p->groups) * p->kh * p->kw;
     float *x = rand_buf(nx, -1, 1, t), *w = rand_buf(nw, -1, 1, t), *r = rand_buf(ny, -1, 1, t);
-    float *b = rand_buf(p->oc, -1, 1, KCUDA_F32), *ref = out_buf(ny);
+    float *b = rand_buf(p->oc, -1, 1, KCUDA_F32), *ref = out_buf(ny), *pre = out_buf(ny);
+    struct k_conv2d linear_p = *p;   /* the error is measured against the pre-activation values */
+    linear_p.act = K_ACT_NONE;
     kref_conv2d_f32(p, x, w, b, use_res ? r : NULL, ref);
+    kref_conv2d_f32(&linear_p, x, w, b, use_res ? r : NULL, pre);
     bool yn = yl == KCUDA_NHWC;
     float *xs = xl == KCUDA_NHWC ? nhwc_of(x, p->n, p->c, hw) : x;
     float *rs = yn ? nhwc_of(r, p->n, p->oc, pixels) : r, *refs = yn ? nhwc_of(ref, p->n, p->oc, pixels) : ref;
+    float *pres = yn ? nhwc_of(pre, p->n, p->oc, pixels) : pre;
     size_t pe = kcuda_conv2d_packed_elems(p), tb = kcuda_conv2d_table_bytes(p);
     float *packed = out_buf((int64_t)pe), *table = out_buf((int64_t)(tb / sizeof(float)));
     kcuda_conv2d_pack(p, xl, w, packed, table);
@@ -150,15 +154,15 @@ static bool conv_case(const struct k_conv2d *p, enum kcuda_layout xl, enum kcuda
                  xl == KCUDA_NHWC ? "nhwc" : "nchw", yn ? "nhwc" : "nchw", p->n, p->c, p->h, p->w, p->oc, p->kh,
                  p->kw, p->stride_h, p->stride_w, p->pad_t, p->pad_l, p->dil_h, p->dil_w, p->groups, p->act,
                  use_res ? " res" : "", GSET_NAME[ks], kcuda_conv2d_plan(p, sms, t, xl, yl).name);
-        ok = check_launch(what, dy, refs, ny, t, e) && check_repeat(what, dy, dy2, ny, t, e2) && ok;
+        ok = check_launch_scaled(what, dy, refs, pres, ny, t, e) && check_repeat(what, dy, dy2, ny, t, e2) && ok;
         dbuf_free(dy), dbuf_free(dy2);
     }
     dbuf_free(dx), dbuf_free(dw), dbuf_free(dt), dbuf_free(db), dbuf_free(dr);
     if (xs != x)
         free(xs);
     if (yn)
-        free(rs), free(refs);
-    free(x), free(w), free(r), free(b), free(ref), free(packed), free(table);
+        free(rs), free(refs), free(pres);
+    free(x), free(w), free(r), free(b), free(ref), free(pre), free(packed), free(table);
     return ok;
 }
 

@@ -22,8 +22,11 @@ static bool conv_case(const struct k_conv2d *p, bool use_bias, bool use_res, enu
     int64_t nx = (int64_t)p->n * p->c * p->h * p->w, ny = (int64_t)p->n * p->oc * p->oh * p->ow;
     int64_t nw = (int64_t)p->oc * (p->c / p->groups) * p->kh * p->kw;
     float *x = rand_buf(nx, -1, 1, t), *w = rand_buf(nw, -1, 1, t), *r = rand_buf(ny, -1, 1, t);
-    float *b = rand_buf(p->oc, -1, 1, KCUDA_F32), *ref = out_buf(ny);
+    float *b = rand_buf(p->oc, -1, 1, KCUDA_F32), *ref = out_buf(ny), *pre = out_buf(ny);
+    struct k_conv2d linear_p = *p;   /* the error is measured against the pre-activation values */
+    linear_p.act = K_ACT_NONE;
     kref_conv2d_f32(p, x, w, use_bias ? b : NULL, use_res ? r : NULL, ref);
+    kref_conv2d_f32(&linear_p, x, w, use_bias ? b : NULL, use_res ? r : NULL, pre);
     size_t pe = kcuda_conv2d_packed_elems(p), tb = kcuda_conv2d_table_bytes(p);
     float *packed = out_buf((int64_t)pe), *table = out_buf((int64_t)(tb / sizeof(float)));
     kcuda_conv2d_pack(p, KCUDA_NCHW, w, packed, table);
@@ -43,11 +46,11 @@ static bool conv_case(const struct k_conv2d *p, bool use_bias, bool use_res, enu
                  p->n, p->c, p->h, p->w, p->oc, p->kh, p->kw, p->stride_h, p->stride_w, p->pad_t, p->pad_l, p->dil_h,
                  p->dil_w, p->groups, p->act, use_bias ? " bias" : "", use_res ? " res" : "", GSET_NAME[ks],
                  kcuda_conv2d_plan(p, sms, t, KCUDA_NCHW, KCUDA_NCHW).name);
-        ok = check_launch(what, dy, ref, ny, t, e) && check_repeat(what, dy, dy2, ny, t, e2) && ok;
+        ok = check_launch_scaled(what, dy, ref, pre, ny, t, e) && check_repeat(what, dy, dy2, ny, t, e2) && ok;
         dbuf_free(dy), dbuf_free(dy2);
     }
     dbuf_free(dx), dbuf_free(dw), dbuf_free(dt), dbuf_free(db), dbuf_free(dr);
-    free(x), free(w), free(r), free(b), free(ref), free(packed), free(table);
+    free(x), free(w), free(r), free(b), free(ref), free(pre), free(packed), free(table);
     return ok;
 }
 
@@ -101,8 +104,11 @@ static bool linear_case(const struct k_linear *p, bool use_bias, bool use_res, e
 {
     int64_t nx = (int64_t)p->n * p->k, ny = (int64_t)p->n * p->m, nw = (int64_t)p->m * p->k;
     float *x = rand_buf(nx, -1, 1, t), *w = rand_buf(nw, -1, 1, t), *r = rand_buf(ny, -1, 1, t);
-    float *b = rand_buf(p->m, -1, 1, KCUDA_F32), *ref = out_buf(ny);
+    float *b = rand_buf(p->m, -1, 1, KCUDA_F32), *ref = out_buf(ny), *pre = out_buf(ny);
+    struct k_linear linear_p = *p;   /* the error is measured against the pre-activation values */
+    linear_p.act = K_ACT_NONE;
     kref_linear_f32(p, x, w, use_bias ? b : NULL, use_res ? r : NULL, ref);
+    kref_linear_f32(&linear_p, x, w, use_bias ? b : NULL, use_res ? r : NULL, pre);
     size_t pe = kcuda_linear_packed_elems(p);
     float *packed = out_buf((int64_t)pe);
     kcuda_linear_pack(p, w, packed);
@@ -117,11 +123,11 @@ static bool linear_case(const struct k_linear *p, bool use_bias, bool use_res, e
         char what[160];
         snprintf(what, sizeof(what), "linear n%d k%d m%d act%d%s%s (%s: %s)", p->n, p->k, p->m, p->act,
                  use_bias ? " bias" : "", use_res ? " res" : "", GSET_NAME[ks], kcuda_linear_plan(p, sms).name);
-        ok = check_launch(what, dy, ref, ny, t, e) && check_repeat(what, dy, dy2, ny, t, e2) && ok;
+        ok = check_launch_scaled(what, dy, ref, pre, ny, t, e) && check_repeat(what, dy, dy2, ny, t, e2) && ok;
         dbuf_free(dy), dbuf_free(dy2);
     }
     dbuf_free(dx), dbuf_free(dw), dbuf_free(db), dbuf_free(dr);
-    free(x), free(w), free(r), free(b), free(ref), free(packed);
+    free(x), free(w), free(r), free(b), free(ref), free(pre), free(packed);
     return ok;
 }
 

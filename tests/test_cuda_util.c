@@ -98,8 +98,14 @@ void dbuf_free(void *dev) { cudaFree(dev); }
 
 bool cuda_check_close(const char *what, const float *out, const float *ref, int64_t n, enum kcuda_dtype t)
 {
+    return cuda_check_scaled(what, out, ref, ref, n, t);
+}
+
+bool cuda_check_scaled(const char *what, const float *out, const float *ref, const float *scale, int64_t n,
+                       enum kcuda_dtype t)
+{
     int64_t bad = test_count_nonfinite(out, n);
-    double e = test_rel_error(out, ref, n), tol = t == KCUDA_F16 ? 2e-3 : 1e-5;
+    double e = test_scaled_error(out, ref, scale, n), tol = t == KCUDA_F16 ? 2e-3 : 1e-5;
     bool ok = bad == 0 && e <= tol;
     if (!ok || getenv("INFERD_TEST_VERBOSE"))
         printf("  %s %s: rel error %.3g (tol %g), %lld of %lld not written or not finite\n", what,
@@ -152,23 +158,25 @@ bool check_repeat(const char *what, const void *dev, const void *again, int64_t 
 bool check_launch(const char *what, const void *dev, const float *ref, int64_t n, enum kcuda_dtype t,
                   cudaError_t launch)
 {
+    return check_launch_scaled(what, dev, ref, ref, n, t, launch);
+}
+
+bool check_launch_scaled(const char *what, const void *dev, const float *ref, const float *scale, int64_t n,
+                         enum kcuda_dtype t, cudaError_t launch)
+{
     float *out = out_buf(n);
     bool ok = launch == cudaSuccess;
     if (!ok)
         printf("  %s: launch failed: %s\n", what, cudaGetErrorString(launch));
-    ok = ok && dbuf_download(out, dev, n, t) && cuda_check_close(what, out, ref, n, t);
+    ok = ok && dbuf_download(out, dev, n, t) && cuda_check_scaled(what, out, ref, scale, n, t);
     free(out);
     return ok;
 }
 
 bool cuda_test_dataset(struct rt_dataset *ds, char *why, size_t cap)
 {
-    const char *data = getenv("FASHION_MNIST_DIR") ? getenv("FASHION_MNIST_DIR") : RT_FASHION_MNIST_DIR;
-    char images[512], labels[512];
-    snprintf(images, sizeof(images), "%s/t10k-images-idx3-ubyte.gz", data);
-    snprintf(labels, sizeof(labels), "%s/t10k-labels-idx1-ubyte.gz", data);
     struct rt_error err = {0};
-    if (rt_dataset_load_idx(images, labels, ds, &err) != RT_OK) {
+    if (rt_dataset_load_fashion_mnist("test", ds, &err) != RT_OK) {
         snprintf(why, cap, "the Fashion-MNIST test set is not here (%s); set FASHION_MNIST_DIR", err.msg);
         return false;
     }

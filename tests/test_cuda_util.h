@@ -67,6 +67,9 @@ int gset_sms(int ks);
  * ref (cuda_check_close). */
 bool check_launch(const char *what, const void *dev, const float *ref, int64_t n, enum kcuda_dtype t,
                   cudaError_t launch);
+/* check_launch with the error measured against max |scale| (cuda_check_scaled). */
+bool check_launch_scaled(const char *what, const void *dev, const float *ref, const float *scale, int64_t n,
+                         enum kcuda_dtype t, cudaError_t launch);
 /* The same launch made twice, into dev and again (fresh poisoned buffers):
  * the outputs are the same bit for bit (split-K adds its partial sums in a
  * fixed order). */
@@ -77,6 +80,10 @@ bool check_repeat(const char *what, const void *dev, const void *again, int64_t 
  * and finite, relative error within 1e-5 (F32) or 2e-3 (F16). Prints the
  * error with `what`. */
 bool cuda_check_close(const char *what, const float *out, const float *ref, int64_t n, enum kcuda_dtype t);
+/* cuda_check_close with the error over max |scale| (test_scaled_error): a
+ * conv or linear layer's pre-activation reference. */
+bool cuda_check_scaled(const char *what, const float *out, const float *ref, const float *scale, int64_t n,
+                       enum kcuda_dtype t);
 
 /* The Fashion-MNIST test set (FASHION_MNIST_DIR, else Debian's folder),
  * its first INFERD_TEST_IMAGES images when that is set (gpu_check.sh quick

@@ -142,6 +142,44 @@ TEST(dataset_idx_plain_and_gzip)
     return TEST_PASS;
 }
 
+/* FASHION_MNIST_DIR names the folder rt_dataset_load_fashion_mnist reads (the
+ * GPU machine has no Debian package; its bundle carries the files); a folder
+ * without them is RT_ERR_NOT_FOUND, naming the variable. */
+TEST(dataset_fashion_mnist_dir_override)
+{
+    struct tmp_dir t;
+    ASSERT_TRUE(tmp_init(&t));
+    uint8_t pixels[2 * 3 * 3], labels[2] = {4, 1}, buf[64];
+    for (size_t i = 0; i < sizeof(pixels); i++)
+        pixels[i] = (uint8_t)test_rand_int(0, 255);
+    size_t n = idx_bytes(buf, 3, (const uint32_t[]){2, 3, 3}, pixels, sizeof(pixels));
+    bool written = tmp_write(&t, "t10k-images-idx3-ubyte.gz", buf, n) != NULL;
+    n = idx_bytes(buf, 1, (const uint32_t[]){2}, labels, 2);
+    written = tmp_write(&t, "t10k-labels-idx1-ubyte.gz", buf, n) && written;
+
+    const char *before = getenv("FASHION_MNIST_DIR");
+    char *saved = before ? strdup(before) : NULL;
+    struct rt_dataset ds = {0};
+    struct rt_error err = {0}, missing = {0};
+    setenv("FASHION_MNIST_DIR", t.path, 1);
+    enum rt_status st = written ? rt_dataset_load_fashion_mnist("test", &ds, &err) : RT_ERR_IO;
+    enum rt_status st_train = rt_dataset_load_fashion_mnist("train", &(struct rt_dataset){0}, &missing);
+    if (saved)
+        setenv("FASHION_MNIST_DIR", saved, 1);
+    else
+        unsetenv("FASHION_MNIST_DIR");
+    free(saved);
+    tmp_cleanup(&t);
+    bool ok = st == RT_OK && ds.count == 2 && ds.rows == 3 && ds.cols == 3 && ds.labels &&
+              memcmp(ds.images, pixels, sizeof(pixels)) == 0 && memcmp(ds.labels, labels, 2) == 0;
+    rt_dataset_free(&ds);
+    TEST_FAIL_IF(!ok, "load from FASHION_MNIST_DIR: %s (%s)", rt_status_name(st), err.msg);
+    printf("  no train split there: %s\n", missing.msg);
+    ASSERT_EQ_INT(st_train, RT_ERR_NOT_FOUND);
+    ASSERT_TRUE(strstr(missing.msg, "FASHION_MNIST_DIR") != NULL);
+    return TEST_PASS;
+}
+
 struct idx_case { // NOLINT(clang-analyzer-optin.performance.Padding): a table of test cases, fields in reading order
     const char *name;
     bool images_file;        /* the broken file is the images (else labels) */

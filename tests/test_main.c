@@ -135,20 +135,19 @@ void test_rand_fill(float *x, int64_t count, float lo, float hi)
         x[0] = hi;
 }
 
-double test_rel_error(const float *a, const float *b, int64_t count)
+double test_scaled_error(const float *got, const float *want, const float *scale, int64_t count)
 {
-    double max_diff = 0, max_ref = 1e-30;
+    double max_diff = 0, max_scale = 1e-30;
     for (int64_t i = 0; i < count; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (isnan(a[i]) != isnan(b[i]))
+        if (isnan(got[i]) != isnan(want[i]))
             return INFINITY;
-        if (d > max_diff)
-            max_diff = d;
-        if (fabs((double)b[i]) > max_ref)
-            max_ref = fabs((double)b[i]);
+        max_diff = fmax(max_diff, fabs((double)got[i] - (double)want[i]));
+        max_scale = fmax(max_scale, fabs((double)scale[i]));
     }
-    return max_diff / max_ref;
+    return max_diff / max_scale;
 }
+
+double test_rel_error(const float *a, const float *b, int64_t count) { return test_scaled_error(a, b, b, count); }
 
 int64_t test_count_nonfinite(const float *x, int64_t count)
 {

@@ -204,10 +204,7 @@ TEST(fp16_bound_holds_on_cpu)
     enum { COUNT = 500 };
     struct rt_dataset ds;
     struct rt_error err = {0};
-    const char *data = getenv("FASHION_MNIST_DIR") ? getenv("FASHION_MNIST_DIR") : RT_FASHION_MNIST_DIR;
-    char images[512];
-    snprintf(images, sizeof(images), "%s/t10k-images-idx3-ubyte.gz", data);   /* the GPU bundle carries its own */
-    if (rt_dataset_load_idx(images, NULL, &ds, &err) != RT_OK)
+    if (rt_dataset_load_fashion_mnist("test", &ds, &err) != RT_OK)
         SKIP("Fashion-MNIST test set not installed: %s", err.msg);
     float *logits[2] = {malloc(sizeof(float) * COUNT * 10), malloc(sizeof(float) * COUNT * 10)};
     RT_ASSERT(logits[0] && logits[1]);

@@ -12,7 +12,10 @@
  * algorithm is chosen per step and batch size among those that fit it.
  * FP32 convolutions ask for FMA math (no TF32: results must match the CPU
  * within 1e-5); FP16 ones for tensor cores with FP32 accumulation. Only
- * GEMM-family and direct algorithms are taken (cuda_dnn_algo_allowed).
+ * GEMM-family and direct algorithms are taken (cuda_dnn_algo_allowed). An
+ * algorithm the heuristics offer can still be refused when run (the first
+ * GPU run saw CUDNN_STATUS_BAD_PARAM for ResNet-50 FP16 at batch 256): the
+ * step then runs the next one offered, and says so on stderr.
  *
  * FP16 rounds twice per convolution here: cuDNN writes the convolution in
  * half, then kcuda_bias_act adds bias and residual and rounds again, where
@@ -55,6 +58,7 @@ struct cuda_dnn_session {
     struct {
         int batch;
         cudnnConvolutionFwdAlgo_t algo;
+        unsigned refused;                 /* 1 << algo for each that failed at this batch */
     } *algo;                              /* per plan step: the last choice */
 };
 
@@ -104,24 +108,40 @@ bool cuda_dnn_algo_allowed(enum kcuda_dtype dt, int algo, int math_type)
     return dt == KCUDA_F16 || !tensor_op;
 }
 
-/* The heuristics' best algorithm needing at most `limit` workspace bytes. */
+int cuda_dnn_pick(const struct cuda_dnn_candidate *c, int n, enum kcuda_dtype dt, size_t limit, unsigned refused)
+{
+    for (int i = 0; i < n; i++) {
+        bool was_refused = c[i].algo >= 0 && c[i].algo < 32 && (refused >> c[i].algo & 1u);
+        if (c[i].usable && c[i].memory <= limit && !was_refused &&
+            cuda_dnn_algo_allowed(dt, c[i].algo, c[i].math_type))
+            return i;
+    }
+    return -1;
+}
+
+/* The heuristics' best algorithm needing at most `limit` workspace bytes,
+ * other than those in `refused` (cuda_dnn_pick). */
 static enum rt_status pick_algo(const struct cuda_dnn *d, struct cuda_dnn_session *ds, enum kcuda_dtype dt,
-                                size_t limit, cudnnConvolutionFwdAlgo_t *algo, size_t *bytes, struct rt_error *err)
+                                size_t limit, unsigned refused, cudnnConvolutionFwdAlgo_t *algo, size_t *bytes,
+                                struct rt_error *err)
 {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    struct cuda_dnn_candidate c[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int n = 0;
     DNN_CHECK(d, cudnnGetConvolutionForwardAlgorithm_v7(ds->h, ds->xd, ds->wd, ds->cd, ds->yd,
                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf), err);
-    for (int i = 0; i < n; i++) {
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit ||
-            !cuda_dnn_algo_allowed(dt, (int)perf[i].algo, (int)perf[i].mathType))
-            continue;
-        *algo = perf[i].algo;
-        *bytes = perf[i].memory;
-        return RT_OK;
-    }
-    return rt_error_set(err, RT_ERR_UNSUPPORTED, "cuDNN offers no algorithm for this convolution within %zu bytes",
-                        limit);
+    for (int i = 0; i < n; i++)
+        c[i] = (struct cuda_dnn_candidate){.algo = (int)perf[i].algo, .math_type = (int)perf[i].mathType,
+                                           .usable = perf[i].status == CUDNN_STATUS_SUCCESS,
+                                           .memory = perf[i].memory};
+    int i = cuda_dnn_pick(c, n, dt, limit, refused);
+    if (i < 0)
+        return rt_error_set(err, RT_ERR_UNSUPPORTED,
+                            "cuDNN offers no algorithm for this convolution within %zu bytes%s", limit,
+                            refused ? " that it does not refuse" : "");
+    *algo = perf[i].algo;
+    *bytes = perf[i].memory;
+    return RT_OK;
 }
 
 static void dnn_session_destroy(const struct cuda_dnn *d, struct cuda_dnn_session *ds)
@@ -194,7 +214,7 @@ struct cuda_dnn *cuda_dnn_load(char *why, size_t why_len)
     enum rt_status s = probe ? RT_OK : RT_ERR_NO_MEMORY;
     if (s == RT_OK && (s = dnn_session_init(d, probe, 0, &err)) == RT_OK &&
         (s = set_descriptors(d, probe, &k, KCUDA_F32, &err)) == RT_OK)
-        s = pick_algo(d, probe, KCUDA_F32, DNN_WORKSPACE_CAP, &algo, &bytes, &err);
+        s = pick_algo(d, probe, KCUDA_F32, DNN_WORKSPACE_CAP, 0, &algo, &bytes, &err);
     if (probe)
         dnn_session_destroy(d, probe);
     if (s != RT_OK) {
@@ -246,7 +266,7 @@ enum rt_status cuda_dnn_session_create(struct cuda_session *cs, int max_batch, s
         cudnnConvolutionFwdAlgo_t algo;
         size_t bytes = 0;
         if ((r = set_descriptors(d, ds, &k, cs->dt, err)) == RT_OK &&
-            (r = pick_algo(d, ds, cs->dt, DNN_WORKSPACE_CAP, &algo, &bytes, err)) == RT_OK &&
+            (r = pick_algo(d, ds, cs->dt, DNN_WORKSPACE_CAP, 0, &algo, &bytes, err)) == RT_OK &&
             bytes > ds->ws_bytes)
             ds->ws_bytes = bytes;
     }
@@ -270,7 +290,8 @@ static enum rt_status choose(struct cuda_session *cs, int i, const struct k_conv
     enum rt_status r = set_descriptors(d, ds, k, cs->dt, err);
     if (r == RT_OK && ds->algo[i].batch != k->n) {
         size_t bytes;
-        r = pick_algo(d, ds, cs->dt, ds->ws_bytes, &ds->algo[i].algo, &bytes, err);
+        ds->algo[i].refused = 0;
+        r = pick_algo(d, ds, cs->dt, ds->ws_bytes, 0, &ds->algo[i].algo, &bytes, err);
         ds->algo[i].batch = r == RT_OK ? k->n : 0;
     }
     return r;
@@ -290,6 +311,13 @@ enum rt_status cuda_dnn_choose(struct cuda_session *cs, int batch, struct rt_err
     return r;
 }
 
+/* Whether cudnnConvolutionForward's status means this algorithm refused
+ * these operands (another may take them), not a broken device or call. */
+static bool algo_refused(cudnnStatus_t st)
+{
+    return st == CUDNN_STATUS_BAD_PARAM || st == CUDNN_STATUS_NOT_SUPPORTED;
+}
+
 enum rt_status cuda_dnn_conv(struct cuda_session *cs, const struct rt_step *s, const struct k_conv2d *k,
                              const void *x, const void *w, void *y, struct rt_error *err)
 {
@@ -297,17 +325,36 @@ enum rt_status cuda_dnn_conv(struct cuda_session *cs, const struct rt_step *s, c
     struct cuda_dnn_session *ds = cs->dnn;
     int i = (int)(s - cs->plan->steps);
     enum rt_status r = choose(cs, i, k, err);
-    if (r != RT_OK)
-        return r;
     const float one = 1.0f, zero = 0.0f;
-    DNN_CHECK(d, cudnnConvolutionForward(ds->h, &one, ds->xd, x, ds->wd, w, ds->cd, ds->algo[i].algo, ds->ws,
-                                         ds->ws_bytes, &zero, ds->yd, y), err);
-    return RT_OK;
+    while (r == RT_OK) {
+        cudnnConvolutionFwdAlgo_t algo = ds->algo[i].algo;
+        cudnnStatus_t st = d->cudnnConvolutionForward(ds->h, &one, ds->xd, x, ds->wd, w, ds->cd, algo, ds->ws,
+                                                      ds->ws_bytes, &zero, ds->yd, y);
+        if (st == CUDNN_STATUS_SUCCESS)
+            return RT_OK;
+        if (!algo_refused(st) || (unsigned)algo >= 32)
+            return rt_error_set(err, RT_ERR_DEVICE,
+                                "cuDNN error in cudnnConvolutionForward (step '%s', x %dx%dx%dx%d, w %dx%dx%dx%d, "
+                                "algorithm %d): %s", s->node->name, k->n, k->c, k->h, k->w, k->oc,
+                                k->c / k->groups, k->kh, k->kw, (int)algo, d->cudnnGetErrorString(st));
+        fprintf(stderr, "inferd: cuDNN refused algorithm %d for step '%s' at batch %d (%s); trying the next\n",
+                (int)algo, s->node->name, k->n, d->cudnnGetErrorString(st));
+        ds->algo[i].refused |= 1u << algo;
+        size_t bytes;
+        r = pick_algo(d, ds, cs->dt, ds->ws_bytes, ds->algo[i].refused, &ds->algo[i].algo, &bytes, err);
+        if (r != RT_OK)
+            rt_error_prefix(err, "step '%s' at batch %d", s->node->name, k->n);
+    }
+    return r;
 }
 
 #else /* no cuDNN headers at build time: the engine is never available */
 
 bool cuda_dnn_algo_allowed(enum kcuda_dtype dt, int algo, int math_type) { return false; }
+int cuda_dnn_pick(const struct cuda_dnn_candidate *c, int n, enum kcuda_dtype dt, size_t limit, unsigned refused)
+{
+    return -1;
+}
 
 struct cuda_dnn *cuda_dnn_load(char *why, size_t why_len)
 {

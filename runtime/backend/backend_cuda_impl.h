@@ -229,6 +229,16 @@ void cuda_dnn_describe(const struct cuda_dnn *dnn, char *out, size_t cap);
  * family and direct convolution only (no Winograd, no FFT), and no tensor
  * cores (TF32) for FP32. */
 bool cuda_dnn_algo_allowed(enum kcuda_dtype dt, int algo, int math_type);
+/* One algorithm of cuDNN's heuristics list, best first. */
+struct cuda_dnn_candidate {
+    int algo, math_type;     /* cudnnConvolutionFwdAlgo_t, cudnnMathType_t */
+    bool usable;             /* the heuristics' status for it was success */
+    size_t memory;           /* workspace bytes */
+};
+/* The first of c[0..n) that is usable, allowed for dt, fits in `limit`
+ * workspace bytes and is not in `refused` (bit 1 << algo: failed on this
+ * step at this batch); -1 when none is. */
+int cuda_dnn_pick(const struct cuda_dnn_candidate *c, int n, enum kcuda_dtype dt, size_t limit, unsigned refused);
 /* Whether cuDNN computes this convolution exactly as the plan wants
  * (cuDNN pads symmetrically). */
 bool cuda_dnn_conv_ok(const struct rt_step *s);

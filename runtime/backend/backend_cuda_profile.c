@@ -16,7 +16,9 @@
  *
  * Also the kernel a step runs (describe_step) and the rates of a large GEMM
  * and a streaming kernel on the first device (measure_rates), timed with
- * CUDA events.
+ * CUDA events: the GEMM in the model's precision (INT8: the kernel set its
+ * steps run, IMMA where the device has it), the stream in FP32 (FP16 for
+ * FP16).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -177,8 +179,9 @@ void cuda_describe_step(struct rt_backend *b, const struct rt_plan *p, const str
         snprintf(out, cap, "%s%s", dt, pr && pr->x_nhwc ? ", nhwc" : "");
 }
 
-/* ---- rates: a 4096^3 GEMM (137 GFLOP) through kcuda_linear, and relu from
- * one 256 MiB buffer (FP32) into another */
+/* ---- rates: a 4096^3 GEMM (137 GFLOP) through kcuda_linear (INT8:
+ * kcuda_linear_q8_mma or kcuda_linear_q8, int8 out), and relu from one
+ * 256 MiB buffer (FP32) into another */
 
 #define RATE_DIM 4096
 #define RATE_STREAM_ELEMS ((int64_t)64 << 20)
@@ -186,20 +189,32 @@ void cuda_describe_step(struct rt_backend *b, const struct rt_plan *p, const str
 
 struct rate_bufs {
     void *x, *w, *y, *a, *b;
+    bool q8, mma;                 /* an INT8 GEMM; on tensor cores */
+    int32_t *bias;                /* INT8: the epilogue's, on the device */
+    struct k_q8_mult *mult;
     cudaStream_t st;
     cudaEvent_t start, stop;
 };
+
+static cudaError_t rate_gemm(struct cuda_backend *cb, const struct rate_bufs *r, enum kcuda_dtype dt)
+{
+    const struct k_linear lin = {.n = RATE_DIM, .k = RATE_DIM, .m = RATE_DIM, .act = K_ACT_NONE};
+    if (!r->q8)
+        return kcuda_linear(&lin, cuda_gemm_sms(cb, 0), dt, r->x, r->w, NULL, NULL, r->y, r->st);
+    const struct k_q8_epilogue e = {.bias = r->bias, .mult = r->mult, .lo = -127, .hi = 127};
+    return r->mma ? kcuda_linear_q8_mma(&lin, r->x, r->w, &e, NULL, r->y, r->st)
+                  : kcuda_linear_q8(&lin, r->x, r->w, &e, NULL, r->y, r->st);
+}
 
 /* Best milliseconds of RATE_REPEATS launches after one untimed one. */
 static enum rt_status best_ms(struct cuda_backend *cb, const struct rate_bufs *r, enum kcuda_dtype dt, bool gemm,
                               float *best, struct rt_error *err)
 {
-    const struct k_linear lin = {.n = RATE_DIM, .k = RATE_DIM, .m = RATE_DIM, .act = K_ACT_NONE};
     *best = 1e30f;
     for (int i = 0; i <= RATE_REPEATS; i++) {
         CUDA_CHECK(cb, cudaEventRecord(r->start, r->st), err);
         if (gemm)
-            CUDA_CHECK(cb, kcuda_linear(&lin, cuda_gemm_sms(cb, 0), dt, r->x, r->w, NULL, NULL, r->y, r->st), err);
+            CUDA_CHECK(cb, rate_gemm(cb, r, dt), err);
         else
             CUDA_CHECK(cb, kcuda_act(K_ACT_RELU, RATE_STREAM_ELEMS, dt, r->a, r->b, r->st), err);
         CUDA_CHECK(cb, cudaEventRecord(r->stop, r->st), err);
@@ -241,6 +256,37 @@ static enum rt_status upload_weights(struct cuda_backend *cb, struct rate_bufs *
     return s;
 }
 
+/* INT8: the packed weights, a zero bias and a multiplier of 1/2 on the
+ * device (the data never changes the time an integer GEMM takes). */
+static enum rt_status upload_q8_weights(struct cuda_backend *cb, struct rate_bufs *r, struct rt_error *err)
+{
+    size_t packed_bytes = kcuda_q8_packed_bytes(RATE_DIM, RATE_DIM);
+    int8_t *w = malloc((size_t)RATE_DIM * RATE_DIM), *packed = malloc(packed_bytes);
+    struct k_q8_mult *mult = malloc(sizeof(*mult) * RATE_DIM);
+    if (!w || !packed || !mult) {
+        free(w);
+        free(packed);
+        free(mult);
+        return rt_error_set(err, RT_ERR_NO_MEMORY, "out of memory");
+    }
+    for (int64_t i = 0; i < (int64_t)RATE_DIM * RATE_DIM; i++)
+        w[i] = (int8_t)(i % 13 - 6);
+    kcuda_q8_pack(RATE_DIM, RATE_DIM, w, packed);
+    for (int i = 0; i < RATE_DIM; i++)
+        mult[i] = (struct k_q8_mult){.m = 1 << 30, .shift = 31};
+    cudaError_t e;
+    if ((e = cudaMalloc(&r->w, packed_bytes)) == cudaSuccess &&
+        (e = cudaMalloc((void **)&r->bias, sizeof(int32_t) * RATE_DIM)) == cudaSuccess &&
+        (e = cudaMalloc((void **)&r->mult, sizeof(*mult) * RATE_DIM)) == cudaSuccess &&
+        (e = cudaMemcpy(r->w, packed, packed_bytes, cudaMemcpyHostToDevice)) == cudaSuccess &&
+        (e = cudaMemset(r->bias, 0, sizeof(int32_t) * RATE_DIM)) == cudaSuccess)
+        e = cudaMemcpy(r->mult, mult, sizeof(*mult) * RATE_DIM, cudaMemcpyHostToDevice);
+    free(w);
+    free(packed);
+    free(mult);
+    return e == cudaSuccess ? RT_OK : cuda_fail(cb, e, "uploading the INT8 GEMM's weights", err);
+}
+
 static enum rt_status measure(struct cuda_backend *cb, struct rate_bufs *r, enum kcuda_dtype dt, float *gemm_ms,
                               float *stream_ms, struct rt_error *err)
 {
@@ -255,7 +301,7 @@ static enum rt_status measure(struct cuda_backend *cb, struct rate_bufs *r, enum
     CUDA_CHECK(cb, cudaMalloc(&r->b, (size_t)RATE_STREAM_ELEMS * es), err);
     CUDA_CHECK(cb, cudaMemset(r->x, 0, square), err);
     CUDA_CHECK(cb, cudaMemset(r->a, 0, (size_t)RATE_STREAM_ELEMS * es), err);
-    enum rt_status s = upload_weights(cb, r, dt, err);
+    enum rt_status s = r->q8 ? upload_q8_weights(cb, r, err) : upload_weights(cb, r, dt, err);
     if (s == RT_OK)
         s = best_ms(cb, r, dt, true, gemm_ms, err);
     if (s == RT_OK)
@@ -270,6 +316,8 @@ enum rt_status cuda_measure_rates(struct rt_backend *b, enum rt_precision prec, 
     enum kcuda_dtype dt = prec == RT_PRECISION_FP16 ? KCUDA_F16 : KCUDA_F32;
     struct rate_bufs r;
     memset(&r, 0, sizeof(r));
+    r.q8 = prec == RT_PRECISION_INT8;
+    r.mma = r.q8 && kcuda_q8_mma_takes(cb->sm[0], NULL);   /* as backend_cuda_q8.c picks */
     float gemm_ms = 0, stream_ms = 0;
     enum rt_status s = measure(cb, &r, dt, &gemm_ms, &stream_ms, err);
     if (r.st)
@@ -279,6 +327,8 @@ enum rt_status cuda_measure_rates(struct rt_backend *b, enum rt_precision prec, 
     cudaFree(r.y);
     cudaFree(r.a);
     cudaFree(r.b);
+    cudaFree(r.bias);
+    cudaFree(r.mult);
     if (r.start)
         cudaEventDestroy(r.start);
     if (r.stop)
@@ -290,8 +340,9 @@ enum rt_status cuda_measure_rates(struct rt_backend *b, enum rt_precision prec, 
     size_t es = kcuda_dtype_size(dt);
     out->gemm_gflops = 2.0 * RATE_DIM * RATE_DIM * (double)RATE_DIM / ((double)gemm_ms * 1e-3) * 1e-9;
     out->stream_gbs = 2.0 * (double)RATE_STREAM_ELEMS * (double)es / ((double)stream_ms * 1e-3) * 1e-9;
-    snprintf(out->what, sizeof(out->what), "%s GEMM %dx%dx%d and relu over %lld MiB, CUDA device %d",
-             dt == KCUDA_F16 ? "FP16" : "FP32", RATE_DIM, RATE_DIM, RATE_DIM,
-             (long long)(RATE_STREAM_ELEMS * (int64_t)es >> 20), cb->dev[0]);
+    snprintf(out->what, sizeof(out->what), "%s GEMM %dx%dx%d and %s relu over %lld MiB, CUDA device %d",
+             r.q8 ? (r.mma ? "INT8 (IMMA)" : "INT8 (dp4a)") : dt == KCUDA_F16 ? "FP16" : "FP32", RATE_DIM, RATE_DIM,
+             RATE_DIM, dt == KCUDA_F16 ? "FP16" : "FP32", (long long)(RATE_STREAM_ELEMS * (int64_t)es >> 20),
+             cb->dev[0]);
     return RT_OK;
 }

@@ -153,12 +153,18 @@ enum rt_status rt_dataset_load_fashion_mnist(const char *split, struct rt_datase
         prefix = "train";
     else
         return rt_error_set(err, RT_ERR_INVALID, "Fashion-MNIST split must be \"test\" or \"train\"");
-    char images[256], labels[256];
-    snprintf(images, sizeof(images), "%s/%s-images-idx3-ubyte.gz", RT_FASHION_MNIST_DIR, prefix);
-    snprintf(labels, sizeof(labels), "%s/%s-labels-idx1-ubyte.gz", RT_FASHION_MNIST_DIR, prefix);
+    const char *dir = getenv("FASHION_MNIST_DIR");
+    if (!dir || !*dir)
+        dir = RT_FASHION_MNIST_DIR;
+    char images[512], labels[512];
+    if (snprintf(images, sizeof(images), "%s/%s-images-idx3-ubyte.gz", dir, prefix) >= (int)sizeof(images)
+        || snprintf(labels, sizeof(labels), "%s/%s-labels-idx1-ubyte.gz", dir, prefix) >= (int)sizeof(labels))
+        return rt_error_set(err, RT_ERR_INVALID, "FASHION_MNIST_DIR is too long");
     enum rt_status st = rt_dataset_load_idx(images, labels, out, err);
     if (st == RT_ERR_NOT_FOUND)
-        rt_error_prefix(err, "Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)");
+        rt_error_prefix(err, strcmp(dir, RT_FASHION_MNIST_DIR) == 0
+                                 ? "Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)"
+                                 : "Fashion-MNIST is not in FASHION_MNIST_DIR");
     return st;
 }
 

@@ -3,8 +3,7 @@
  * evaluation, calibration, tests and the load generator.
  *
  *     struct rt_dataset ds;
- *     rt_dataset_load_idx(RT_FASHION_MNIST_DIR "/t10k-images-idx3-ubyte.gz",
- *                         RT_FASHION_MNIST_DIR "/t10k-labels-idx1-ubyte.gz", &ds, &err);
+ *     rt_dataset_load_fashion_mnist("test", &ds, &err);
  *     // ds.count images of ds.rows x ds.cols bytes at ds.images + i * rows * cols
  *     rt_dataset_free(&ds);
  */
@@ -15,6 +14,9 @@
 
 #include "runtime/rt_status.h"
 
+/* Debian's folder (package dataset-fashion-mnist); the environment variable
+ * FASHION_MNIST_DIR names another, as models/fashion_mnist.py reads it (the
+ * GPU bundle carries its own copy). */
 #define RT_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
 
 struct rt_dataset {
@@ -26,7 +28,8 @@ struct rt_dataset {
 /* labels_path may be NULL. */
 enum rt_status rt_dataset_load_idx(const char *images_path, const char *labels_path,
                                    struct rt_dataset *out, struct rt_error *err);
-/* "test" or "train" split of Fashion-MNIST from RT_FASHION_MNIST_DIR. */
+/* "test" or "train" split of Fashion-MNIST from FASHION_MNIST_DIR, else
+ * RT_FASHION_MNIST_DIR. */
 enum rt_status rt_dataset_load_fashion_mnist(const char *split, struct rt_dataset *out,
                                              struct rt_error *err);
 void rt_dataset_free(struct rt_dataset *ds);
