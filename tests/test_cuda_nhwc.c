@@ -177,6 +177,12 @@ static const struct k_conv2d NHWC_CONVS[] = {
     {.n = 1, .c = 32, .h = 5, .w = 5, .oc = 64, .oh = 5, .ow = 5, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1,
      .groups = 4},
     {.n = 3, .c = 16, .h = 1, .w = 1, .oc = 40, .oh = 1, .ow = 1, .kh = 1, .kw = 1},
+    /* depthwise into NHWC y (the direct kernel's 32x32 tiles, ragged at
+     * both edges), stride 2, and a channel multiplier of 3 */
+    {.n = 2, .c = 72, .h = 13, .w = 11, .oc = 72, .oh = 7, .ow = 6, .kh = 3, .kw = 3, .stride_h = 2,
+     .stride_w = 2, .pad_t = 1, .pad_l = 1, .groups = 72},
+    {.n = 1, .c = 5, .h = 6, .w = 6, .oc = 15, .oh = 6, .ow = 6, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1,
+     .groups = 5},
 };
 
 static enum test_result conv_test(enum kcuda_dtype t)

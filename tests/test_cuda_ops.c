@@ -66,6 +66,16 @@ static const struct k_conv2d TILE_CONVS[] = {
     {.n = 1, .c = 32, .h = 5, .w = 5, .oc = 64, .oh = 5, .ow = 5, .kh = 3, .kw = 3, .pad_t = 1, .pad_l = 1,
      .groups = 4},
     {.n = 1, .c = 6, .h = 14, .w = 14, .oc = 16, .oh = 10, .ow = 10, .kh = 5, .kw = 5},   /* lenet5 conv2 */
+    /* depthwise (the direct kernel): MobileNetV2's stride-2 3x3, a channel
+     * multiplier of 2 at 5x5, 7x7 over several pixel blocks; 9x9 (81 taps)
+     * stays on the GEMM */
+    {.n = 2, .c = 32, .h = 15, .w = 15, .oc = 32, .oh = 8, .ow = 8, .kh = 3, .kw = 3, .stride_h = 2, .stride_w = 2,
+     .pad_t = 1, .pad_l = 1, .groups = 32},
+    {.n = 1, .c = 8, .h = 9, .w = 9, .oc = 16, .oh = 9, .ow = 9, .kh = 5, .kw = 5, .pad_t = 2, .pad_l = 2,
+     .groups = 8},
+    {.n = 2, .c = 40, .h = 20, .w = 19, .oc = 40, .oh = 20, .ow = 19, .kh = 7, .kw = 7, .pad_t = 3, .pad_l = 3,
+     .groups = 40},
+    {.n = 1, .c = 4, .h = 9, .w = 9, .oc = 4, .oh = 1, .ow = 1, .kh = 9, .kw = 9, .groups = 4},
 };
 
 static enum test_result conv_test(enum kcuda_dtype t)
@@ -456,6 +466,67 @@ TEST(cuda_pack_emulated)
         free(x), free(w), free(ref), free(y), free(packed), free(table);
     }
     TEST_FAIL_IF(failed, "%d emulated convolutions differ from kref", failed);
+    return TEST_PASS;
+}
+
+/* The direct depthwise kernels' arithmetic, run on the host by
+ * kcuda_depthwise_host over the weights as kcuda_conv2d_pack packs them:
+ * kref's convolution for random convolutions with one input channel a
+ * group (channel multipliers 1 to 3, up to 8x8 taps, strides, dilations,
+ * asymmetric padding, bias and residual). And which convolutions take that
+ * kernel: one input channel a group, NCHW x, at most KCUDA_DW_MAX_TAPS
+ * taps, not in the baseline set. */
+TEST(cuda_depthwise_host)
+{
+    int failed = 0;
+    for (int it = 0; it < 60; it++) {
+        struct k_conv2d p = {.n = test_rand_int(1, 3), .c = test_rand_int(1, 40), .h = test_rand_int(1, 20),
+                             .w = test_rand_int(1, 20), .kh = test_rand_int(1, 8), .kw = test_rand_int(1, 8),
+                             .stride_h = test_rand_int(1, 3), .stride_w = test_rand_int(1, 3),
+                             .dil_h = test_rand_int(1, 2), .dil_w = test_rand_int(1, 2)};
+        p.groups = p.c;
+        p.oc = p.c * test_rand_int(1, 3);
+        p.pad_t = test_rand_int(0, p.kh - 1), p.pad_l = test_rand_int(0, p.kw - 1);
+        int pad_b = test_rand_int(0, p.kh - 1), pad_r = test_rand_int(0, p.kw - 1);
+        p.oh = (p.h + p.pad_t + pad_b - p.dil_h * (p.kh - 1) - 1) / p.stride_h + 1;
+        p.ow = (p.w + p.pad_l + pad_r - p.dil_w * (p.kw - 1) - 1) / p.stride_w + 1;
+        if (p.oh < 1 || p.ow < 1) {
+            it--;
+            continue;
+        }
+        int64_t nx = (int64_t)p.n * p.c * p.h * p.w, ny = (int64_t)p.n * p.oc * p.oh * p.ow;
+        bool use_bias = test_rand_int(0, 1), use_res = test_rand_int(0, 1);
+        float *x = rand_buf(nx, -1, 1, KCUDA_F32), *w = rand_buf((int64_t)p.oc * p.kh * p.kw, -1, 1, KCUDA_F32);
+        float *b = rand_buf(p.oc, -1, 1, KCUDA_F32), *r = rand_buf(ny, -1, 1, KCUDA_F32);
+        float *ref = out_buf(ny), *y = out_buf(ny);
+        kref_conv2d_f32(&p, x, w, use_bias ? b : NULL, use_res ? r : NULL, ref);
+        float *packed = out_buf((int64_t)kcuda_conv2d_packed_elems(&p));
+        void *table = malloc(kcuda_conv2d_table_bytes(&p));
+        RT_ASSERT(table);
+        kcuda_conv2d_pack(&p, KCUDA_NCHW, w, packed, table);
+        kcuda_depthwise_host(&p, x, packed, use_bias ? b : NULL, use_res ? r : NULL, y);
+        char what[160];
+        snprintf(what, sizeof(what), "depthwise n%d c%d oc%d %dx%d k%dx%d s%d,%d p%d,%d d%d,%d%s%s", p.n, p.c, p.oc,
+                 p.h, p.w, p.kh, p.kw, p.stride_h, p.stride_w, p.pad_t, p.pad_l, p.dil_h, p.dil_w,
+                 use_bias ? " bias" : "", use_res ? " res" : "");
+        failed += !cuda_check_close(what, y, ref, ny, KCUDA_F32);
+        failed += !kcuda_depthwise_takes(&p, KCUDA_NCHW) || kcuda_depthwise_takes(&p, KCUDA_NHWC);
+        free(x), free(w), free(b), free(r), free(ref), free(y), free(packed), free(table);
+    }
+    TEST_FAIL_IF(failed, "%d depthwise cases differ from kref or were not taken", failed);
+
+    struct k_conv2d dw = {.n = 8, .c = 96, .h = 14, .w = 14, .oc = 96, .oh = 14, .ow = 14, .kh = 3, .kw = 3,
+                          .stride_h = 1, .stride_w = 1, .pad_t = 1, .pad_l = 1, .dil_h = 1, .dil_w = 1, .groups = 96};
+    ASSERT_STR_EQ(kcuda_conv2d_plan(&dw, 132, KCUDA_F16, KCUDA_NCHW, KCUDA_NCHW).name, "depthwise direct");
+    ASSERT_EQ_INT(kcuda_conv2d_plan(&dw, 132, KCUDA_F16, KCUDA_NCHW, KCUDA_NCHW).blocks, 8 * 96);
+    ASSERT_STR_EQ(kcuda_conv2d_plan(&dw, 132, KCUDA_F32, KCUDA_NCHW, KCUDA_NHWC).name, "depthwise direct 32x32");
+    ASSERT_EQ_INT(kcuda_conv2d_plan(&dw, 132, KCUDA_F32, KCUDA_NCHW, KCUDA_NHWC).blocks, 7 * 3 * 8);
+    ASSERT_STR_EQ(kcuda_conv2d_plan(&dw, 0, KCUDA_F32, KCUDA_NCHW, KCUDA_NCHW).name, "tile 64x32");   /* baseline */
+    struct k_conv2d grouped = dw, wide = dw;
+    grouped.groups = 48;   /* two input channels a group: the GEMM */
+    ASSERT_FALSE(kcuda_depthwise_takes(&grouped, KCUDA_NCHW));
+    wide.kh = wide.kw = 9, wide.pad_t = wide.pad_l = 4;   /* 81 taps: the GEMM */
+    ASSERT_FALSE(kcuda_depthwise_takes(&wide, KCUDA_NCHW));
     return TEST_PASS;
 }
 

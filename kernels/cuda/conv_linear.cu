@@ -14,6 +14,7 @@
  */
 #include <string.h>
 
+#include "depthwise.cuh"
 #include "gemm_small.cuh"
 
 namespace kcuda {
@@ -101,6 +102,13 @@ static GemmShape conv_shape(const struct k_conv2d *p)
 {
     int n = p->oc / p->groups, k = p->c / p->groups * p->kh * p->kw;
     return {n, k, round_up(k, TileS::BK), round_up(n, tile_bn(tile_for(n))), p->groups};
+}
+
+/* The direct depthwise kernels take what they can, except in the baseline
+ * set (sm_count 0), which keeps the GEMM. */
+static bool runs_depthwise(const struct k_conv2d *p, int sm_count, enum kcuda_layout xl)
+{
+    return sm_count != 0 && kcuda_depthwise_takes(p, xl);
 }
 
 static GemmShape linear_shape(const struct k_linear *p)
@@ -241,6 +249,8 @@ extern "C" struct kcuda_gemm_plan kcuda_gemm_plan(int64_t rows, int cols, int gr
 extern "C" struct kcuda_gemm_plan kcuda_conv2d_plan(const struct k_conv2d *p, int sm_count, enum kcuda_dtype t,
                                                     enum kcuda_layout xl, enum kcuda_layout yl)
 {
+    if (runs_depthwise(p, sm_count, xl))
+        return kcuda_depthwise_plan(p, yl);
     TileId max = t == KCUDA_F16 ? conv_max_tile<__half>(xl, yl) : conv_max_tile<float>(xl, yl);
     return plan_of((int64_t)p->n * p->oh * p->ow, p->oc / p->groups, p->groups, sm_count, max);
 }
@@ -330,12 +340,21 @@ static cudaError_t launch_conv(const GemmArgs &a, int sm_count, enum kcuda_layou
                             : launch<T, ALoad::CONV, YLayout::NCHW>(a, sm_count, st);
 }
 
+extern "C" void kcuda_depthwise_host(const struct k_conv2d *p, const float *x, const float *packed_w,
+                                     const float *bias, const float *residual, float *y)
+{
+    GemmShape s = conv_shape(p);
+    kcuda_depthwise_on_host(p, s.Kpad, s.Npad, x, packed_w, bias, residual, y);
+}
+
 extern "C" cudaError_t kcuda_conv2d(const struct k_conv2d *p, int sm_count, enum kcuda_dtype t,
                                     enum kcuda_layout xl, enum kcuda_layout yl, const void *x, const void *packed_w,
                                     const void *table, const float *bias, const void *residual, void *y,
                                     cudaStream_t stream)
 {
     GemmShape s = conv_shape(p);
+    if (runs_depthwise(p, sm_count, xl))
+        return kcuda_depthwise(p, s.Kpad, s.Npad, t, yl, x, packed_w, bias, residual, y, stream);
     GemmArgs a = {};
     a.x = x, a.wt = packed_w, a.table = static_cast<const int4 *>(table), a.bias = bias, a.res = residual, a.y = y;
     a.M = p->n * p->oh * p->ow, a.N = s.N, a.K = s.K, a.Kpad = s.Kpad, a.Npad = s.Npad, a.groups = s.groups;

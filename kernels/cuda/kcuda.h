@@ -107,6 +107,18 @@ void kcuda_conv2d_pack(const struct k_conv2d *p, enum kcuda_layout xl, const flo
 cudaError_t kcuda_conv2d(const struct k_conv2d *p, int sm_count, enum kcuda_dtype t, enum kcuda_layout xl,
                          enum kcuda_layout yl, const void *x, const void *packed_w, const void *table,
                          const float *bias, const void *residual, void *y, cudaStream_t stream);
+/* Convolutions with one input channel a group (depthwise, any channel
+ * multiplier), NCHW x and at most KCUDA_DW_MAX_TAPS taps, run a direct
+ * kernel (depthwise.cu) rather than the implicit GEMM, except in the
+ * baseline set (sm_count 0); kcuda_conv2d_plan names it "depthwise
+ * direct". Host code. */
+#define KCUDA_DW_MAX_TAPS 64
+bool kcuda_depthwise_takes(const struct k_conv2d *p, enum kcuda_layout xl);
+/* The direct kernel's arithmetic on the host, for tests without a GPU:
+ * NCHW y = conv(x, w) + bias + residual (no activation), w read from the
+ * packing of kcuda_conv2d_pack (NCHW x); bias and residual may be NULL. */
+void kcuda_depthwise_host(const struct k_conv2d *p, const float *x, const float *packed_w, const float *bias,
+                          const float *residual, float *y);
 
 size_t kcuda_linear_packed_elems(const struct k_linear *p);
 /* w is [m, k] FP32 (PyTorch's layout). Host code. */
