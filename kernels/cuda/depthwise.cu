@@ -75,6 +75,18 @@ __host__ __device__ __forceinline__ float dw_sum(const DwArgs &a, const T *xp, c
     return acc;
 }
 
+/* The GEMM's epilogue for output i of channel o: y = act(sum + bias + residual). */
+template <typename T>
+__device__ __forceinline__ void dw_store(const DwArgs &a, const float *bias, const T *res, T *y, int64_t i, int o,
+                                         float sum)
+{
+    if (bias)
+        sum += bias[o];
+    if (res)
+        sum += to_f(res[i]);
+    y[i] = from_f<T>(act_apply(a.act, sum));
+}
+
 /* grid (n * oc planes, pixel blocks) */
 template <typename T>
 __global__ void __launch_bounds__(DW_THREADS) dw_nchw_kernel(DwArgs a, const T *x, const T *w, const float *bias,
@@ -91,13 +103,7 @@ __global__ void __launch_bounds__(DW_THREADS) dw_nchw_kernel(DwArgs a, const T *
     if (pix >= pixels)
         return;
     const T *xp = x + (plane / a.oc * a.c + o / a.mult) * (int64_t)a.h * a.w;
-    float v = dw_sum(a, xp, wk, pix / a.ow, pix % a.ow);
-    const int64_t i = plane * pixels + pix;
-    if (bias)
-        v += bias[o];
-    if (res)
-        v += to_f(res[i]);
-    y[i] = from_f<T>(act_apply(a.act, v));
+    dw_store(a, bias, res, y, plane * pixels + pix, o, dw_sum(a, xp, wk, pix / a.ow, pix % a.ow));
 }
 
 /* grid (pixel tiles, channel tiles, images); block DW_TILE x DW_ROWS */
@@ -133,13 +139,7 @@ __global__ void __launch_bounds__(DW_TILE * DW_ROWS) dw_nhwc_kernel(DwArgs a, co
     for (int p = threadIdx.y; p < DW_TILE; p += DW_ROWS) {
         if (pix0 + p >= pixels)
             break;
-        const int64_t i = ((int64_t)img * pixels + pix0 + p) * a.oc + o;
-        float v = sums[threadIdx.x][p];
-        if (bias)
-            v += bias[o];
-        if (res)
-            v += to_f(res[i]);
-        y[i] = from_f<T>(act_apply(a.act, v));
+        dw_store(a, bias, res, y, ((int64_t)img * pixels + pix0 + p) * a.oc + o, o, sums[threadIdx.x][p]);
     }
 }
 
