@@ -44,3 +44,14 @@ void test_to_nhwc(const void *src, void *dst, int64_t n, int64_t c, int64_t hw, 
             for (int64_t k = 0; k < hw; k++)
                 memcpy(d + ((i * hw + k) * c + ch) * esize, s + ((i * c + ch) * hw + k) * esize, esize);
 }
+
+int64_t binary_operand_strides(const struct k_binary *p, unsigned ones, int missing, int64_t *stride)
+{
+    int64_t step = 1;
+    for (int d = p->rank - 1; d >= 0; d--) {
+        bool one = d < missing || (ones >> d & 1u);
+        stride[d] = one ? 0 : step;
+        step *= one ? 1 : p->dims[d];
+    }
+    return step;
+}

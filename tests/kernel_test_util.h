@@ -31,6 +31,11 @@ void restore_isa(const int *saved);
          isa <= (int)kcpu_isa_hardware() && kcpu_isa_set((enum kcpu_isa)isa) == 0; \
          isa++)
 
+/* Operand strides of binary op p for per-sample dims where the operand has
+ * size 1 along the dims in `ones` (bit mask) and lacks the leading
+ * `missing` dims; returns the operand's elements per sample. */
+int64_t binary_operand_strides(const struct k_binary *p, unsigned ones, int missing, int64_t *stride);
+
 /* Output length of a convolution window along one axis (0 if none fits). */
 int conv_out(int in, int pad_lead, int pad_trail, int k, int dil, int stride);
 

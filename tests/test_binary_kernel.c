@@ -13,19 +13,6 @@
 #include "kernels/ref/kref.h"
 #include "test.h"
 
-/* Operand strides for per-sample dims where the operand has size 1 along
- * the dims in `ones` (bit mask) and lacks the leading `missing` dims. */
-static int64_t strides_for(const struct k_binary *p, unsigned ones, int missing, int64_t *stride)
-{
-    int64_t step = 1;
-    for (int d = p->rank - 1; d >= 0; d--) {
-        bool one = d < missing || (ones >> d & 1u);
-        stride[d] = one ? 0 : step;
-        step *= one ? 1 : p->dims[d];
-    }
-    return step;
-}
-
 TEST(kernel_binary_cpu_matches_ref)
 {
     struct kcpu_threads *pool = kcpu_threads_create(2);
@@ -35,8 +22,8 @@ TEST(kernel_binary_cpu_matches_ref)
         int64_t out = 1;
         for (int d = 0; d < p.rank; d++)
             out *= p.dims[d] = test_rand_int(1, iter % 10 == 0 ? 70 : iter % 10 == 1 ? 19 : 5);
-        int64_t na = strides_for(&p, (unsigned)test_rand_int(0, 15), test_rand_int(0, p.rank), p.a_stride);
-        int64_t nb = strides_for(&p, (unsigned)test_rand_int(0, 15), test_rand_int(0, p.rank), p.b_stride);
+        int64_t na = binary_operand_strides(&p, (unsigned)test_rand_int(0, 15), test_rand_int(0, p.rank), p.a_stride);
+        int64_t nb = binary_operand_strides(&p, (unsigned)test_rand_int(0, 15), test_rand_int(0, p.rank), p.b_stride);
         p.a_sample = test_rand_int(0, 3) ? na : 0;   /* 0: a constant shared by the samples */
         p.b_sample = test_rand_int(0, 3) ? nb : 0;
         float *a = malloc(sizeof(float) * (size_t)(na * p.n)), *b = malloc(sizeof(float) * (size_t)(nb * p.n));

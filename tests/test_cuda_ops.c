@@ -522,6 +522,10 @@ TEST(cuda_depthwise_host)
     ASSERT_STR_EQ(kcuda_conv2d_plan(&dw, 132, KCUDA_F32, KCUDA_NCHW, KCUDA_NHWC).name, "depthwise direct 32x32");
     ASSERT_EQ_INT(kcuda_conv2d_plan(&dw, 132, KCUDA_F32, KCUDA_NCHW, KCUDA_NHWC).blocks, 7 * 3 * 8);
     ASSERT_STR_EQ(kcuda_conv2d_plan(&dw, 0, KCUDA_F32, KCUDA_NCHW, KCUDA_NCHW).name, "tile 64x32");   /* baseline */
+    struct k_conv2d small = dw;   /* a 7x7 plane: a block of 64 threads, not 256 */
+    small.h = small.w = small.oh = small.ow = 7;
+    ASSERT_EQ_INT(kcuda_conv2d_plan(&small, 132, KCUDA_F32, KCUDA_NCHW, KCUDA_NCHW).rows, 64);
+    ASSERT_EQ_INT(kcuda_conv2d_plan(&dw, 132, KCUDA_F32, KCUDA_NCHW, KCUDA_NCHW).rows, 224);
     struct k_conv2d grouped = dw, wide = dw;
     grouped.groups = 48;   /* two input channels a group: the GEMM */
     ASSERT_FALSE(kcuda_depthwise_takes(&grouped, KCUDA_NCHW));

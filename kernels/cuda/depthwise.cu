@@ -16,8 +16,9 @@
  * k, column n at (g * Kpad + k) * Npad + n), so a model packs them once for
  * either kernel.
  *
- * NCHW y: a block of DW_THREADS threads on DW_THREADS neighbouring outputs
- * of one plane (n, o), its taps in shared memory. NHWC y: a block on
+ * NCHW y: a block on up to DW_THREADS neighbouring outputs of one plane
+ * (n, o), its taps in shared memory; a small plane gets a block of its
+ * size in whole warps (7x7: 64 threads, not 256 with 207 idle). NHWC y: a block on
  * DW_TILE pixels x DW_TILE channels, each thread summing in NCHW order
  * (neighbouring threads on neighbouring pixels: coalesced reads of x), the
  * sums turned round in shared memory so that the stores and the residual's
@@ -87,7 +88,14 @@ __device__ __forceinline__ void dw_store(const DwArgs &a, const float *bias, con
     y[i] = from_f<T>(act_apply(a.act, sum));
 }
 
-/* grid (n * oc planes, pixel blocks) */
+/* Threads of an NCHW block: the plane's pixels in whole warps, at most
+ * DW_THREADS. */
+static int nchw_threads(int64_t pixels)
+{
+    return pixels >= DW_THREADS ? DW_THREADS : (int)((pixels + 31) / 32 * 32);
+}
+
+/* grid (n * oc planes, pixel blocks); nchw_threads(pixels) threads */
 template <typename T>
 __global__ void __launch_bounds__(DW_THREADS) dw_nchw_kernel(DwArgs a, const T *x, const T *w, const float *bias,
                                                               const T *res, T *y)
@@ -95,11 +103,11 @@ __global__ void __launch_bounds__(DW_THREADS) dw_nchw_kernel(DwArgs a, const T *
     __shared__ float wk[KCUDA_DW_MAX_TAPS];
     const int64_t plane = blockIdx.x;  /* img * oc + o */
     const int o = (int)(plane % a.oc), taps = a.kh * a.kw;
-    for (int k = threadIdx.x; k < taps; k += DW_THREADS)
+    for (int k = threadIdx.x; k < taps; k += blockDim.x)
         wk[k] = dw_weight(a, w, o, k);
     __syncthreads();
     const int pixels = a.oh * a.ow;
-    const int pix = blockIdx.y * DW_THREADS + threadIdx.x;
+    const int pix = blockIdx.y * blockDim.x + threadIdx.x;
     if (pix >= pixels)
         return;
     const T *xp = x + (plane / a.oc * a.c + o / a.mult) * (int64_t)a.h * a.w;
@@ -157,11 +165,12 @@ static cudaError_t dw_launch(const DwArgs &a, enum kcuda_layout yl, const void *
         dim3 grid((unsigned)pixel_tiles, (unsigned)channel_tiles, (unsigned)a.n);
         dw_nhwc_kernel<T><<<grid, dim3(DW_TILE, DW_ROWS), 0, st>>>(a, xt, wt, bias, rt, yt);
     } else {
-        const int64_t planes = (int64_t)a.n * a.oc, pixel_blocks = (pixels + DW_THREADS - 1) / DW_THREADS;
+        const int threads = nchw_threads(pixels);
+        const int64_t planes = (int64_t)a.n * a.oc, pixel_blocks = (pixels + threads - 1) / threads;
         if (planes > 0x7fffffff || pixel_blocks > 65535)
             return cudaErrorInvalidConfiguration;
-        dw_nchw_kernel<T><<<dim3((unsigned)planes, (unsigned)pixel_blocks), DW_THREADS, 0, st>>>(a, xt, wt, bias,
-                                                                                                rt, yt);
+        dw_nchw_kernel<T><<<dim3((unsigned)planes, (unsigned)pixel_blocks), threads, 0, st>>>(a, xt, wt, bias, rt,
+                                                                                             yt);
     }
     return cudaGetLastError();
 }
@@ -182,8 +191,8 @@ struct kcuda_gemm_plan kcuda_depthwise_plan(const struct k_conv2d *p, enum kcuda
     if (yl == KCUDA_NHWC)
         return {DW_TILE, DW_TILE, 1, (pixels + DW_TILE - 1) / DW_TILE * ((p->oc + DW_TILE - 1) / DW_TILE) * p->n,
                 "depthwise direct 32x32"};
-    return {DW_THREADS, 1, 1, (int64_t)p->n * p->oc * ((pixels + DW_THREADS - 1) / DW_THREADS),
-            "depthwise direct"};
+    const int threads = nchw_threads(pixels);
+    return {threads, 1, 1, (int64_t)p->n * p->oc * ((pixels + threads - 1) / threads), "depthwise direct"};
 }
 
 cudaError_t kcuda_depthwise(const struct k_conv2d *p, int kpad, int npad, enum kcuda_dtype t,

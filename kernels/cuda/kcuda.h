@@ -156,6 +156,15 @@ cudaError_t kcuda_act(enum k_act act, int64_t count, enum kcuda_dtype t, const v
 /* y may equal a or b. */
 cudaError_t kcuda_add(int64_t count, enum kcuda_dtype t, const void *a, const void *b, void *y,
                       cudaStream_t stream);
+/* The ONNX element-wise ops (broadcast.cu): y = a op b with numpy
+ * broadcasting over k_binary's strides (kernels/kernel_types.h), and
+ * y = f(x) for k_unary's functions; arithmetic in float, rounded once. */
+cudaError_t kcuda_binary(const struct k_binary *p, enum kcuda_dtype t, const void *a, const void *b, void *y,
+                         cudaStream_t stream);
+cudaError_t kcuda_unary(const struct k_unary *p, enum kcuda_dtype t, const void *x, void *y, cudaStream_t stream);
+/* The same arithmetic on the host (FP32), for tests without a GPU. */
+void kcuda_binary_host(const struct k_binary *p, const float *a, const float *b, float *y);
+void kcuda_unary_host(const struct k_unary *p, const float *x, float *y);
 cudaError_t kcuda_softmax(const struct k_softmax *p, enum kcuda_dtype t, const void *x, void *y,
                           cudaStream_t stream);
 /* inputs[i] is [outer, lens[i], inner]; at most KCUDA_CONCAT_MAX inputs. */

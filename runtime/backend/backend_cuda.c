@@ -194,7 +194,9 @@ static enum rt_status cuda_prepare_step(struct rt_backend *b, const struct rt_pl
     enum rt_status r = cuda_step_layouts(cb, p, s, &x_nhwc, &y_nhwc, err);
     if (r != RT_OK)
         return r;
-    bool weights = s->op == RT_OP_CONV2D || s->op == RT_OP_LINEAR || s->op == RT_OP_BATCH_NORM;
+    /* a binary step's constant operand travels like weights (in the model's type) */
+    bool weights = s->op == RT_OP_CONV2D || s->op == RT_OP_LINEAR || s->op == RT_OP_BATCH_NORM ||
+                   (s->op == RT_OP_BINARY && s->node->w[RT_W_WEIGHT].data);
     if (!weights && !x_nhwc && !y_nhwc)
         return RT_OK;
     struct cuda_step_prep *pr = calloc(1, sizeof(*pr));

@@ -237,12 +237,31 @@ static cudaError_t concat_run(const struct cuda_session *cs, const struct rt_ste
     return kcuda_concat(&c, cs->dt, io->in, k->concat.lens, io->out, cs->stream);
 }
 
+/* A binary step's operands: its inputs, or its input and the constant
+ * (uploaded as the step's weights), left or right as the node says. */
+static cudaError_t binary_run(const struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                              const struct rt_step_io *io)
+{
+    const void *a = io->in[0], *b = s->n_in > 1 ? io->in[1] : weights_of(cs, s)->w;
+    if (s->n_in == 1 && s->node->a.binary.const_left) {
+        b = a;
+        a = weights_of(cs, s)->w;
+    }
+    return kcuda_binary(&k->binary, cs->dt, a, b, io->out, cs->stream);
+}
+
+static cudaError_t unary_run(const struct cuda_session *cs, const struct rt_step *s, const union rt_step_params *k,
+                             const struct rt_step_io *io)
+{
+    return kcuda_unary(&k->unary, cs->dt, io->in[0], io->out, cs->stream);
+}
+
 /* Activations all run act_run (the step's act says which); they and add
- * run the same on NCHW and NHWC tensors. No kernel yet: binary, unary,
- * transpose, reduce, slice, pad, resize, layer_norm, log_softmax, matmul,
- * conv_transpose2d, conv2d_dyn, batch_norm_dyn (ONNX models using them stay
- * on the CPU backend); views
- * are no steps; quantize and dequantize are INT8 steps (backend_cuda_q8.c). */
+ * run the same on NCHW and NHWC tensors. No kernel yet: transpose, reduce,
+ * slice, pad, resize, layer_norm, log_softmax, matmul, conv_transpose2d,
+ * conv2d_dyn, batch_norm_dyn (ONNX models using them stay on the CPU
+ * backend); views are no steps; quantize and dequantize are INT8 steps
+ * (backend_cuda_q8.c). */
 static const f32_enqueue_fn F32[RT_OP_COUNT] = {
     [RT_OP_CONV2D] = conv2d_run,
     [RT_OP_LINEAR] = linear_run,
@@ -253,6 +272,8 @@ static const f32_enqueue_fn F32[RT_OP_COUNT] = {
     [RT_OP_ADD] = add_run,
     [RT_OP_SOFTMAX] = softmax_run,
     [RT_OP_CONCAT] = concat_run,
+    [RT_OP_BINARY] = binary_run,
+    [RT_OP_UNARY] = unary_run,
 };
 
 static f32_enqueue_fn f32_kernel(enum rt_op op) { return rt_op_has(op, RT_T_ACT) ? act_run : F32[op]; }
