@@ -147,7 +147,8 @@ device() {
 STEPS=(
   "device|60|1|device"
   "bundle|60|0|bundle_check"
-  "unit|60|0|$tests cuda_graph_ cuda_dnn_ cuda_backend_error cuda_conv_engine fp16_bound layout_nhwc_ cuda_nhwc_"
+  "unit|60|0|$tests cuda_graph_ cuda_dnn_ cuda_backend_error cuda_conv_engine fp16_bound layout_nhwc_ cuda_nhwc_ \
+cuda_depthwise_host cuda_broadcast_host"
   "ops|300|1|$tests --gpu $KERNEL_TESTS"
   "models-quick|120|1|env INFERD_TEST_IMAGES=300 $tests --gpu cuda_model_ cuda_q8_model_"
   "http-smoke|90|1|tests/gpu_http_smoke.sh $bin"
