@@ -1,5 +1,6 @@
 /* kernel_test_util.c - shared helpers of the CPU kernel tests (see the header). */
 #include "kernel_test_util.h"
+#include "kernels/ref/kref.h"
 
 #include "runtime/rt_status.h"
 #include "test.h"
@@ -54,4 +55,30 @@ int64_t binary_operand_strides(const struct k_binary *p, unsigned ones, int miss
         step *= one ? 1 : p->dims[d];
     }
     return step;
+}
+
+int64_t first_float_difference(const float *got, const float *want, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!(got[i] == want[i] || (isnan(got[i]) && isnan(want[i]))))
+            return i;
+    return -1;
+}
+
+void ref_conv2d_and_pre(const struct k_conv2d *p, const float *x, const float *w, const float *bias,
+                        const float *res, float *want, float *pre)
+{
+    struct k_conv2d no_act = *p;
+    no_act.act = K_ACT_NONE;
+    kref_conv2d_f32(p, x, w, bias, res, want);
+    kref_conv2d_f32(&no_act, x, w, bias, res, pre);
+}
+
+void ref_linear_and_pre(const struct k_linear *p, const float *x, const float *w, const float *bias,
+                        const float *res, float *want, float *pre)
+{
+    struct k_linear no_act = *p;
+    no_act.act = K_ACT_NONE;
+    kref_linear_f32(p, x, w, bias, res, want);
+    kref_linear_f32(&no_act, x, w, bias, res, pre);
 }

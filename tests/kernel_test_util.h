@@ -36,6 +36,17 @@ void restore_isa(const int *saved);
  * `missing` dims; returns the operand's elements per sample. */
 int64_t binary_operand_strides(const struct k_binary *p, unsigned ones, int missing, int64_t *stride);
 
+/* kref's convolution or linear layer into want, and again without its
+ * activation into pre: the values test_scaled_error measures against. */
+void ref_conv2d_and_pre(const struct k_conv2d *p, const float *x, const float *w, const float *bias,
+                        const float *res, float *want, float *pre);
+void ref_linear_and_pre(const struct k_linear *p, const float *x, const float *w, const float *bias,
+                        const float *res, float *want, float *pre);
+
+/* Index of the first of n floats where got and want differ (NaN equal to
+ * NaN, whatever its payload), or -1. */
+int64_t first_float_difference(const float *got, const float *want, int64_t n);
+
 /* Output length of a convolution window along one axis (0 if none fits). */
 int conv_out(int in, int pad_lead, int pad_trail, int k, int dil, int stride);
 

@@ -42,11 +42,11 @@ TEST(kernel_binary_cpu_matches_ref)
             float *y = in_place ? a : got;
             memcpy(a, a_copy, sizeof(float) * (size_t)(na * p.n));
             kcpu_binary_f32(iter % 2 ? pool : NULL, &p, a, b, y);
-            for (int64_t i = 0; i < out * p.n && !wrong[0]; i++)
-                if (!(y[i] == want[i] || (isnan(y[i]) && isnan(want[i]))))
-                    snprintf(wrong, sizeof(wrong), "iter %d op %d rank %d isa %s%s element %lld: %.9g vs %.9g",
-                             iter, p.op, p.rank, kcpu_isa_name((enum kcpu_isa)isa), in_place ? " in place" : "",
-                             (long long)i, y[i], want[i]);
+            int64_t i = wrong[0] ? -1 : first_float_difference(y, want, out * p.n);
+            if (i >= 0)
+                snprintf(wrong, sizeof(wrong), "iter %d op %d rank %d isa %s%s element %lld: %.9g vs %.9g", iter,
+                         p.op, p.rank, kcpu_isa_name((enum kcpu_isa)isa), in_place ? " in place" : "", (long long)i,
+                         y[i], want[i]);
         }
         free(a), free(a_copy), free(b), free(want), free(got);
         if (wrong[0])

@@ -39,16 +39,6 @@ static int64_t binary_outputs(const struct k_binary *p)
     return out;
 }
 
-/* Index of the first element where got and want differ in bits (NaN equal
- * to NaN), or -1. */
-static int64_t first_difference(const float *got, const float *want, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (!(got[i] == want[i] || (isnan(got[i]) && isnan(want[i]))))
-            return i;
-    return -1;
-}
-
 /* Random inputs within op's domain (log and sqrt positive, reciprocal away
  * from 0) and its parameters. */
 static struct k_unary random_unary(enum k_unop op, int64_t count, float *x)
@@ -77,7 +67,7 @@ TEST(cuda_broadcast_host)
             b[0] = NAN;   /* max and min carry NaN as numpy does */
         kref_binary_f32(&p, a, b, want);
         kcuda_binary_host(&p, a, b, got);
-        int64_t bad = first_difference(got, want, out);
+        int64_t bad = first_float_difference(got, want, out);
         float g = bad >= 0 ? got[bad] : 0, w = bad >= 0 ? want[bad] : 0;
         free(a), free(b), free(want), free(got);
         TEST_FAIL_IF(bad >= 0, "binary iter %d op %d rank %d element %lld: %.9g vs %.9g", iter, p.op, p.rank,
@@ -123,7 +113,7 @@ TEST(cuda_op_broadcast)
             float *got = out_buf(out);
             bool ok = e == cudaSuccess && dbuf_download(got, dy, out, dt);
             if (ok)
-                ok = dt == KCUDA_F32 ? first_difference(got, want, out) < 0
+                ok = dt == KCUDA_F32 ? first_float_difference(got, want, out) < 0
                                      : cuda_check_close("binary", got, want, out, dt);
             if (!ok)
                 printf("  binary %s iter %d op %d rank %d n %d: %s\n", dt == KCUDA_F16 ? "f16" : "f32", iter, p.op,

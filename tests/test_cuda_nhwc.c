@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_test_util.h"
 #include "kernels/ref/kref.h"
 #include "op_shapes.h"
 #include "test_cuda_util.h"
@@ -129,10 +130,7 @@ static bool conv_case(const struct k_conv2d *p, enum kcuda_layout xl, enum kcuda
     int64_t nw = (int64_t)p->oc * (p->c / p->groups) * p->kh * p->kw;
     float *x = rand_buf(nx, -1, 1, t), *w = rand_buf(nw, -1, 1, t), *r = rand_buf(ny, -1, 1, t);
     float *b = rand_buf(p->oc, -1, 1, KCUDA_F32), *ref = out_buf(ny), *pre = out_buf(ny);
-    struct k_conv2d linear_p = *p;   /* the error is measured against the pre-activation values */
-    linear_p.act = K_ACT_NONE;
-    kref_conv2d_f32(p, x, w, b, use_res ? r : NULL, ref);
-    kref_conv2d_f32(&linear_p, x, w, b, use_res ? r : NULL, pre);
+    ref_conv2d_and_pre(p, x, w, b, use_res ? r : NULL, ref, pre);
     bool yn = yl == KCUDA_NHWC;
     float *xs = xl == KCUDA_NHWC ? nhwc_of(x, p->n, p->c, hw) : x;
     float *rs = yn ? nhwc_of(r, p->n, p->oc, pixels) : r, *refs = yn ? nhwc_of(ref, p->n, p->oc, pixels) : ref;

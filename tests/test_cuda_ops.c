@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_test_util.h"
 #include "kernels/ref/kref.h"
 #include "op_shapes.h"
 #include "test_cuda_util.h"
@@ -23,10 +24,7 @@ static bool conv_case(const struct k_conv2d *p, bool use_bias, bool use_res, enu
     int64_t nw = (int64_t)p->oc * (p->c / p->groups) * p->kh * p->kw;
     float *x = rand_buf(nx, -1, 1, t), *w = rand_buf(nw, -1, 1, t), *r = rand_buf(ny, -1, 1, t);
     float *b = rand_buf(p->oc, -1, 1, KCUDA_F32), *ref = out_buf(ny), *pre = out_buf(ny);
-    struct k_conv2d linear_p = *p;   /* the error is measured against the pre-activation values */
-    linear_p.act = K_ACT_NONE;
-    kref_conv2d_f32(p, x, w, use_bias ? b : NULL, use_res ? r : NULL, ref);
-    kref_conv2d_f32(&linear_p, x, w, use_bias ? b : NULL, use_res ? r : NULL, pre);
+    ref_conv2d_and_pre(p, x, w, use_bias ? b : NULL, use_res ? r : NULL, ref, pre);
     size_t pe = kcuda_conv2d_packed_elems(p), tb = kcuda_conv2d_table_bytes(p);
     float *packed = out_buf((int64_t)pe), *table = out_buf((int64_t)(tb / sizeof(float)));
     kcuda_conv2d_pack(p, KCUDA_NCHW, w, packed, table);
@@ -115,10 +113,7 @@ static bool linear_case(const struct k_linear *p, bool use_bias, bool use_res, e
     int64_t nx = (int64_t)p->n * p->k, ny = (int64_t)p->n * p->m, nw = (int64_t)p->m * p->k;
     float *x = rand_buf(nx, -1, 1, t), *w = rand_buf(nw, -1, 1, t), *r = rand_buf(ny, -1, 1, t);
     float *b = rand_buf(p->m, -1, 1, KCUDA_F32), *ref = out_buf(ny), *pre = out_buf(ny);
-    struct k_linear linear_p = *p;   /* the error is measured against the pre-activation values */
-    linear_p.act = K_ACT_NONE;
-    kref_linear_f32(p, x, w, use_bias ? b : NULL, use_res ? r : NULL, ref);
-    kref_linear_f32(&linear_p, x, w, use_bias ? b : NULL, use_res ? r : NULL, pre);
+    ref_linear_and_pre(p, x, w, use_bias ? b : NULL, use_res ? r : NULL, ref, pre);
     size_t pe = kcuda_linear_packed_elems(p);
     float *packed = out_buf((int64_t)pe);
     kcuda_linear_pack(p, w, packed);
@@ -473,7 +468,7 @@ TEST(cuda_pack_emulated)
  * kcuda_depthwise_host over the weights as kcuda_conv2d_pack packs them:
  * kref's convolution for random convolutions with one input channel a
  * group (channel multipliers 1 to 3, up to 8x8 taps, strides, dilations,
- * asymmetric padding, bias and residual). And which convolutions take that
+ * asymmetric padding, bias, residual and every activation). And which convolutions take that
  * kernel: one input channel a group, NCHW x, at most KCUDA_DW_MAX_TAPS
  * taps, not in the baseline set. */
 TEST(cuda_depthwise_host)
@@ -483,13 +478,14 @@ TEST(cuda_depthwise_host)
         struct k_conv2d p = {.n = test_rand_int(1, 3), .c = test_rand_int(1, 40), .h = test_rand_int(1, 20),
                              .w = test_rand_int(1, 20), .kh = test_rand_int(1, 8), .kw = test_rand_int(1, 8),
                              .stride_h = test_rand_int(1, 3), .stride_w = test_rand_int(1, 3),
-                             .dil_h = test_rand_int(1, 2), .dil_w = test_rand_int(1, 2)};
+                             .dil_h = test_rand_int(1, 2), .dil_w = test_rand_int(1, 2),
+                             .act = (enum k_act)test_rand_int(0, K_ACT_COUNT - 1)};
         p.groups = p.c;
         p.oc = p.c * test_rand_int(1, 3);
         p.pad_t = test_rand_int(0, p.kh - 1), p.pad_l = test_rand_int(0, p.kw - 1);
         int pad_b = test_rand_int(0, p.kh - 1), pad_r = test_rand_int(0, p.kw - 1);
-        p.oh = (p.h + p.pad_t + pad_b - p.dil_h * (p.kh - 1) - 1) / p.stride_h + 1;
-        p.ow = (p.w + p.pad_l + pad_r - p.dil_w * (p.kw - 1) - 1) / p.stride_w + 1;
+        p.oh = conv_out(p.h, p.pad_t, pad_b, p.kh, p.dil_h, p.stride_h);
+        p.ow = conv_out(p.w, p.pad_l, pad_r, p.kw, p.dil_w, p.stride_w);
         if (p.oh < 1 || p.ow < 1) {
             it--;
             continue;
@@ -498,20 +494,20 @@ TEST(cuda_depthwise_host)
         bool use_bias = test_rand_int(0, 1), use_res = test_rand_int(0, 1);
         float *x = rand_buf(nx, -1, 1, KCUDA_F32), *w = rand_buf((int64_t)p.oc * p.kh * p.kw, -1, 1, KCUDA_F32);
         float *b = rand_buf(p.oc, -1, 1, KCUDA_F32), *r = rand_buf(ny, -1, 1, KCUDA_F32);
-        float *ref = out_buf(ny), *y = out_buf(ny);
-        kref_conv2d_f32(&p, x, w, use_bias ? b : NULL, use_res ? r : NULL, ref);
+        float *ref = out_buf(ny), *pre = out_buf(ny), *y = out_buf(ny);
+        ref_conv2d_and_pre(&p, x, w, use_bias ? b : NULL, use_res ? r : NULL, ref, pre);
         float *packed = out_buf((int64_t)kcuda_conv2d_packed_elems(&p));
         void *table = malloc(kcuda_conv2d_table_bytes(&p));
         RT_ASSERT(table);
         kcuda_conv2d_pack(&p, KCUDA_NCHW, w, packed, table);
         kcuda_depthwise_host(&p, x, packed, use_bias ? b : NULL, use_res ? r : NULL, y);
         char what[160];
-        snprintf(what, sizeof(what), "depthwise n%d c%d oc%d %dx%d k%dx%d s%d,%d p%d,%d d%d,%d%s%s", p.n, p.c, p.oc,
-                 p.h, p.w, p.kh, p.kw, p.stride_h, p.stride_w, p.pad_t, p.pad_l, p.dil_h, p.dil_w,
+        snprintf(what, sizeof(what), "depthwise n%d c%d oc%d %dx%d k%dx%d s%d,%d p%d,%d d%d,%d act%d%s%s", p.n, p.c,
+                 p.oc, p.h, p.w, p.kh, p.kw, p.stride_h, p.stride_w, p.pad_t, p.pad_l, p.dil_h, p.dil_w, p.act,
                  use_bias ? " bias" : "", use_res ? " res" : "");
-        failed += !cuda_check_close(what, y, ref, ny, KCUDA_F32);
+        failed += !cuda_check_scaled(what, y, ref, pre, ny, KCUDA_F32);
         failed += !kcuda_depthwise_takes(&p, KCUDA_NCHW) || kcuda_depthwise_takes(&p, KCUDA_NHWC);
-        free(x), free(w), free(b), free(r), free(ref), free(y), free(packed), free(table);
+        free(x), free(w), free(b), free(r), free(ref), free(pre), free(y), free(packed), free(table);
     }
     TEST_FAIL_IF(failed, "%d depthwise cases differ from kref or were not taken", failed);
 

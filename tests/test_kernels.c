@@ -201,10 +201,7 @@ static enum test_result check_conv(const struct pools *ps, const struct k_conv2d
     float *x = rand_buf(xn), *w = rand_buf(wn), *bias = with_bias ? rand_buf(p->oc) : NULL;
     float *res = with_res ? rand_buf(yn) : NULL, *want = malloc((size_t)yn * sizeof(float));
     float *pre = malloc((size_t)yn * sizeof(float));
-    kref_conv2d_f32(p, x, w, bias, res, want);
-    struct k_conv2d linear_p = *p;
-    linear_p.act = K_ACT_NONE;
-    kref_conv2d_f32(&linear_p, x, w, bias, res, pre);
+    ref_conv2d_and_pre(p, x, w, bias, res, want, pre);
     float *packed = aligned_alloc(64, (kcpu_conv2d_packed_floats(p) * sizeof(float) + 63) / 64 * 64);
     kcpu_conv2d_pack(p, w, packed);
     enum test_result r = TEST_PASS;
@@ -357,10 +354,7 @@ static enum test_result check_linear(const struct pools *ps, const struct k_line
     float *x = rand_buf((int64_t)p->n * p->k), *w = rand_buf((int64_t)p->m * p->k);
     float *bias = with_bias ? rand_buf(p->m) : NULL, *res = with_res ? rand_buf(yn) : NULL;
     float *want = malloc((size_t)yn * sizeof(float)), *pre = malloc((size_t)yn * sizeof(float));
-    kref_linear_f32(p, x, w, bias, res, want);
-    struct k_linear linear_p = *p;
-    linear_p.act = K_ACT_NONE;
-    kref_linear_f32(&linear_p, x, w, bias, res, pre);
+    ref_linear_and_pre(p, x, w, bias, res, want, pre);
     float *packed = aligned_alloc(64, (kcpu_linear_packed_floats(p) * sizeof(float) + 63) / 64 * 64);
     kcpu_linear_pack(p, w, packed);
     enum test_result r = TEST_PASS;

@@ -77,23 +77,20 @@ __host__ __device__ __forceinline__ float un_apply(const struct k_unary &p, floa
     }
 }
 
-__host__ __device__ __forceinline__ float bw_f(float v) { return v; }
-__host__ __device__ __forceinline__ float bw_f(__half v) { return __half2float(v); }
-
 template <typename T>
 __global__ void binary_kernel(struct k_binary p, int64_t per_sample, int64_t count, const T *a, const T *b, T *y)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t ao, bo;
         bin_offsets(p, per_sample, i, &ao, &bo);
-        y[i] = from_f<T>(bin_apply(p.op, bw_f(a[ao]), bw_f(b[bo])));
+        y[i] = from_f<T>(bin_apply(p.op, to_f(a[ao]), to_f(b[bo])));
     }
 }
 
 template <typename T> __global__ void unary_kernel(struct k_unary p, const T *x, T *y)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.count; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = from_f<T>(un_apply(p, bw_f(x[i])));
+        y[i] = from_f<T>(un_apply(p, to_f(x[i])));
 }
 
 static int64_t per_sample_of(const struct k_binary *p)

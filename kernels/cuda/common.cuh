@@ -15,18 +15,20 @@
 
 namespace kcuda {
 
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+/* Host and device code, like act_apply: the kernels' arithmetic can be run
+ * on the host too (kcuda_depthwise_host, kcuda_binary_host). */
+__host__ __device__ __forceinline__ float to_f(float x) { return x; }
+__host__ __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
 
-template <typename T> __device__ __forceinline__ T from_f(float x);
-template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
+template <typename T> __host__ __device__ __forceinline__ T from_f(float x);
+template <> __host__ __device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <> __host__ __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
 
 /* act is uniform across a launch, so the switch does not diverge. Precise
  * libm functions (no fast math): FP32 results must stay within 1e-5 of the
  * double-precision reference. GELU uses erfc to avoid the cancellation of
  * 1 + erf(x) for negative x. */
-__device__ __forceinline__ float act_apply(enum k_act act, float x)
+__host__ __device__ __forceinline__ float act_apply(enum k_act act, float x)
 {
     switch (act) {
     case K_ACT_RELU:

@@ -47,13 +47,10 @@ static DwArgs dw_args(const struct k_conv2d *p, int kpad, int npad)
             p->pad_l, p->dil_h, p->dil_w, p->oc / p->c, kpad, npad, p->act};
 }
 
-__host__ __device__ __forceinline__ float dw_f(float v) { return v; }
-__host__ __device__ __forceinline__ float dw_f(__half v) { return __half2float(v); }
-
 /* Tap k of output channel o in the GEMM's packing. */
 template <typename T> __host__ __device__ __forceinline__ float dw_weight(const DwArgs &a, const T *w, int o, int k)
 {
-    return dw_f(w[((int64_t)(o / a.mult) * a.kpad + k) * a.npad + o % a.mult]);
+    return to_f(w[((int64_t)(o / a.mult) * a.kpad + k) * a.npad + o % a.mult]);
 }
 
 /* The taps of output (oy, ox) over input plane xp, weights wk[kh * kw]
@@ -70,7 +67,7 @@ __host__ __device__ __forceinline__ float dw_sum(const DwArgs &a, const T *xp, c
         for (int j = 0; j < a.kw; j++) {
             const int ix = ix0 + j * a.dil_w;
             if ((unsigned)ix < (unsigned)a.w)
-                acc = fmaf(dw_f(xp[(int64_t)iy * a.w + ix]), wk[i * a.kw + j], acc);
+                acc = fmaf(to_f(xp[(int64_t)iy * a.w + ix]), wk[i * a.kw + j], acc);
         }
     }
     return acc;
@@ -78,8 +75,8 @@ __host__ __device__ __forceinline__ float dw_sum(const DwArgs &a, const T *xp, c
 
 /* The GEMM's epilogue for output i of channel o: y = act(sum + bias + residual). */
 template <typename T>
-__device__ __forceinline__ void dw_store(const DwArgs &a, const float *bias, const T *res, T *y, int64_t i, int o,
-                                         float sum)
+__host__ __device__ __forceinline__ void dw_store(const DwArgs &a, const float *bias, const T *res, T *y, int64_t i,
+                                                  int o, float sum)
 {
     if (bias)
         sum += bias[o];
@@ -93,6 +90,22 @@ __device__ __forceinline__ void dw_store(const DwArgs &a, const float *bias, con
 static int nchw_threads(int64_t pixels)
 {
     return pixels >= DW_THREADS ? DW_THREADS : (int)((pixels + 31) / 32 * 32);
+}
+
+/* The launch of either kernel: grid x, y, z (64-bit, checked before use)
+ * and block x, y. NCHW y: (n * oc planes, pixel blocks), nchw_threads;
+ * NHWC y: (pixel tiles, channel tiles, images), DW_TILE x DW_ROWS. */
+struct DwGrid {
+    int64_t x, y, z;
+    int bx, by;
+};
+
+static DwGrid dw_grid(int n, int oc, int64_t pixels, enum kcuda_layout yl)
+{
+    if (yl == KCUDA_NHWC)
+        return {(pixels + DW_TILE - 1) / DW_TILE, (oc + DW_TILE - 1) / DW_TILE, n, DW_TILE, DW_ROWS};
+    const int threads = nchw_threads(pixels);
+    return {(int64_t)n * oc, (pixels + threads - 1) / threads, 1, threads, 1};
 }
 
 /* grid (n * oc planes, pixel blocks); nchw_threads(pixels) threads */
@@ -157,21 +170,14 @@ static cudaError_t dw_launch(const DwArgs &a, enum kcuda_layout yl, const void *
 {
     const T *xt = static_cast<const T *>(x), *wt = static_cast<const T *>(w), *rt = static_cast<const T *>(res);
     T *yt = static_cast<T *>(y);
-    const int64_t pixels = (int64_t)a.oh * a.ow;
-    if (yl == KCUDA_NHWC) {
-        const int64_t pixel_tiles = (pixels + DW_TILE - 1) / DW_TILE, channel_tiles = (a.oc + DW_TILE - 1) / DW_TILE;
-        if (channel_tiles > 65535 || a.n > 65535)
-            return cudaErrorInvalidConfiguration;
-        dim3 grid((unsigned)pixel_tiles, (unsigned)channel_tiles, (unsigned)a.n);
-        dw_nhwc_kernel<T><<<grid, dim3(DW_TILE, DW_ROWS), 0, st>>>(a, xt, wt, bias, rt, yt);
-    } else {
-        const int threads = nchw_threads(pixels);
-        const int64_t planes = (int64_t)a.n * a.oc, pixel_blocks = (pixels + threads - 1) / threads;
-        if (planes > 0x7fffffff || pixel_blocks > 65535)
-            return cudaErrorInvalidConfiguration;
-        dw_nchw_kernel<T><<<dim3((unsigned)planes, (unsigned)pixel_blocks), threads, 0, st>>>(a, xt, wt, bias, rt,
-                                                                                             yt);
-    }
+    const DwGrid g = dw_grid(a.n, a.oc, (int64_t)a.oh * a.ow, yl);
+    if (g.x > 0x7fffffff || g.y > 65535 || g.z > 65535)
+        return cudaErrorInvalidConfiguration;
+    const dim3 grid((unsigned)g.x, (unsigned)g.y, (unsigned)g.z), block((unsigned)g.bx, (unsigned)g.by);
+    if (yl == KCUDA_NHWC)
+        dw_nhwc_kernel<T><<<grid, block, 0, st>>>(a, xt, wt, bias, rt, yt);
+    else
+        dw_nchw_kernel<T><<<grid, block, 0, st>>>(a, xt, wt, bias, rt, yt);
     return cudaGetLastError();
 }
 
@@ -187,12 +193,10 @@ extern "C" bool kcuda_depthwise_takes(const struct k_conv2d *p, enum kcuda_layou
 
 struct kcuda_gemm_plan kcuda_depthwise_plan(const struct k_conv2d *p, enum kcuda_layout yl)
 {
-    const int64_t pixels = (int64_t)p->oh * p->ow;
+    const DwGrid g = dw_grid(p->n, p->oc, (int64_t)p->oh * p->ow, yl);
     if (yl == KCUDA_NHWC)
-        return {DW_TILE, DW_TILE, 1, (pixels + DW_TILE - 1) / DW_TILE * ((p->oc + DW_TILE - 1) / DW_TILE) * p->n,
-                "depthwise direct 32x32"};
-    const int threads = nchw_threads(pixels);
-    return {threads, 1, 1, (int64_t)p->n * p->oc * ((pixels + threads - 1) / threads), "depthwise direct"};
+        return {DW_TILE, DW_TILE, 1, g.x * g.y * g.z, "depthwise direct 32x32"};
+    return {g.bx, 1, 1, g.x * g.y * g.z, "depthwise direct"};
 }
 
 cudaError_t kcuda_depthwise(const struct k_conv2d *p, int kpad, int npad, enum kcuda_dtype t,
@@ -211,21 +215,15 @@ void kcuda_depthwise_on_host(const struct k_conv2d *p, int kpad, int npad, const
                              const float *bias, const float *residual, float *y)
 {
     const DwArgs a = dw_args(p, kpad, npad);
-    const int taps = p->kh * p->kw;
+    const int taps = p->kh * p->kw, pixels = p->oh * p->ow;
     float wk[KCUDA_DW_MAX_TAPS];
     for (int img = 0; img < p->n; img++)
         for (int o = 0; o < p->oc; o++) {
             for (int k = 0; k < taps; k++)
                 wk[k] = dw_weight(a, packed_w, o, k);
             const float *xp = x + ((int64_t)img * p->c + o / a.mult) * p->h * p->w;
-            for (int pix = 0; pix < p->oh * p->ow; pix++) {
-                const int64_t i = ((int64_t)img * p->oc + o) * p->oh * p->ow + pix;
-                float v = dw_sum(a, xp, wk, pix / p->ow, pix % p->ow);
-                if (bias)
-                    v += bias[o];
-                if (residual)
-                    v += residual[i];
-                y[i] = v;
-            }
+            for (int pix = 0; pix < pixels; pix++)
+                dw_store(a, bias, residual, y, ((int64_t)img * p->oc + o) * pixels + pix, o,
+                         dw_sum(a, xp, wk, pix / p->ow, pix % p->ow));
         }
 }

@@ -115,8 +115,8 @@ cudaError_t kcuda_conv2d(const struct k_conv2d *p, int sm_count, enum kcuda_dtyp
 #define KCUDA_DW_MAX_TAPS 64
 bool kcuda_depthwise_takes(const struct k_conv2d *p, enum kcuda_layout xl);
 /* The direct kernel's arithmetic on the host, for tests without a GPU:
- * NCHW y = conv(x, w) + bias + residual (no activation), w read from the
- * packing of kcuda_conv2d_pack (NCHW x); bias and residual may be NULL. */
+ * NCHW y = act(conv(x, w) + bias + residual), w read from the packing of
+ * kcuda_conv2d_pack (NCHW x); bias and residual may be NULL. */
 void kcuda_depthwise_host(const struct k_conv2d *p, const float *x, const float *packed_w, const float *bias,
                           const float *residual, float *y);
 
