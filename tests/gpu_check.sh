@@ -128,8 +128,8 @@ profile_gaps() {
   # MobileNetV2's depthwise steps on the direct kernel, then on the GEMM
   # (the baseline set): the gap the first run found (docs/performance.md)
   if [ -f model_repository/mobilenet_v2/model.json ]; then
-    "$bin/inferctl" profile model_repository/mobilenet_v2 --backend cuda --batch 64 --runs 20 --warmup 3 || return 1
-    INFERD_CUDA_KERNELS=baseline "$bin/inferctl" profile model_repository/mobilenet_v2 --backend cuda --batch 64 \
+    "$bin/inferctl" profile model_repository/mobilenet_v2 --backend cuda --batch 32 --runs 20 --warmup 3 || return 1
+    INFERD_CUDA_KERNELS=baseline "$bin/inferctl" profile model_repository/mobilenet_v2 --backend cuda --batch 32 \
       --runs 20 --warmup 3 || return 1
   fi
 }

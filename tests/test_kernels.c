@@ -937,6 +937,39 @@ TEST(kernels_softmax_random)
     return TEST_PASS;
 }
 
+/* Sizes around the split (one task, several, a short last one) and odd
+ * offsets; the bytes either side of the copy stay as they were. */
+TEST(kernels_copy_split)
+{
+    struct pools ps;
+    pools_open(&ps);
+    const size_t mib = 1u << 20;
+    const size_t sizes[] = {0, 1, 4097, 16 * mib - 1, 16 * mib, 17 * mib + 37, 33 * mib + 3};
+    bool same = true;
+    char why[96] = "";
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && same; i++) {
+        size_t n = sizes[i], off = (size_t)test_rand_int(0, 63);
+        unsigned char *src = malloc(n + 64), *dst = malloc(n + 128);
+        same = src && dst;
+        for (size_t k = 0; same && k < n + 64; k++)
+            src[k] = (unsigned char)(k * 131 + i);
+        for (int t = 0; same && t < 4; t++) {
+            memset(dst, 0xA5, n + 128);
+            kcpu_copy(ps.p[t], dst + 64, src + off, n);
+            same = memcmp(dst + 64, src + off, n) == 0;
+            for (size_t k = 0; k < 64; k++)
+                same = same && dst[k] == 0xA5 && dst[64 + n + k] == 0xA5;
+            if (!same)
+                snprintf(why, sizeof(why), "%zu bytes from offset %zu on pool %d", n, off, t);
+        }
+        free(src);
+        free(dst);
+    }
+    pools_close(&ps);
+    TEST_FAIL_IF(!same, "copy differs or wrote outside: %s", why);
+    return TEST_PASS;
+}
+
 TEST(kernels_concat_random)
 {
     struct pools ps;

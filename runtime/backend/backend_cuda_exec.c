@@ -61,7 +61,7 @@ enum rt_status cuda_exec_copy_in(void *ctx, void *dst, const void *src, size_t b
     struct cuda_op *op = next_op(cs, err);
     if (!op)
         return err->status;
-    memcpy(cs->pinned + at, src, bytes);
+    kcpu_copy(cs->copiers, cs->pinned + at, src, bytes);
     *op = (struct cuda_op){.kind = CUDA_OP_IN, .dev = dst, .stage = at, .bytes = bytes};
     return RT_OK;
 }
@@ -453,7 +453,7 @@ enum rt_status cuda_exec_sync(void *ctx, struct rt_error *err)
     for (int i = 0; i < cs->n_ops && r == RT_OK; i++) {
         const struct cuda_op *op = &cs->ops[i];
         if (op->kind == CUDA_OP_OUT)
-            memcpy(op->host, cs->pinned + op->stage, op->bytes);
+            kcpu_copy(cs->copiers, op->host, cs->pinned + op->stage, op->bytes);
     }
     cs->span.timed = cs->span.on && r == RT_OK;
     reset_run(cs);

@@ -35,6 +35,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernels/cpu/kcpu.h"
 #include "kernels/cuda/kcuda.h"
 #include "runtime/backend/backend_cuda_graph.h"
 #include "runtime/backend/backend.h"
@@ -54,6 +55,7 @@ struct cuda_backend {
     bool graphs;                    /* rt_backend_options.cuda_graphs: OFF turns capture off */
     bool baseline;                  /* rt_backend_options.cuda_kernels: BASELINE (see cuda_q8_mma,
                                      * cuda_gemm_sms) */
+    int copy_threads;               /* per session, for kcpu_copy to and from pinned staging */
     int sm[CUDA_MAX_DEVICES];       /* compute capability of dev[i], major * 10 + minor */
     int sms[CUDA_MAX_DEVICES];      /* streaming multiprocessors of dev[i] */
     pthread_mutex_t dnn_lock;       /* guards the three below */
@@ -127,6 +129,7 @@ struct cuda_session {
     cudaStream_t stream;
     char *arena;                    /* device, arena_bytes */
     char *pinned;                   /* host, stage_bytes */
+    struct kcpu_threads *copiers;   /* NULL: copies on the caller alone */
     char *dstage;                   /* device, stage_bytes; FP16 models only */
     size_t stage_bytes, stage_used;
     struct cuda_op *ops;
