@@ -60,7 +60,7 @@ enum rt_cuda_kernels { RT_CUDA_KERNELS_AUTO = 0, RT_CUDA_KERNELS_NEW, RT_CUDA_KE
  * $INFERD_CUDA_KERNELS=baseline), read in rt_backend_create only. */
 struct rt_backend_options {
     int threads;      /* CPU threads per session; 0 = number of cores (CUDA: threads that copy
-                       * inputs and outputs through pinned staging; 0 = up to 8) */
+                       * inputs and outputs through pinned staging, at most 16; 0 = up to 8) */
     int device;       /* CUDA device index; -1 = any */
     int cpu_batch_chunk;   /* CPU: samples per pass, 1..RT_MAX_BATCH; 0 = what fits in L2 */
     /* CPU kernels' instruction set, "scalar", "avx2" or "avx512"; NULL or ""

@@ -45,7 +45,8 @@ static const struct srv_option OPTIONS[] = {
     {"backend", OPT_BACKEND, OFF(backend), "auto", 0, 0, NULL, "KIND",
      "where models run: auto (CUDA when usable, else CPU), cpu or cuda"},
     {"threads", OPT_INT, OFF(threads), "0", 0, 1024, NULL, "N",
-     "compute threads per model instance (0: half the cores, the rest serve HTTP)"},
+     "compute threads per model instance, on CUDA the ones copying through pinned memory (0: half the cores, "
+     "the rest serve HTTP)"},
     {"cpu-batch-chunk", OPT_INT, OFF(cpu_batch_chunk), "0", 0, RT_MAX_BATCH, NULL, "N",
      "CPU backend: samples per pass through the model (0: $INFERD_CPU_BATCH_CHUNK if set, "
      "else as many as fit in L2)"},
