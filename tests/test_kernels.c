@@ -944,7 +944,8 @@ TEST(kernels_copy_split)
     struct pools ps;
     pools_open(&ps);
     const size_t mib = 1u << 20;
-    const size_t sizes[] = {0, 1, 4097, 16 * mib - 1, 16 * mib, 17 * mib + 37, 33 * mib + 3};
+    const size_t split = KCPU_COPY_SPLIT_BYTES;
+    const size_t sizes[] = {0, 1, 4097, split - 1, split, split + mib + 37, 2 * split + mib + 3};
     bool same = true;
     char why[96] = "";
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && same; i++) {

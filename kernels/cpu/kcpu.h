@@ -121,7 +121,9 @@ void kcpu_resize_f32(struct kcpu_threads *th, const struct k_resize *p, const fl
 void kcpu_transpose_f32(struct kcpu_threads *th, const struct k_transpose *p, const float *x, float *y);
 void kcpu_concat_f32(struct kcpu_threads *th, const struct k_concat *p,
                      const float *const *inputs, const int64_t *lens, float *y);
-/* memcpy(dst, src, bytes) split over the threads when large; no overlap. */
+/* memcpy(dst, src, bytes), split over the threads from KCPU_COPY_SPLIT_BYTES on
+ * (below, waking the workers costs more than it saves); no overlap. */
+#define KCPU_COPY_SPLIT_BYTES ((size_t)16 << 20)
 void kcpu_copy(struct kcpu_threads *th, void *dst, const void *src, size_t bytes);
 /* Both operands are run-time data, packed per matrix into scratch
  * (kcpu_matmul_scratch_bytes); y must not overlap them. */

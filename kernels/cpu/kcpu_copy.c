@@ -6,14 +6,13 @@
  * 27 ms that the first GPU runs measured between host-to-host and device
  * time (docs/performance.md). A split run wakes every worker and waits for
  * each to check in: there, a batch of 8 such images (4.8 MB) took 0.6-1.8 ms
- * longer split than on the caller alone, so copies under KCPU_COPY_ALONE
- * stay on the caller.
+ * longer split than on the caller alone, so copies under
+ * KCPU_COPY_SPLIT_BYTES (kcpu.h) stay on the caller.
  */
 #include <string.h>
 
 #include "kcpu_impl.h"
 
-#define KCPU_COPY_ALONE (16u << 20)  /* bytes under which the caller copies alone */
 #define KCPU_COPY_TASK (1u << 20)    /* bytes a task copies at least */
 
 struct copy_job {
@@ -34,7 +33,7 @@ static void copy_task(void *arg, int64_t task, int thread)
 void kcpu_copy(struct kcpu_threads *th, void *dst, const void *src, size_t bytes)
 {
     int threads = kcpu_threads_count(th);
-    if (threads < 2 || bytes < KCPU_COPY_ALONE) {
+    if (threads < 2 || bytes < KCPU_COPY_SPLIT_BYTES) {
         memcpy(dst, src, bytes);
         return;
     }

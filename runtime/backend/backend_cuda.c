@@ -305,7 +305,9 @@ static enum rt_status session_init(struct cuda_session *cs, const struct rt_plan
     CUDA_CHECK(cb, cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking), err);
     CUDA_CHECK(cb, cudaMalloc((void **)&cs->arena, arena_bytes ? arena_bytes : RT_ARENA_ALIGN), err);
     CUDA_CHECK(cb, cudaHostAlloc((void **)&cs->pinned, cs->stage_bytes, cudaHostAllocDefault), err);
-    if (cb->copy_threads > 1 && !(cs->copiers = kcpu_threads_create(cb->copy_threads)))
+    /* no copy threads where no copy can be large enough to split (lenet5's) */
+    if (cb->copy_threads > 1 && cs->stage_bytes >= KCPU_COPY_SPLIT_BYTES &&
+        !(cs->copiers = kcpu_threads_create(cb->copy_threads)))
         return rt_error_set(err, RT_ERR_NO_MEMORY, "could not start %d staging copy threads", cb->copy_threads);
     if (cs->dt == KCUDA_F16)
         CUDA_CHECK(cb, cudaMalloc((void **)&cs->dstage, cs->stage_bytes), err);
