@@ -34,13 +34,20 @@ static inline __attribute__((always_inline)) void block_loop(const int hi33, con
                                                              const struct kq8_lane_epi *ep, __mmask16 m, int64_t oc,
                                                              const int8_t *res, int8_t *y)
 {
+    /* all 16 lanes: plain loads and stores, masked ones took a quarter of a
+     * 64 -> 256 1x1 layer's time on Zen 5 (docs/performance.md) */
+    const int full = m == 0xFFFF;
     for (int64_t r = 0; r < pixels; r++) {
         const __m512i s = _mm512_add_epi32(_mm512_load_si512(sums + 16 * r), l->init);
-        const __m512i rv =
-            has_res ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, res + r * oc)) : _mm512_setzero_si512();
+        const __m512i rv = has_res ? _mm512_cvtepi8_epi32(full ? _mm_loadu_si128((const __m128i *)(res + r * oc))
+                                                               : _mm_maskz_loadu_epi8(m, res + r * oc))
+                                   : _mm512_setzero_si512();
         const __m512i q =
             hi33 ? kq8_lanes_requant_hi33(s, l, ep, has_res, rv) : kq8_lanes_requant_wide(s, l, ep, has_res, rv);
-        _mm_mask_storeu_epi8(y + r * oc, m, _mm512_cvtepi32_epi8(q));
+        if (full)
+            _mm_storeu_si128((__m128i *)(y + r * oc), _mm512_cvtepi32_epi8(q));
+        else
+            _mm_mask_storeu_epi8(y + r * oc, m, _mm512_cvtepi32_epi8(q));
     }
 }
 
