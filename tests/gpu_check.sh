@@ -15,7 +15,7 @@
 #   lease2  the second call, if the lease has time left: profile (each
 #           step against its floor), the full model checks, onnx, sticky,
 #           the HTTP suite, the sanitizers
-#   all     lease, then lease2: every step; 357 s on an H200 (2026-12-04),
+#   all     lease, then lease2: every step; 357 s and 366 s on an H200 (2026-12-04),
 #           so one call of a lease (--budget 560)
 #   full    everything but bench
 #   bench   the benchmarks against cuBLAS, cuDNN and PyTorch, and HTTP on the GPU
