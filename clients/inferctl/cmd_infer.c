@@ -2,9 +2,8 @@
  * cmd_infer.c - "inferctl infer MODEL --input FILE": one KServe v2
  * inference. FILE (or "-" for stdin) is either a JSON request body (a file
  * that parses as a JSON object), sent as it is, or raw little-endian tensor
- * data for the model's single input
- * (as many rows as the file holds), sent as JSON or, with --binary, with
- * the binary tensor extension both ways. Prints every output: a header
+ * data for the model's single input (as many rows as the file holds), sent
+ * as JSON or, with --binary, with the binary tensor extension both ways. Prints every output: a header
  * line "NAME DATATYPE [SHAPE]", then one line of values per row.
  */
 #include <ctype.h>
@@ -69,6 +68,15 @@ static void print_output(const struct icl_tensor *t)
     printf("\n");
 }
 
+/* Whether the first byte past leading white space is '{'. */
+static bool opens_like_json(const uint8_t *data, size_t len)
+{
+    size_t i = 0;
+    while (i < len && isspace(data[i]))
+        i++;
+    return i < len && data[i] == '{';
+}
+
 /* Builds the request for raw tensor data from the model's metadata. */
 static int raw_request(struct icl_client *c, const char *model, const uint8_t *data, size_t len,
                        struct icl_tensor *in, struct icl_model_metadata *meta)
@@ -93,12 +101,9 @@ static int raw_request(struct icl_client *c, const char *model, const uint8_t *d
     }
     size_t sample_bytes = (size_t)sample * size;
     if (len == 0 || len % sample_bytes != 0 || (!batched && len != sample_bytes)) {
-        size_t i = 0;
-        while (i < len && isspace(data[i]))
-            i++;
         fprintf(stderr, "inferctl infer: the file holds %zu bytes, not a whole number of "
                         "%zu-byte %s samples of input '%s'%s\n", len, sample_bytes, in->datatype,
-                in->name, i < len && data[i] == '{' ? ", nor a JSON request (it does not parse)" : "");
+                in->name, opens_like_json(data, len) ? ", nor a JSON request (it does not parse)" : "");
         return CTL_EXIT_ERROR;
     }
     if (batched)
@@ -113,17 +118,14 @@ static int raw_request(struct icl_client *c, const char *model, const uint8_t *d
  * and were then sent as a malformed JSON body). */
 static bool is_json(const uint8_t *data, size_t len)
 {
-    size_t i = 0;
-    while (i < len && isspace(data[i]))
-        i++;
-    if (i == len || data[i] != '{')
+    if (!opens_like_json(data, len))
         return false;
     const char *end = NULL;
     cJSON *doc = cJSON_ParseWithLengthOpts((const char *)data, len, &end, false);
     bool object = cJSON_IsObject(doc);
     cJSON_Delete(doc);
     for (size_t at = end ? (size_t)(end - (const char *)data) : 0; object && at < len; at++)
-        object = isspace(data[at]) || data[at] == '\0';
+        object = isspace(data[at]);   /* white space only after the object */
     return object;
 }
 
